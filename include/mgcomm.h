@@ -1,0 +1,517 @@
+/*
+ * mgcomm.h -- the one public header of mgcomm, a C11 library for communication between GPUs
+ * and between processes: NCCL's collectives and point-to-point operations, behind one checked,
+ * bounded API, with a host-memory backend that runs the same calls on CPU memory.
+ *
+ * This header includes nothing from CUDA, NCCL or NVSHMEM; those libraries are loaded at run
+ * time. It compiles as C11 and as C++.
+ *
+ * Conventions that hold for every function below (ARCHITECTURE.md section 3):
+ *  - Every function that can fail returns mg_status_t: MG_OK (0), MG_INPROGRESS (> 0), or an
+ *    error (< 0). The detail of the last error of the calling thread is in mg_last_error().
+ *  - Outputs are written only on success, unless a function says otherwise.
+ *  - Destroy functions accept NULL and return MG_OK for it.
+ *  - A handle that is NULL, freed, or of the wrong kind gives MG_ERR_INVALID_USAGE; nothing is
+ *    touched.
+ *  - Every wait has a deadline: the call's own, else the communicator's timeout_s, else
+ *    MGCOMM_TIMEOUT (600 s by default). Expiry is MG_ERR_TIMED_OUT, never a hang.
+ *
+ * Divisions of this file: export macro and version; status codes and errors; data types and
+ * reduction operations; configuration; communicators; operations and groups; custom ops;
+ * diagnostics (parameters, libraries, features, devices).
+ */
+#ifndef MGCOMM_H
+#define MGCOMM_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(MGCOMM_BUILDING) && defined(__GNUC__)
+#define MG_EXTERN __attribute__((visibility("default")))
+#else
+#define MG_EXTERN
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Version
+ *
+ * MGCOMM_VERSION is the version of this header as MAJOR*10000 + MINOR*100 + PATCH. mg_version()
+ * returns the version of the library actually loaded, so a program can check that both agree
+ * (the major version is the SONAME: libmgcomm.so.MAJOR).
+ */
+#define MGCOMM_VERSION_MAJOR 0
+#define MGCOMM_VERSION_MINOR 1
+#define MGCOMM_VERSION_PATCH 0
+#define MGCOMM_VERSION \
+  (MGCOMM_VERSION_MAJOR * 10000 + MGCOMM_VERSION_MINOR * 100 + MGCOMM_VERSION_PATCH)
+#define MGCOMM_VERSION_STRING "0.1.0"
+
+/* The library's version, in MGCOMM_VERSION's encoding. Never fails; thread-safe. */
+MG_EXTERN int mg_version(void);
+/* The library's version as "MAJOR.MINOR.PATCH". Static storage; never fails; thread-safe. */
+MG_EXTERN const char *mg_version_string(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes
+ *
+ * One table, MG_STATUS_MAP, gives every status its value, name and message.
+ * RULE: this table is append-only. A value is never renumbered, never removed and never reused;
+ * a retired status keeps its line. Programs may store these values.
+ */
+#define MG_STATUS_MAP(XX)                                                                        \
+  XX(OK, 0, "success")                                                                           \
+  XX(INPROGRESS, 1, "operation in progress")                                                     \
+  XX(ERR_INVALID_ARGUMENT, -1, "invalid argument")                                               \
+  XX(ERR_INVALID_USAGE, -2, "invalid usage (bad handle, wrong state or wrong call order)")       \
+  XX(ERR_NOT_SUPPORTED, -3, "not supported by this backend or library version")                  \
+  XX(ERR_BACKEND_UNAVAILABLE, -4, "backend unavailable (library or device not found)")           \
+  XX(ERR_OUT_OF_MEMORY, -5, "out of memory")                                                     \
+  XX(ERR_TIMED_OUT, -6, "timed out")                                                             \
+  XX(ERR_ABORTED, -7, "aborted")                                                                 \
+  XX(ERR_REMOTE, -8, "a remote rank failed or exited")                                           \
+  XX(ERR_BACKEND, -9, "a backend library call failed")                                           \
+  XX(ERR_SYSTEM, -10, "an operating-system call failed")                                         \
+  XX(ERR_STALE, -11, "handle belongs to an older generation")                                    \
+  XX(ERR_INTERNAL, -12, "internal error")
+
+typedef enum mg_status {
+#define MG__STATUS_ENUM(name, value, msg) MG_##name = (value),
+  MG_STATUS_MAP(MG__STATUS_ENUM)
+#undef MG__STATUS_ENUM
+  MG__STATUS_FORCE_INT = INT_MAX
+} mg_status_t;
+
+/* "MG_ERR_TIMED_OUT" for MG_ERR_TIMED_OUT; "MG_UNKNOWN_STATUS" for a value not in the table.
+ * Static storage; never fails; thread-safe. */
+MG_EXTERN const char *mg_status_name(mg_status_t status);
+/* The one-line message of a status ("timed out"); "unknown status" for a value not in the table.
+ * Static storage; never fails; thread-safe. */
+MG_EXTERN const char *mg_status_string(mg_status_t status);
+
+/* The detail of the last error raised on the calling thread: the function, the argument or the
+ * foreign call and its code, the rank and the operation. "" when this thread has seen no error.
+ * The string is thread-local and stays valid until the next failing mgcomm call on this thread.
+ * A successful call does not clear it. Never fails. */
+MG_EXTERN const char *mg_last_error(void);
+/* Copies mg_last_error() into buf (always NUL-terminated when len > 0, truncated to fit) and
+ * returns the length of the whole message, excluding the NUL, as snprintf does. buf may be NULL
+ * when len is 0. Never fails; thread-safe. */
+MG_EXTERN size_t mg_last_error_copy(char *buf, size_t len);
+
+/* ---------------------------------------------------------------------------------------------
+ * Data types and reduction operations
+ *
+ * mg_dtype_t uses NCCL's numbering (ncclDataType_t), so values can be passed through unchanged.
+ * The fp8 types need NCCL >= 2.24 on the NCCL backend; the host backend supports all of them.
+ */
+typedef enum mg_dtype {
+  MG_INT8 = 0,
+  MG_UINT8 = 1,
+  MG_INT32 = 2,
+  MG_UINT32 = 3,
+  MG_INT64 = 4,
+  MG_UINT64 = 5,
+  MG_FLOAT16 = 6,       /* IEEE 754 binary16 */
+  MG_FLOAT32 = 7,
+  MG_FLOAT64 = 8,
+  MG_BFLOAT16 = 9,      /* upper 16 bits of a float32 */
+  MG_FLOAT8_E4M3 = 10,  /* OCP fp8 E4M3 (FN): no infinities, one NaN pattern per sign, max 448 */
+  MG_FLOAT8_E5M2 = 11,  /* OCP fp8 E5M2: IEEE-like, with infinities and NaNs, max 57344 */
+  MG_DTYPE_COUNT = 12
+} mg_dtype_t;
+
+/* Size in bytes of one element of dtype; 0 for a value that is not a dtype. Never fails. */
+MG_EXTERN size_t mg_dtype_size(mg_dtype_t dtype);
+/* Lower-case name ("float32", "bfloat16", "float8_e4m3"); NULL for a value that is not a dtype.
+ * Static storage. Never fails. */
+MG_EXTERN const char *mg_dtype_name(mg_dtype_t dtype);
+/* Parses a name as printed by mg_dtype_name, or one of the short aliases nccl-tests uses
+ * ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16",
+ * "f8e4m3", "f8e5m2"). MG_ERR_INVALID_ARGUMENT for NULL or an unknown name; *out is untouched. */
+MG_EXTERN mg_status_t mg_dtype_from_name(const char *name, mg_dtype_t *out);
+
+/* Reduction operations, with NCCL's numbering (ncclRedOp_t). Values >= MG_OP_BUILTIN_COUNT are
+ * custom operations made by mg_op_create_premul_sum for one communicator.
+ *
+ * Semantics on every backend:
+ *  - integers wrap on overflow (two's complement);
+ *  - MG_AVG on integers is the sum divided by the number of ranks, truncated toward zero (as
+ *    NCCL); on floating types it is the sum of s * x_i with s = 1/nranks rounded to the dtype
+ *    (as NCCL, which pre-multiplies); PreMulSum likewise computes s * x_i, then sums;
+ *  - fp16, bf16 and fp8 are converted to float, combined, and rounded back to the type with
+ *    round-to-nearest-even after every pairwise step (and after each pre-multiplication);
+ *    fp16 and bf16 overflow to infinity; fp8 (both kinds) saturates to the largest finite value
+ *    on overflow, infinities included, as CUDA's satfinite conversion that NCCL uses; NaN stays
+ *    NaN;
+ *  - MG_MAX and MG_MIN propagate NaN on the host backend: if any rank's element is NaN, the
+ *    result element is NaN (unlike C's fmax/fmin, which drop it). NCCL's GPU kernels do not
+ *    document their NaN rule; the GPU tests compare only NaN-free inputs for max and min.
+ * The host backend reduces in rank order (((x0 op x1) op x2) ...), so its results are bitwise
+ * reproducible from run to run. */
+typedef enum mg_op {
+  MG_SUM = 0,
+  MG_PROD = 1,
+  MG_MAX = 2,
+  MG_MIN = 3,
+  MG_AVG = 4,
+  MG_OP_BUILTIN_COUNT = 5,
+  MG__OP_FORCE_INT = INT_MAX
+} mg_op_t;
+
+/* Name of a built-in op ("sum", "prod", "max", "min", "avg"), "premul_sum" for a custom op value,
+ * NULL for a negative value. Static storage. Never fails. */
+MG_EXTERN const char *mg_op_name(mg_op_t op);
+/* Parses "sum", "prod", "max", "min" or "avg". MG_ERR_INVALID_ARGUMENT otherwise. */
+MG_EXTERN mg_status_t mg_op_from_name(const char *name, mg_op_t *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Backends and configuration
+ */
+typedef enum mg_backend {
+  MG_BACKEND_AUTO = 0, /* NCCL when a GPU and libnccl are usable, else host; MGCOMM_BACKEND
+                          overrides, and an override that cannot run is an error */
+  MG_BACKEND_HOST = 1, /* CPU memory; ranks are threads of one process or processes of one host */
+  MG_BACKEND_NCCL = 2  /* GPU memory through NCCL, loaded at run time */
+} mg_backend_t;
+
+/* "auto", "host", "nccl"; NULL for another value. Static storage. Never fails. */
+MG_EXTERN const char *mg_backend_name(mg_backend_t backend);
+
+/* Resolves MG_BACKEND_AUTO (and the MGCOMM_BACKEND override) to the backend that init calls
+ * would use, and says why in reason (may be NULL; truncated to reason_len). A concrete backend
+ * that cannot run here gives MG_ERR_BACKEND_UNAVAILABLE with the cause. Thread-safe. */
+MG_EXTERN mg_status_t mg_backend_resolve(mg_backend_t requested, mg_backend_t *out, char *reason,
+                                         size_t reason_len);
+
+#define MG_UNDEF_INT INT_MIN
+#define MG_CONFIG_VERSION 1
+
+/* Parameters of a communicator. Initialise with MG_CONFIG_INIT, then set the fields you want;
+ * a config that was not initialised that way (bad size or version) is MG_ERR_INVALID_USAGE.
+ * A NULL config means all defaults. New fields are only ever appended. */
+typedef struct mg_config {
+  size_t size;          /* sizeof(mg_config_t), set by MG_CONFIG_INIT */
+  unsigned int version; /* MG_CONFIG_VERSION, set by MG_CONFIG_INIT */
+  mg_backend_t backend; /* MG_BACKEND_AUTO by default */
+  double timeout_s;     /* deadline of every wait on this communicator, seconds; 0 = MGCOMM_TIMEOUT */
+  int device;           /* NCCL backend, mg_comm_init_rank: CUDA device ordinal of this rank;
+                           MG_UNDEF_INT = the local rank (mg_comm_init_env) or device 0 */
+} mg_config_t;
+
+#define MG_CONFIG_INIT {sizeof(mg_config_t), MG_CONFIG_VERSION, MG_BACKEND_AUTO, 0.0, MG_UNDEF_INT}
+
+/* ---------------------------------------------------------------------------------------------
+ * Communicators
+ *
+ * A communicator (mg_comm_t) is one rank's membership in a group of nranks ranks. All ranks of a
+ * communicator call its collective operations in the same order with matching arguments.
+ *
+ * Thread safety: a communicator may be used from any thread; calls on one communicator are
+ * serialised by the library. Group state (mg_group_begin/end) belongs to the calling thread.
+ */
+typedef struct mg_comm mg_comm_t;
+
+/* Opaque handle of a stream. On the NCCL backend it is the caller's CUDA stream (cudaStream_t and
+ * CUstream are the same handle: pass it with a cast). On the host backend NULL runs the operation
+ * before the call returns. */
+typedef struct mg_stream *mg_stream_t;
+
+/* 128 opaque bytes that every rank of one new communicator must receive, created by one rank with
+ * mg_unique_id_create and sent to the others out of band (file, socket, MPI, the rendezvous
+ * store). An id belongs to one backend and is used for one communicator. */
+#define MG_UNIQUE_ID_BYTES 128
+typedef struct mg_unique_id {
+  char internal[MG_UNIQUE_ID_BYTES];
+} mg_unique_id_t;
+
+/* Creates a new unique id for backend (MG_BACKEND_AUTO is resolved as for init). For the host
+ * backend the id carries a random, unguessable shared-memory name (from getrandom). For NCCL it is
+ * ncclGetUniqueId's. Errors: MG_ERR_INVALID_ARGUMENT (id NULL, unknown backend),
+ * MG_ERR_BACKEND_UNAVAILABLE, MG_ERR_SYSTEM (no randomness), MG_ERR_BACKEND. Thread-safe. */
+MG_EXTERN mg_status_t mg_unique_id_create(mg_backend_t backend, mg_unique_id_t *id);
+
+/* Creates this process's (or thread's) rank `rank` of a communicator of nranks ranks. Collective:
+ * every rank calls it with the same id and nranks; it returns when all have arrived.
+ * Ranks may be threads of one process or processes of one host (host backend) or GPUs (NCCL; the
+ * device is config->device). config may be NULL (defaults); it is copied.
+ * Errors: MG_ERR_INVALID_ARGUMENT (id or out NULL, nranks < 1, rank out of [0, nranks), an id
+ * of another backend), MG_ERR_INVALID_USAGE (config not initialised), MG_ERR_TIMED_OUT (not all
+ * ranks arrived before the deadline; the message lists the missing ranks), MG_ERR_REMOTE (a rank
+ * disagreed on nranks or exited), MG_ERR_BACKEND_UNAVAILABLE, MG_ERR_OUT_OF_MEMORY,
+ * MG_ERR_SYSTEM, MG_ERR_BACKEND. On error *out is untouched and nothing is left behind. */
+MG_EXTERN mg_status_t mg_comm_init_rank(const mg_config_t *config, int nranks,
+                                        const mg_unique_id_t *id, int rank, mg_comm_t **out);
+
+/* Creates all nranks ranks of a communicator in this process: comms[i] is rank i. On the NCCL
+ * backend rank i uses CUDA device devices[i] (devices NULL = 0..nranks-1); on the host backend
+ * devices is ignored. comms must have room for nranks handles. Errors as mg_comm_init_rank, plus
+ * MG_ERR_INVALID_ARGUMENT for duplicate devices; on error no comms[i] is written. */
+MG_EXTERN mg_status_t mg_comm_init_all(const mg_config_t *config, int nranks, const int *devices,
+                                       mg_comm_t **comms);
+
+#define MG_SPLIT_NOCOLOR (-1)
+
+/* Splits comm: the ranks that pass the same color form a new communicator, ranked by key (ties
+ * by rank in comm). Collective over comm. A rank that passes MG_SPLIT_NOCOLOR joins none: *out is
+ * set to NULL and the call returns MG_OK. config NULL inherits comm's configuration.
+ * Errors: MG_ERR_INVALID_ARGUMENT (out NULL, color < 0 other than MG_SPLIT_NOCOLOR),
+ * MG_ERR_INVALID_USAGE (comm not ready), the errors of a collective (timeout, remote). */
+MG_EXTERN mg_status_t mg_comm_split(mg_comm_t *comm, int color, int key, const mg_config_t *config,
+                                    mg_comm_t **out);
+
+/* Makes a new communicator of the ranks of comm that are not in exclude[0 .. nexclude): only the
+ * surviving ranks call it (as ncclCommShrink), in the same order; they are renumbered in their
+ * old order. comm may be in the error state (this is how a job drops a dead rank). config NULL
+ * inherits comm's. Errors: MG_ERR_INVALID_ARGUMENT (exclude NULL with nexclude > 0, a rank out
+ * of range or repeated, the calling rank excluded, everybody excluded), MG_ERR_INVALID_USAGE
+ * (comm aborted or destroyed), MG_ERR_NOT_SUPPORTED (NCCL < 2.27), timeout and remote errors. */
+MG_EXTERN mg_status_t mg_comm_shrink(mg_comm_t *comm, const int *exclude, int nexclude,
+                                     const mg_config_t *config, mg_comm_t **out);
+
+/* Completes every operation issued on comm, then makes it quiescent: afterwards only queries and
+ * mg_comm_destroy are accepted. Collective (all ranks call it). Errors: MG_ERR_INVALID_USAGE
+ * (comm aborted or already finalized), MG_ERR_TIMED_OUT, the operations' own errors. */
+MG_EXTERN mg_status_t mg_comm_finalize(mg_comm_t *comm);
+
+/* Aborts comm: pending operations end with MG_ERR_ABORTED, waits of other threads on comm return,
+ * backend resources are released. Local (other ranks are not told; they notice through their
+ * deadlines or the transport). Always returns, from any thread, also with operations pending.
+ * Afterwards only queries and mg_comm_destroy are accepted; a second abort is MG_OK. */
+MG_EXTERN mg_status_t mg_comm_abort(mg_comm_t *comm);
+
+/* Releases comm. Not finalized and not aborted: the communicator is aborted first (pending
+ * operations end with MG_ERR_ABORTED). NULL is MG_OK. After the call the handle is invalid. */
+MG_EXTERN mg_status_t mg_comm_destroy(mg_comm_t *comm);
+
+typedef enum mg_comm_state {
+  MG_COMM_READY = 0,     /* accepts operations */
+  MG_COMM_ERROR = 1,     /* an operation failed in a way that breaks the communicator (timeout,
+                            remote failure, backend error); only shrink, queries, abort, destroy */
+  MG_COMM_ABORTED = 2,   /* mg_comm_abort was called */
+  MG_COMM_FINALIZED = 3  /* mg_comm_finalize completed */
+} mg_comm_state_t;
+
+/* Queries. Each returns MG_ERR_INVALID_USAGE for a bad comm and MG_ERR_INVALID_ARGUMENT for a NULL
+ * output; they work in every state, also after abort. Thread-safe. */
+MG_EXTERN mg_status_t mg_comm_rank(const mg_comm_t *comm, int *rank);
+MG_EXTERN mg_status_t mg_comm_size(const mg_comm_t *comm, int *size);
+/* CUDA device ordinal of the rank; -1 on the host backend. */
+MG_EXTERN mg_status_t mg_comm_device(const mg_comm_t *comm, int *device);
+MG_EXTERN mg_status_t mg_comm_backend(const mg_comm_t *comm, mg_backend_t *backend);
+MG_EXTERN mg_status_t mg_comm_state(const mg_comm_t *comm, mg_comm_state_t *state);
+/* The communicator's sticky asynchronous error: MG_OK while healthy, otherwise the status that
+ * moved it to MG_COMM_ERROR (or MG_ERR_ABORTED). Polls the backend (ncclCommGetAsyncError). */
+MG_EXTERN mg_status_t mg_comm_async_error(mg_comm_t *comm, mg_status_t *async_error);
+/* Copies the message of the last error raised on this communicator (by any thread) into buf, as
+ * mg_last_error_copy does, and returns its full length; 0 and "" when there was none. */
+MG_EXTERN size_t mg_comm_last_error(const mg_comm_t *comm, char *buf, size_t len);
+
+/* ---------------------------------------------------------------------------------------------
+ * Operations
+ *
+ * Signatures, argument order and semantics are NCCL's, so porting is renaming. `count` is in
+ * elements of dtype. Each call validates every argument before anything is posted:
+ * MG_ERR_INVALID_USAGE for a bad comm or a comm that is not ready (aborted, finalized, in error),
+ * MG_ERR_INVALID_ARGUMENT for a NULL buffer with count > 0, count * size overflowing, an unknown
+ * dtype or op, a custom op of another communicator, a root or peer out of range, a buffer in the
+ * wrong memory space or too short (NCCL backend), or overlapping send and receive buffers other
+ * than the in-place form each operation allows. The message names the function and argument.
+ *
+ * Completion: on the host backend with stream NULL the operation has completed when the call
+ * returns (outside a group). On the NCCL backend it is enqueued on the CUDA stream and the call
+ * returns (NCCL's stream semantics). Errors of the operation itself (MG_ERR_TIMED_OUT,
+ * MG_ERR_REMOTE, MG_ERR_ABORTED, MG_ERR_BACKEND) move the communicator to MG_COMM_ERROR.
+ *
+ * Inside mg_group_begin/end the call only validates and records the operation; it runs at
+ * mg_group_end.
+ */
+
+/* recv[i] = op over ranks of send[i], i < count, on every rank. In place when send == recv. */
+MG_EXTERN mg_status_t mg_all_reduce(const void *send, void *recv, size_t count, mg_dtype_t dtype,
+                                    mg_op_t op, mg_comm_t *comm, mg_stream_t stream);
+/* recv = root's send on every rank. send is read on root only (may be NULL elsewhere). In place
+ * when send == recv. */
+MG_EXTERN mg_status_t mg_broadcast(const void *send, void *recv, size_t count, mg_dtype_t dtype,
+                                   int root, mg_comm_t *comm, mg_stream_t stream);
+/* recv on root = op over ranks of send. recv is used on root only (may be NULL elsewhere). In
+ * place when send == recv. */
+MG_EXTERN mg_status_t mg_reduce(const void *send, void *recv, size_t count, mg_dtype_t dtype,
+                                mg_op_t op, int root, mg_comm_t *comm, mg_stream_t stream);
+/* recv[r*sendcount + i] = send of rank r [i]; recv holds nranks*sendcount elements. In place when
+ * send == recv + rank*sendcount. */
+MG_EXTERN mg_status_t mg_all_gather(const void *send, void *recv, size_t sendcount,
+                                    mg_dtype_t dtype, mg_comm_t *comm, mg_stream_t stream);
+/* recv[i] = op over ranks of send[rank*recvcount + i]; send holds nranks*recvcount elements. In
+ * place when recv == send + rank*recvcount. */
+MG_EXTERN mg_status_t mg_reduce_scatter(const void *send, void *recv, size_t recvcount,
+                                        mg_dtype_t dtype, mg_op_t op, mg_comm_t *comm,
+                                        mg_stream_t stream);
+/* recv[r*count + i] = send of rank r [rank*count + i]; both hold nranks*count elements. Not in
+ * place: any overlap is an error. */
+MG_EXTERN mg_status_t mg_all_to_all(const void *send, void *recv, size_t count, mg_dtype_t dtype,
+                                    mg_comm_t *comm, mg_stream_t stream);
+/* Each rank sends sendcounts[p] elements from send + sdispls[p] to rank p and receives
+ * recvcounts[p] elements from rank p into recv + rdispls[p] (counts and displacements in
+ * elements, one per rank). sendcounts[p] on this rank must equal recvcounts[this rank] on rank p.
+ * Zero counts are allowed. Not in place. The arrays are read during the call only. */
+MG_EXTERN mg_status_t mg_all_to_allv(const void *send, const size_t *sendcounts,
+                                     const size_t *sdispls, void *recv, const size_t *recvcounts,
+                                     const size_t *rdispls, mg_dtype_t dtype, mg_comm_t *comm,
+                                     mg_stream_t stream);
+/* recv on root [r*count + i] = send of rank r [i]. recv is used on root only. In place on root
+ * when send == recv + root*count. */
+MG_EXTERN mg_status_t mg_gather(const void *send, void *recv, size_t count, mg_dtype_t dtype,
+                                int root, mg_comm_t *comm, mg_stream_t stream);
+/* recv of rank r [i] = send on root [r*count + i]. send is used on root only. In place on root
+ * when recv == send + root*count. */
+MG_EXTERN mg_status_t mg_scatter(const void *send, void *recv, size_t count, mg_dtype_t dtype,
+                                 int root, mg_comm_t *comm, mg_stream_t stream);
+/* Sends count elements to peer, which posts a matching mg_recv (same count and dtype). Several
+ * sends and receives must be in one group to be free of deadlock, as with NCCL; inside a group any
+ * order is safe. A rank may send to itself inside a group. */
+MG_EXTERN mg_status_t mg_send(const void *send, size_t count, mg_dtype_t dtype, int peer,
+                              mg_comm_t *comm, mg_stream_t stream);
+/* Receives count elements from peer into recv. See mg_send. */
+MG_EXTERN mg_status_t mg_recv(void *recv, size_t count, mg_dtype_t dtype, int peer,
+                              mg_comm_t *comm, mg_stream_t stream);
+
+/* Groups. Between mg_group_begin and the matching mg_group_end, operations of the calling thread
+ * are validated and recorded; the outermost mg_group_end posts them together (one thread may then
+ * drive several communicators, e.g. every rank of mg_comm_init_all, without deadlock). Groups
+ * nest; only the outermost end posts. If any call inside the group failed, mg_group_end posts
+ * nothing and returns that first error. mg_group_end without a begin is MG_ERR_INVALID_USAGE.
+ * On the host backend with NULL streams, mg_group_end returns when every operation completed.
+ * Thread-local: groups of different threads are independent. */
+MG_EXTERN mg_status_t mg_group_begin(void);
+MG_EXTERN mg_status_t mg_group_end(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Custom reduction operations
+ */
+typedef enum mg_scalar_residence {
+  MG_SCALAR_DEVICE = 0,         /* scalar points into the comm's memory space (GPU memory on the
+                                   NCCL backend, host memory on the host backend) and is read
+                                   each time the op runs; it must stay valid until then */
+  MG_SCALAR_HOST_IMMEDIATE = 1  /* scalar points to host memory and is read during this call */
+} mg_scalar_residence_t;
+
+/* Creates the op out[i] = sum over ranks of (scalar * x_i), for dtype, usable on comm only (as
+ * ncclRedOpCreatePreMulSum; NCCL's residence values). Local. Errors: MG_ERR_INVALID_ARGUMENT
+ * (scalar or op NULL, unknown dtype or residence), MG_ERR_INVALID_USAGE (comm not ready),
+ * MG_ERR_NOT_SUPPORTED (NCCL < 2.11). Using the op with another dtype or another comm is
+ * MG_ERR_INVALID_ARGUMENT. */
+MG_EXTERN mg_status_t mg_op_create_premul_sum(mg_comm_t *comm, const void *scalar, mg_dtype_t dtype,
+                                              mg_scalar_residence_t residence, mg_op_t *op);
+/* Destroys a custom op of comm. Operations already posted with it are unaffected. A built-in op,
+ * or an op not of this comm, is MG_ERR_INVALID_ARGUMENT. Ops are destroyed with their comm. */
+MG_EXTERN mg_status_t mg_op_destroy(mg_comm_t *comm, mg_op_t op);
+
+/* ---------------------------------------------------------------------------------------------
+ * Diagnostics: parameters, libraries, features, devices
+ *
+ * What `mgcomm info` prints, for any program. Every string returned here has static storage (it
+ * lives as long as the process). All functions are thread-safe.
+ */
+
+/* One MGCOMM_* environment parameter, as read (once) by the library. */
+typedef struct mg_param_info {
+  const char *name;          /* "MGCOMM_TIMEOUT" */
+  const char *type;          /* "int", "double", "string" or "choice" */
+  const char *value;         /* the value in effect */
+  const char *default_value; /* the table's default */
+  const char *source;        /* "environment" or "default" (a bad value falls back to default) */
+  const char *allowed;       /* "NONE|WARN|INFO|TRACE", "0.001..1e+09", or "" */
+  const char *help;          /* one line */
+} mg_param_info_t;
+
+/* Number of parameters. Never fails. */
+MG_EXTERN int mg_param_count(void);
+/* Parameter index (0 <= index < mg_param_count()). MG_ERR_INVALID_ARGUMENT for a bad index or a
+ * NULL info. */
+MG_EXTERN mg_status_t mg_param_get(int index, mg_param_info_t *info);
+
+/* The foreign libraries mgcomm loads at run time. */
+typedef enum mg_library {
+  MG_LIB_CUDA = 0,    /* libcuda.so.1: the CUDA driver API (never the runtime) */
+  MG_LIB_NCCL = 1,    /* libnccl.so.2 */
+  MG_LIB_NVSHMEM = 2, /* libnvshmem_host.so.3 */
+  MG_LIB_NVML = 3,    /* libnvidia-ml.so.1 */
+  MG_LIB_COUNT = 4
+} mg_library_t;
+
+typedef struct mg_library_info {
+  const char *name;           /* "libnccl.so.2" */
+  int loaded;                 /* 1 when found, its required symbols resolved and version read */
+  const char *path;           /* the path it was loaded from; NULL when not loaded */
+  int version;                /* the library's own encoding (CUDA 13000, NCCL 22809); 0 if unknown */
+  const char *version_string; /* "13.0", "2.28.9", "3.4.5"; "" if unknown */
+  const char *error;          /* why it is not loaded, with every candidate tried; "" if loaded */
+  int attempts;               /* how many candidates were tried (see mg_library_attempt) */
+  const char *plugin_dir;     /* NVSHMEM: the folder holding its bootstrap plugins; else NULL */
+} mg_library_info_t;
+
+/* Loads lib if that was not tried yet (once per process; the search spawns no process) and
+ * describes the outcome. A library that is absent is not an error here: info->loaded is 0 and
+ * info->error says why. MG_ERR_INVALID_ARGUMENT for an unknown lib or NULL info. */
+MG_EXTERN mg_status_t mg_library_info(mg_library_t lib, mg_library_info_t *info);
+/* Candidate number index (0 <= index < info.attempts) of lib's search, in search order: the path
+ * tried and the outcome ("loaded", or the dlerror() text). MG_ERR_INVALID_ARGUMENT otherwise. */
+MG_EXTERN mg_status_t mg_library_attempt(mg_library_t lib, int index, const char **path,
+                                         const char **outcome);
+
+/* Features that depend on the loaded library's version and symbols (ARCHITECTURE.md, contract 8). */
+typedef enum mg_feature {
+  MG_FEATURE_NCCL_AVG = 0,          /* MG_AVG, NCCL >= 2.10 */
+  MG_FEATURE_NCCL_PREMUL_SUM = 1,   /* custom PreMulSum ops, NCCL >= 2.11 */
+  MG_FEATURE_NCCL_CONFIG = 2,       /* ncclCommInitRankConfig (nonblocking), NCCL >= 2.14 */
+  MG_FEATURE_NCCL_SPLIT = 3,        /* ncclCommSplit, NCCL >= 2.18 */
+  MG_FEATURE_NCCL_REGISTER = 4,     /* ncclCommRegister, ncclMemAlloc, NCCL >= 2.19 */
+  MG_FEATURE_NCCL_FP8 = 5,          /* float8 e4m3/e5m2, NCCL >= 2.24 */
+  MG_FEATURE_NCCL_WINDOW = 6,       /* symmetric window registration, NCCL >= 2.27 */
+  MG_FEATURE_NCCL_SHRINK = 7,       /* ncclCommShrink, NCCL >= 2.27 */
+  MG_FEATURE_NCCL_COLLECTIVES_2_28 = 8, /* native ncclAlltoAll, ncclGather, ncclScatter, 2.28 */
+  MG_FEATURE_NCCL_REVOKE = 9,       /* ncclCommRevoke, NCCL >= 2.28.7 */
+  MG_FEATURE_COUNT = 10
+} mg_feature_t;
+
+typedef struct mg_feature_info {
+  const char *name;      /* "fp8" */
+  const char *library;   /* "nccl" */
+  int min_version;       /* in the library's encoding, e.g. 22400 */
+  const char *min_version_string; /* "2.24" */
+  int available;         /* 1 when the loaded library has it (version and symbols) */
+} mg_feature_info_t;
+
+/* Describes feature f for the library as loaded (loading it if needed). MG_ERR_INVALID_ARGUMENT
+ * for an unknown feature or NULL info. */
+MG_EXTERN mg_status_t mg_feature_info(mg_feature_t f, mg_feature_info_t *info);
+
+typedef struct mg_device_info {
+  int ordinal;              /* CUDA device ordinal */
+  char name[256];           /* "NVIDIA H200" */
+  size_t total_memory;      /* bytes */
+  int cc_major, cc_minor;   /* compute capability */
+  char pci_bus_id[32];      /* "0000:19:00.0" */
+  int multicast_supported;  /* read-only attribute; mgcomm never creates a multicast object */
+} mg_device_info_t;
+
+/* Number of CUDA devices. MG_ERR_BACKEND_UNAVAILABLE (with the loader's message) when there is
+ * no CUDA driver; MG_ERR_BACKEND when the driver fails to initialise. */
+MG_EXTERN mg_status_t mg_device_count(int *count);
+/* Describes device ordinal. Errors as mg_device_count, plus MG_ERR_INVALID_ARGUMENT for an
+ * ordinal out of range or NULL info. */
+MG_EXTERN mg_status_t mg_device_info(int ordinal, mg_device_info_t *info);
+/* *can_access = 1 when device from can access device to's memory directly
+ * (cuDeviceCanAccessPeer); 1 when from == to. Errors as mg_device_info. */
+MG_EXTERN mg_status_t mg_device_can_access_peer(int from, int to, int *can_access);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MGCOMM_H */

@@ -1,0 +1,454 @@
+/*
+ * comm.c -- communicator lifecycle and queries: init (one rank, all ranks), split, shrink,
+ * finalize, abort, destroy. Arguments and states are checked here; the backend does the work.
+ *
+ * Locking: lifecycle calls and operations take comm->lock. Abort does not wait for it before it
+ * has set comm->aborting and interrupted the backend, so an operation blocked under the lock
+ * notices the flag and returns; then abort takes the lock to release the backend's resources.
+ * Every wait done under comm->lock watches comm->aborting (backend contract).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/comm.h"
+#include "core/handle.h"
+#include "core/log.h"
+#include "core/params.h"
+
+static const char *mg__state_name(int state) {
+  switch (state) {
+    case MG_COMM_READY: return "ready";
+    case MG_COMM_ERROR: return "in the error state";
+    case MG_COMM_ABORTED: return "aborted";
+    case MG_COMM_FINALIZED: return "finalized";
+  }
+  return "in an unknown state";
+}
+
+mg_status_t mg__comm_check(const mg_comm_t *comm, const char *fn) {
+  if (comm == NULL) return mg__error(MG_ERR_INVALID_USAGE, "%s: comm is NULL", fn);
+  if (!mg__handle_valid(comm, MG__HANDLE_COMM) || comm->magic != MG__COMM_MAGIC)
+    return mg__error(MG_ERR_INVALID_USAGE,
+                     "%s: comm %p is not a live communicator (destroyed, or not a comm)", fn,
+                     (const void *)comm);
+  return MG_OK;
+}
+
+mg_status_t mg__comm_check_ready(mg_comm_t *comm, const char *fn) {
+  MG_CHECK(mg__comm_check(comm, fn));
+  int state = atomic_load(&comm->state);
+  if (state == MG_COMM_READY) return MG_OK;
+  if (state == MG_COMM_ERROR) {
+    mg_status_t why = (mg_status_t)atomic_load(&comm->async_error);
+    return mg__error(MG_ERR_INVALID_USAGE,
+                     "%s: comm (rank %d of %d) is in the error state after %s; only shrink, "
+                     "abort, destroy and queries are accepted",
+                     fn, comm->rank, comm->nranks, mg_status_name(why));
+  }
+  return mg__error(MG_ERR_INVALID_USAGE,
+                   "%s: comm (rank %d of %d) is %s; only destroy and queries are accepted", fn,
+                   comm->rank, comm->nranks, mg__state_name(state));
+}
+
+void mg__comm_save_error(mg_comm_t *comm) {
+  pthread_mutex_lock(&comm->err_lock);
+  mg_last_error_copy(comm->last_error, sizeof comm->last_error);
+  pthread_mutex_unlock(&comm->err_lock);
+}
+
+void mg__comm_fail(mg_comm_t *comm, mg_status_t status) {
+  int expected = MG_OK;
+  atomic_compare_exchange_strong(&comm->async_error, &expected, (int)status);
+  int ready = MG_COMM_READY;
+  atomic_compare_exchange_strong(&comm->state, &ready, MG_COMM_ERROR);
+  mg__comm_save_error(comm);
+}
+
+double mg__comm_deadline(const mg_comm_t *comm) { return mg__now() + comm->timeout_s; }
+
+mg_status_t mg__comm_alloc(const mg__backend_t *backend, const mg_config_t *config,
+                           mg_comm_t **out) {
+  mg_comm_t *comm = calloc(1, sizeof *comm + backend->comm_priv_size + 15);
+  if (comm == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "cannot allocate a communicator");
+  comm->backend = backend;
+  if (config != NULL) {
+    comm->config = *config;
+  } else {
+    mg_config_t def = MG_CONFIG_INIT;
+    comm->config = def;
+  }
+  comm->config.backend = backend->id;
+  comm->timeout_s =
+      comm->config.timeout_s > 0 ? comm->config.timeout_s : mg__param_double(MG_PARAM_TIMEOUT);
+  comm->device = -1;
+  pthread_mutex_init(&comm->lock, NULL);
+  pthread_mutex_init(&comm->err_lock, NULL);
+  pthread_mutex_init(&comm->redop_lock, NULL);
+  atomic_init(&comm->state, MG_COMM_READY);
+  atomic_init(&comm->async_error, MG_OK);
+  atomic_init(&comm->aborting, 0);
+  comm->priv = (void *)(((uintptr_t)(comm + 1) + 15) & ~(uintptr_t)15);
+  comm->magic = MG__COMM_MAGIC;
+  *out = comm;
+  return MG_OK;
+}
+
+void mg__comm_free(mg_comm_t *comm) {
+  if (comm == NULL) return;
+  for (mg__custom_op_t *c = comm->custom_ops, *n; c != NULL; c = n) {
+    n = c->next;
+    free(c);
+  }
+  comm->magic = MG__COMM_DEAD;
+  pthread_mutex_destroy(&comm->lock);
+  pthread_mutex_destroy(&comm->err_lock);
+  pthread_mutex_destroy(&comm->redop_lock);
+  free(comm->p2p_seq);
+  free(comm);
+}
+
+/* Sizes the per-peer tables and registers the handle: the last step of every creation. */
+static mg_status_t mg__comm_publish(mg_comm_t *comm) {
+  comm->p2p_seq = calloc(2 * (size_t)comm->nranks, sizeof *comm->p2p_seq);
+  if (comm->p2p_seq == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "cannot allocate peer tables");
+  return mg__handle_register(comm, MG__HANDLE_COMM);
+}
+
+/* Validates a config and resolves its backend. */
+static mg_status_t mg__config_backend(const mg_config_t *config, const char *fn,
+                                      const mg__backend_t **out) {
+  mg_backend_t want = MG_BACKEND_AUTO;
+  if (config != NULL) {
+    if (config->size != sizeof(mg_config_t) || config->version != MG_CONFIG_VERSION)
+      return mg__error(MG_ERR_INVALID_USAGE,
+                       "%s: config was not initialised with MG_CONFIG_INIT (size %zu, version %u; "
+                       "expected %zu, %u)",
+                       fn, config->size, config->version, sizeof(mg_config_t), MG_CONFIG_VERSION);
+    if (!(config->timeout_s >= 0))
+      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->timeout_s %g is negative", fn,
+                       config->timeout_s);
+    want = config->backend;
+  }
+  mg_backend_t id;
+  mg_status_t st = mg_backend_resolve(want, &id, NULL, 0);
+  if (st < 0) {
+    mg__error_prefix("%s", fn);
+    return st;
+  }
+  *out = mg__backend_get(id);
+  MG_ASSERT(*out != NULL); /* resolve only returns backends that are built in */
+  return MG_OK;
+}
+
+mg_status_t mg_unique_id_create(mg_backend_t backend, mg_unique_id_t *id) {
+  if (id == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "mg_unique_id_create: id is NULL");
+  mg_backend_t resolved;
+  mg_status_t st = mg_backend_resolve(backend, &resolved, NULL, 0);
+  if (st < 0) {
+    mg__error_prefix("mg_unique_id_create");
+    return st;
+  }
+  return mg__backend_get(resolved)->unique_id(id);
+}
+
+mg_status_t mg_comm_init_rank(const mg_config_t *config, int nranks, const mg_unique_id_t *id,
+                              int rank, mg_comm_t **out) {
+  static const char fn[] = "mg_comm_init_rank";
+  if (out == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+  if (id == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: id is NULL", fn);
+  if (nranks < 1) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: nranks %d < 1", fn, nranks);
+  if (rank < 0 || rank >= nranks)
+    return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: rank %d is out of [0, %d)", fn, rank, nranks);
+  const mg__backend_t *be;
+  MG_CHECK(mg__config_backend(config, fn, &be));
+  mg_comm_t *comm;
+  MG_CHECK(mg__comm_alloc(be, config, &comm));
+  comm->rank = rank;
+  comm->nranks = nranks;
+  mg__log_set_rank(rank);
+  mg_status_t st = be->comm_init(comm, id, mg__comm_deadline(comm));
+  if (st >= 0) st = mg__comm_publish(comm);
+  if (st < 0) {
+    /* comm_init left nothing behind on failure; only the core object remains. */
+    mg__comm_free(comm);
+    return st;
+  }
+  MG_INFO(MG_SUBSYS_INIT, "%s: rank %d of %d ready on the %s backend", fn, rank, nranks, be->name);
+  *out = comm;
+  return MG_OK;
+}
+
+mg_status_t mg_comm_init_all(const mg_config_t *config, int nranks, const int *devices,
+                             mg_comm_t **comms) {
+  static const char fn[] = "mg_comm_init_all";
+  if (comms == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: comms is NULL", fn);
+  if (nranks < 1) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: nranks %d < 1", fn, nranks);
+  const mg__backend_t *be;
+  MG_CHECK(mg__config_backend(config, fn, &be));
+  if (devices != NULL && be->id == MG_BACKEND_NCCL) {
+    for (int i = 0; i < nranks; i++)
+      for (int j = 0; j < i; j++)
+        if (devices[i] == devices[j])
+          return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: devices[%d] and devices[%d] are both %d",
+                           fn, j, i, devices[i]);
+  }
+  mg_comm_t **tmp = calloc((size_t)nranks, sizeof *tmp);
+  if (tmp == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+  mg_status_t st = MG_OK;
+  int made = 0;
+  for (; made < nranks; made++) {
+    MG_CHECK_GOTO(mg__comm_alloc(be, config, &tmp[made]), st, fail);
+    tmp[made]->rank = made;
+    tmp[made]->nranks = nranks;
+  }
+  MG_CHECK_GOTO(be->comm_init_all(tmp, nranks, devices, mg__comm_deadline(tmp[0])), st, fail);
+  for (int i = 0; i < nranks; i++) {
+    st = mg__comm_publish(tmp[i]);
+    if (st < 0) {
+      for (int j = 0; j < nranks; j++) {
+        mg__handle_unregister(tmp[j]);
+        atomic_store(&tmp[j]->aborting, 1);
+        be->comm_abort(tmp[j]);
+        be->comm_destroy(tmp[j]);
+      }
+      goto fail;
+    }
+  }
+  memcpy(comms, tmp, sizeof *tmp * (size_t)nranks);
+  free(tmp);
+  return MG_OK;
+fail:
+  for (int i = 0; i < made; i++) mg__comm_free(tmp[i]);
+  free(tmp);
+  return st;
+}
+
+/* Errors after which a communicator cannot be trusted any more. */
+static int mg__breaks_comm(mg_status_t st) {
+  return st == MG_ERR_TIMED_OUT || st == MG_ERR_REMOTE || st == MG_ERR_ABORTED ||
+         st == MG_ERR_BACKEND || st == MG_ERR_SYSTEM || st == MG_ERR_INTERNAL;
+}
+
+/* Common part of split and shrink: the child's core object, inheriting comm's config. */
+static mg_status_t mg__child_alloc(mg_comm_t *comm, const mg_config_t *config, const char *fn,
+                                   mg_comm_t **child) {
+  if (config != NULL) {
+    const mg__backend_t *be;
+    MG_CHECK(mg__config_backend(config, fn, &be));
+    if (config->backend != MG_BACKEND_AUTO && be != comm->backend)
+      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->backend %s differs from comm's %s",
+                       fn, mg_backend_name(config->backend), comm->backend->name);
+  }
+  MG_CHECK(mg__comm_alloc(comm->backend, config ? config : &comm->config, child));
+  (*child)->device = comm->device;
+  return MG_OK;
+}
+
+mg_status_t mg_comm_split(mg_comm_t *comm, int color, int key, const mg_config_t *config,
+                          mg_comm_t **out) {
+  static const char fn[] = "mg_comm_split";
+  MG_CHECK(mg__comm_check_ready(comm, fn));
+  mg_status_t st;
+  if (out == NULL) {
+    st = mg__error(MG_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+    goto out_err;
+  }
+  if (color < 0 && color != MG_SPLIT_NOCOLOR) {
+    st = mg__error(MG_ERR_INVALID_ARGUMENT, "%s: color %d is negative (MG_SPLIT_NOCOLOR is %d)",
+                   fn, color, MG_SPLIT_NOCOLOR);
+    goto out_err;
+  }
+  if (!(comm->backend->caps & MG__CAP_SPLIT)) {
+    st = mg__error(MG_ERR_NOT_SUPPORTED, "%s: the %s backend cannot split", fn,
+                   comm->backend->name);
+    goto out_err;
+  }
+  mg_comm_t *child = NULL;
+  if (color != MG_SPLIT_NOCOLOR) {
+    st = mg__child_alloc(comm, config, fn, &child);
+    if (st < 0) goto out_err;
+  }
+  pthread_mutex_lock(&comm->lock);
+  mg__log_set_rank(comm->rank);
+  st = comm->backend->comm_split(comm, color, key, child, mg__comm_deadline(comm));
+  comm->split_seq++;
+  if (st >= 0 && child != NULL) st = mg__comm_publish(child);
+  if (st < 0 && mg__breaks_comm(st)) mg__comm_fail(comm, st);
+  pthread_mutex_unlock(&comm->lock);
+  if (st < 0) {
+    mg__comm_free(child);
+    goto out_err;
+  }
+  *out = child;
+  return MG_OK;
+out_err:
+  mg__comm_save_error(comm);
+  return st;
+}
+
+static int mg__int_cmp(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+mg_status_t mg_comm_shrink(mg_comm_t *comm, const int *exclude, int nexclude,
+                           const mg_config_t *config, mg_comm_t **out) {
+  static const char fn[] = "mg_comm_shrink";
+  MG_CHECK(mg__comm_check(comm, fn));
+  mg_status_t st;
+  int *sorted = NULL;
+  int state = atomic_load(&comm->state);
+  if (state != MG_COMM_READY && state != MG_COMM_ERROR) {
+    st = mg__error(MG_ERR_INVALID_USAGE, "%s: comm is %s", fn, mg__state_name(state));
+    goto out_err;
+  }
+  if (out == NULL || (exclude == NULL && nexclude > 0) || nexclude < 0) {
+    st = mg__error(MG_ERR_INVALID_ARGUMENT, "%s: %s", fn,
+                   out == NULL ? "out is NULL"
+                               : nexclude < 0 ? "nexclude is negative" : "exclude is NULL");
+    goto out_err;
+  }
+  if (!(comm->backend->caps & MG__CAP_SHRINK)) {
+    st = mg__error(MG_ERR_NOT_SUPPORTED, "%s: the %s backend cannot shrink", fn,
+                   comm->backend->name);
+    goto out_err;
+  }
+  sorted = malloc(sizeof(int) * (size_t)(nexclude > 0 ? nexclude : 1));
+  if (sorted == NULL) {
+    st = mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    goto out_err;
+  }
+  if (nexclude > 0) memcpy(sorted, exclude, sizeof(int) * (size_t)nexclude);
+  qsort(sorted, (size_t)nexclude, sizeof(int), mg__int_cmp);
+  for (int i = 0; i < nexclude; i++) {
+    if (sorted[i] < 0 || sorted[i] >= comm->nranks) {
+      st = mg__error(MG_ERR_INVALID_ARGUMENT, "%s: excluded rank %d is out of [0, %d)", fn,
+                     sorted[i], comm->nranks);
+      goto out_err;
+    }
+    if (i > 0 && sorted[i] == sorted[i - 1]) {
+      st = mg__error(MG_ERR_INVALID_ARGUMENT, "%s: rank %d is excluded twice", fn, sorted[i]);
+      goto out_err;
+    }
+    if (sorted[i] == comm->rank) {
+      st = mg__error(MG_ERR_INVALID_ARGUMENT,
+                     "%s: the calling rank %d is in the exclude list (excluded ranks do not call "
+                     "shrink)", fn, comm->rank);
+      goto out_err;
+    }
+  }
+  mg_comm_t *child;
+  st = mg__child_alloc(comm, config, fn, &child);
+  if (st < 0) goto out_err;
+  pthread_mutex_lock(&comm->lock);
+  mg__log_set_rank(comm->rank);
+  st = comm->backend->comm_shrink(comm, sorted, nexclude, child, mg__comm_deadline(comm));
+  comm->split_seq++;
+  if (st >= 0) st = mg__comm_publish(child);
+  pthread_mutex_unlock(&comm->lock);
+  if (st < 0) {
+    mg__comm_free(child);
+    goto out_err;
+  }
+  free(sorted);
+  *out = child;
+  return MG_OK;
+out_err:
+  free(sorted);
+  mg__comm_save_error(comm);
+  return st;
+}
+
+mg_status_t mg_comm_finalize(mg_comm_t *comm) {
+  static const char fn[] = "mg_comm_finalize";
+  MG_CHECK(mg__comm_check_ready(comm, fn));
+  pthread_mutex_lock(&comm->lock);
+  mg_status_t st = atomic_load(&comm->aborting)
+                       ? mg__error(MG_ERR_ABORTED, "%s: comm was aborted", fn)
+                       : comm->backend->comm_finalize(comm, mg__comm_deadline(comm));
+  if (st >= 0) {
+    int ready = MG_COMM_READY;
+    atomic_compare_exchange_strong(&comm->state, &ready, MG_COMM_FINALIZED);
+  } else {
+    mg__comm_fail(comm, st);
+  }
+  pthread_mutex_unlock(&comm->lock);
+  return st;
+}
+
+mg_status_t mg_comm_abort(mg_comm_t *comm) {
+  MG_CHECK(mg__comm_check(comm, "mg_comm_abort"));
+  if (atomic_exchange(&comm->aborting, 1)) return MG_OK; /* already aborting or aborted */
+  /* Not under the lock: a thread blocked under it must be woken first. */
+  atomic_store(&comm->state, MG_COMM_ABORTED);
+  int expected = MG_OK;
+  atomic_compare_exchange_strong(&comm->async_error, &expected, MG_ERR_ABORTED);
+  MG_INFO(MG_SUBSYS_INIT, "mg_comm_abort: rank %d of %d", comm->rank, comm->nranks);
+  pthread_mutex_lock(&comm->lock);
+  comm->backend->comm_abort(comm);
+  pthread_mutex_unlock(&comm->lock);
+  return MG_OK;
+}
+
+mg_status_t mg_comm_destroy(mg_comm_t *comm) {
+  if (comm == NULL) return MG_OK;
+  MG_CHECK(mg__comm_check(comm, "mg_comm_destroy"));
+  int state = atomic_load(&comm->state);
+  if (state != MG_COMM_FINALIZED && !atomic_load(&comm->aborting)) mg_comm_abort(comm);
+  mg__handle_unregister(comm);
+  pthread_mutex_lock(&comm->lock);
+  pthread_mutex_unlock(&comm->lock); /* wait out any call that passed the handle check */
+  if (!atomic_load(&comm->aborting)) /* custom ops go before their communicator */
+    for (mg__custom_op_t *c = comm->custom_ops; c != NULL; c = c->next)
+      comm->backend->redop_destroy(comm, &c->redop);
+  comm->backend->comm_destroy(comm);
+  mg__comm_free(comm);
+  return MG_OK;
+}
+
+#define MG__QUERY(fnname, type, outname, expr)                                               \
+  mg_status_t fnname(const mg_comm_t *comm, type *outname) {                                 \
+    MG_CHECK(mg__comm_check(comm, #fnname));                                                 \
+    if (outname == NULL)                                                                     \
+      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: %s is NULL", #fnname, #outname);        \
+    *outname = (expr);                                                                       \
+    return MG_OK;                                                                            \
+  }
+
+MG__QUERY(mg_comm_rank, int, rank, comm->rank)
+MG__QUERY(mg_comm_size, int, size, comm->nranks)
+MG__QUERY(mg_comm_device, int, device, comm->device)
+MG__QUERY(mg_comm_backend, mg_backend_t, backend, comm->backend->id)
+MG__QUERY(mg_comm_state, mg_comm_state_t, state, (mg_comm_state_t)atomic_load(&((mg_comm_t *)comm)->state))
+
+mg_status_t mg_comm_async_error(mg_comm_t *comm, mg_status_t *async_error) {
+  MG_CHECK(mg__comm_check(comm, "mg_comm_async_error"));
+  if (async_error == NULL)
+    return mg__error(MG_ERR_INVALID_ARGUMENT, "mg_comm_async_error: async_error is NULL");
+  mg_status_t st = (mg_status_t)atomic_load(&comm->async_error);
+  if (st == MG_OK && atomic_load(&comm->state) == MG_COMM_READY) {
+    mg_status_t be = comm->backend->async_error(comm);
+    if (be < 0) {
+      mg__comm_fail(comm, be);
+      st = be;
+    }
+  }
+  *async_error = st;
+  return MG_OK;
+}
+
+size_t mg_comm_last_error(const mg_comm_t *comm, char *buf, size_t len) {
+  if (buf != NULL && len > 0) buf[0] = '\0';
+  if (mg__comm_check(comm, "mg_comm_last_error") < 0) return 0;
+  mg_comm_t *c = (mg_comm_t *)comm;
+  pthread_mutex_lock(&c->err_lock);
+  size_t n = strlen(c->last_error);
+  if (buf != NULL && len > 0) {
+    size_t k = n < len - 1 ? n : len - 1;
+    memcpy(buf, c->last_error, k);
+    buf[k] = '\0';
+  }
+  pthread_mutex_unlock(&c->err_lock);
+  return n;
+}

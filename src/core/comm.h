@@ -1,0 +1,65 @@
+/*
+ * comm.h -- the core's communicator object, shared by every layer above the backends.
+ *
+ * Lock order (two locks are never taken the other way round): a group launch takes the locks of
+ * its communicators in increasing address order; mg_comm.err_lock and mg_comm.redop_lock are
+ * leaves (taken last, held for a copy or a list walk only).
+ */
+#ifndef MG_CORE_COMM_H
+#define MG_CORE_COMM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "core/error.h"
+
+#define MG__COMM_MAGIC 0x6d67636du /* "mgcm" */
+#define MG__COMM_DEAD 0xdeadc0deu  /* after destroy, until the memory is reused */
+
+typedef struct mg__custom_op {
+  mg_op_t id;                  /* process-wide unique value >= MG_OP_BUILTIN_COUNT */
+  mg_dtype_t dtype;
+  mg__redop_t redop;           /* what a posted operation captures */
+  struct mg__custom_op *next;
+} mg__custom_op_t;
+
+struct mg_comm {
+  uint32_t magic;                 /* MG__COMM_MAGIC while valid */
+  const mg__backend_t *backend;
+  int rank;
+  int nranks;
+  int device;                     /* CUDA ordinal, -1 on host */
+  mg_config_t config;             /* copy of the caller's (defaults filled in) */
+  double timeout_s;               /* resolved deadline length of every wait, seconds */
+  pthread_mutex_t lock;           /* serialises operations and lifecycle calls on this comm */
+  atomic_int state;               /* mg_comm_state_t */
+  atomic_int async_error;         /* mg_status_t: MG_OK, or what put the comm in MG_COMM_ERROR */
+  atomic_int aborting;            /* set first thing by abort; backends' waits watch it */
+  pthread_mutex_t err_lock;       /* guards last_error */
+  char last_error[MG__ERROR_LEN]; /* last error raised on this comm, by any thread */
+  uint64_t coll_seq;              /* sequence number of the next collective (under lock) */
+  uint64_t *p2p_seq;              /* per peer: next send and recv sequence (2 x nranks) */
+  pthread_mutex_t redop_lock;     /* guards custom_ops (a leaf lock) */
+  mg__custom_op_t *custom_ops;    /* custom reduction ops of this comm */
+  uint64_t split_seq;             /* number of split/shrink calls made (under lock) */
+  void *priv;                     /* backend state, comm_priv_size bytes */
+};
+
+/* Validates a handle: NULL, destroyed or foreign is MG_ERR_INVALID_USAGE naming fn. */
+mg_status_t mg__comm_check(const mg_comm_t *comm, const char *fn);
+/* mg__comm_check plus state READY. */
+mg_status_t mg__comm_check_ready(mg_comm_t *comm, const char *fn);
+/* Copies the calling thread's last error into comm's last error. */
+void mg__comm_save_error(mg_comm_t *comm);
+/* Moves comm to MG_COMM_ERROR with status as its async error (first error wins). */
+void mg__comm_fail(mg_comm_t *comm, mg_status_t status);
+/* Absolute deadline (mg__now() seconds) for a wait on comm. */
+double mg__comm_deadline(const mg_comm_t *comm);
+/* Allocates a communicator object for backend with defaults from config (may be NULL). */
+mg_status_t mg__comm_alloc(const mg__backend_t *backend, const mg_config_t *config,
+                           mg_comm_t **out);
+void mg__comm_free(mg_comm_t *comm);
+
+#endif

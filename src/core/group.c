@@ -1,0 +1,181 @@
+/*
+ * group.c -- posting operations: alone, or recorded in the calling thread's group and posted
+ * together at the outermost mg_group_end.
+ *
+ * A failed call inside a group records the first error; mg_group_end then posts nothing and
+ * returns that error with its message, so a group is never half posted.
+ *
+ * Lock order: mg__launch locks the communicators of a batch in increasing address order.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/comm.h"
+#include "core/log.h"
+#include "core/op.h"
+
+typedef struct {
+  int depth;                    /* nesting of mg_group_begin */
+  mg__op_t **ops;               /* recorded operations, heap copies */
+  int n, cap;
+  mg_status_t err;              /* first error raised inside the group, MG_OK if none */
+  char errmsg[MG__ERROR_LEN];   /* its message */
+} mg__group_t;
+
+static _Thread_local mg__group_t mg__grp;
+
+static mg_status_t mg__group_note(mg_status_t st) {
+  if (mg__grp.depth > 0 && mg__grp.err == MG_OK) {
+    mg__grp.err = st;
+    mg_last_error_copy(mg__grp.errmsg, sizeof mg__grp.errmsg);
+  }
+  return st;
+}
+
+static int mg__ptr_cmp(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t) * (mg_comm_t *const *)a, y = (uintptr_t) * (mg_comm_t *const *)b;
+  return (x > y) - (x < y);
+}
+
+/* Errors after which a communicator cannot be trusted: the others are the caller's. */
+static int mg__breaks(mg_status_t st) {
+  return st < 0 && st != MG_ERR_INVALID_ARGUMENT && st != MG_ERR_INVALID_USAGE &&
+         st != MG_ERR_NOT_SUPPORTED;
+}
+
+/* Posts ops[0..n) as one batch: locks their communicators, numbers the operations, hands them to
+ * their backends, and records failures on the communicators. */
+static mg_status_t mg__launch(mg__op_t **ops, int n) {
+  if (n == 0) return MG_OK;
+  mg_comm_t *one[1];
+  mg_comm_t **comms = n == 1 ? one : malloc(sizeof *comms * (size_t)n);
+  if (comms == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "mg_group_end: out of memory");
+  for (int i = 0; i < n; i++) comms[i] = ops[i]->comm;
+  qsort(comms, (size_t)n, sizeof *comms, mg__ptr_cmp);
+  int nc = 0;
+  for (int i = 0; i < n; i++)
+    if (nc == 0 || comms[nc - 1] != comms[i]) comms[nc++] = comms[i];
+  for (int i = 0; i < nc; i++) pthread_mutex_lock(&comms[i]->lock);
+
+  mg_status_t st = MG_OK;
+  for (int i = 0; i < nc && st == MG_OK; i++) /* an abort may have come since validation */
+    st = mg__comm_check_ready(comms[i], mg__opkind_name(ops[0]->kind));
+  if (st == MG_OK) {
+    double now = mg__now();
+    for (int i = 0; i < n; i++) {
+      mg__op_t *op = ops[i];
+      mg_comm_t *c = op->comm;
+      op->deadline = now + c->timeout_s;
+      op->status = MG_INPROGRESS;
+      if (mg__opkind_is_collective(op->kind))
+        op->seq = c->coll_seq++;
+      else
+        op->seq = c->p2p_seq[2 * (size_t)op->root + (op->kind == MG_OPK_RECV)]++;
+    }
+    /* One launch per backend, keeping the order of the operations. */
+    for (int i = 0; i < n; i++) {
+      const mg__backend_t *be = ops[i]->comm->backend;
+      int seen = 0;
+      for (int j = 0; j < i && !seen; j++) seen = ops[j]->comm->backend == be;
+      if (seen) continue;
+      mg__op_t **batch = ops;
+      int k = n;
+      mg__op_t **tmp = NULL;
+      if (n > 1) {
+        tmp = malloc(sizeof *tmp * (size_t)n);
+        if (tmp == NULL) {
+          st = mg__error(MG_ERR_OUT_OF_MEMORY, "mg_group_end: out of memory");
+          break;
+        }
+        k = 0;
+        for (int j = i; j < n; j++)
+          if (ops[j]->comm->backend == be) tmp[k++] = ops[j];
+        batch = tmp;
+      }
+      mg_status_t bst = be->launch(batch, k);
+      free(tmp);
+      if (bst < 0 && st == MG_OK) st = bst;
+    }
+    for (int i = 0; i < n; i++) {
+      mg__op_t *op = ops[i];
+      if (op->status == MG_INPROGRESS && st < 0) op->status = st; /* never launched */
+      if (op->status < 0) {
+        if (mg__breaks(op->status))
+          mg__comm_fail(op->comm, op->status);
+        else
+          mg__comm_save_error(op->comm);
+      }
+    }
+  }
+  for (int i = nc - 1; i >= 0; i--) pthread_mutex_unlock(&comms[i]->lock);
+  if (comms != one) free(comms);
+  return st;
+}
+
+mg_status_t mg__post(mg__op_t *op, const size_t *const v_in[4], const char *fn) {
+  mg_status_t st = mg__comm_check_ready(op->comm, fn);
+  if (st < 0) return mg__group_note(st);
+  mg__log_set_rank(op->comm->rank);
+  st = mg__op_validate(op, v_in, fn);
+  if (st >= 0) st = op->comm->backend->check_op(op, fn);
+  if (st < 0) {
+    mg__op_release(op);
+    mg__comm_save_error(op->comm);
+    return mg__group_note(st);
+  }
+  if (mg__grp.depth == 0) {
+    mg__op_t *one = op;
+    st = mg__launch(&one, 1);
+    mg__op_release(op);
+    return st;
+  }
+  if (mg__grp.n == mg__grp.cap) {
+    int ncap = mg__grp.cap ? 2 * mg__grp.cap : 16;
+    mg__op_t **nops = realloc(mg__grp.ops, sizeof *nops * (size_t)ncap);
+    if (nops == NULL) {
+      mg__op_release(op);
+      return mg__group_note(mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn));
+    }
+    mg__grp.ops = nops;
+    mg__grp.cap = ncap;
+  }
+  mg__op_t *copy = malloc(sizeof *copy);
+  if (copy == NULL) {
+    mg__op_release(op);
+    return mg__group_note(mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn));
+  }
+  *copy = *op; /* takes over op->v */
+  mg__grp.ops[mg__grp.n++] = copy;
+  return MG_OK;
+}
+
+mg_status_t mg_group_begin(void) {
+  if (mg__grp.depth == 0) mg__grp.err = MG_OK;
+  mg__grp.depth++;
+  return MG_OK;
+}
+
+mg_status_t mg_group_end(void) {
+  if (mg__grp.depth == 0)
+    return mg__error(MG_ERR_INVALID_USAGE, "mg_group_end: no group is open on this thread");
+  if (--mg__grp.depth > 0) return MG_OK;
+  mg_status_t st = mg__grp.err;
+  if (st < 0)
+    mg__error(st, "mg_group_end: nothing was posted; the group's first error was: %s",
+              mg__grp.errmsg);
+  else
+    st = mg__launch(mg__grp.ops, mg__grp.n);
+  for (int i = 0; i < mg__grp.n; i++) {
+    mg__op_release(mg__grp.ops[i]);
+    free(mg__grp.ops[i]);
+  }
+  mg__grp.n = 0;
+  mg__grp.err = MG_OK;
+  if (mg__grp.cap > 64) { /* do not keep a huge array after one large group */
+    free(mg__grp.ops);
+    mg__grp.ops = NULL;
+    mg__grp.cap = 0;
+  }
+  return st;
+}

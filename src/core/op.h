@@ -1,0 +1,21 @@
+/*
+ * op.h -- from a public call to a posted operation: validation (argcheck.c), custom-op capture
+ * (redop.c), and posting, alone or in a group (group.c).
+ */
+#ifndef MG_CORE_OP_H
+#define MG_CORE_OP_H
+
+#include "backend/backend.h"
+
+/* Checks every argument of op against contract 2 (see mgcomm.h, "Operations"); clears the buffers
+ * the calling rank does not use; captures the reduction op; copies all_to_allv's arrays into
+ * op->v (freed by mg__op_release). Errors name fn and the argument. */
+mg_status_t mg__op_validate(mg__op_t *op, const size_t *const v_in[4], const char *fn);
+/* Captures op->redop.op (built-in, or a custom op of op->comm for op->dtype) into op->redop. */
+mg_status_t mg__redop_capture(mg__op_t *op, const char *fn);
+/* Validates and posts one operation: runs it now, or records it when the calling thread is in a
+ * group. v_in: all_to_allv's four arrays, else NULL. */
+mg_status_t mg__post(mg__op_t *op, const size_t *const v_in[4], const char *fn);
+void mg__op_release(mg__op_t *op);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * params.h -- the one declarative table of every MGCOMM_* environment variable.
+ *
+ * Each row: id, type, default, minimum, maximum (numbers), choices (CHOICE type), help. The
+ * table is read once, on first use; a value that does not parse or is out of range is a warning
+ * naming the variable and the default used instead; an MGCOMM_* variable that is not in the
+ * table is a warning naming the closest known one. `mgcomm info --config` prints the table.
+ */
+#ifndef MG_CORE_PARAMS_H
+#define MG_CORE_PARAMS_H
+
+#include <stdint.h>
+
+#ifdef MGCOMM_TESTING
+#define MG__PARAM_TESTING_ROWS(X)                                                             \
+  X(FAULT, STRING, "", 0, 0, "",                                                        \
+    "Test builds only: faults to inject, 'name:nth:code[:count]' separated by ','; see "     \
+    "src/loader/fault.h")
+#else
+#define MG__PARAM_TESTING_ROWS(X)
+#endif
+
+#define MG_PARAM_TABLE(X)                                                                      \
+  X(DEBUG, CHOICE, "WARN", 0, 0, "NONE|WARN|INFO|TRACE",                                \
+    "Log level: NONE, WARN (default), INFO or TRACE")                                          \
+  X(DEBUG_SUBSYS, STRING, "ALL", 0, 0, "",                                              \
+    "Subsystems to log, comma-separated: INIT,LOAD,COLL,P2P,SHMEM,BOOT,ENV,WORLD,ALL; a "      \
+    "leading ^ removes one")                                                                   \
+  X(DEBUG_FILE, STRING, "", 0, 0, "",                                                   \
+    "Log to this file instead of stderr; %h is the host name, %p the pid")                     \
+  X(TIMEOUT, DOUBLE, "600", 0.001, 1e9, "",                                                    \
+    "Default deadline of every wait, seconds (communicator init, operations, rendezvous)")     \
+  X(BACKEND, CHOICE, "auto", 0, 0, "auto|host|nccl",                                    \
+    "Backend used for MG_BACKEND_AUTO: auto (NCCL with a GPU, else host), host or nccl; an "   \
+    "override that cannot run is an error")                                                    \
+  X(CUDA_LIBRARY, STRING, "", 0, 0, "",                                                 \
+    "Explicit path of libcuda.so.1, tried before any search")                                  \
+  X(NCCL_LIBRARY, STRING, "", 0, 0, "",                                                 \
+    "Explicit path of libnccl.so.2, tried before any search")                                  \
+  X(NVSHMEM_LIBRARY, STRING, "", 0, 0, "",                                              \
+    "Explicit path of libnvshmem_host.so.3, tried before any search")                          \
+  X(NVML_LIBRARY, STRING, "", 0, 0, "",                                                 \
+    "Explicit path of libnvidia-ml.so.1, tried before any search")                             \
+  X(HOST_SLOT_BYTES, INT, "1048576", 4096, 1073741824.0, "",                                   \
+    "Host backend: bytes of each rank's staging buffer (two per rank); larger messages are "   \
+    "pipelined through it in chunks")                                                          \
+  X(HOST_SMALL_BYTES, INT, "16384", 0, 1073741824.0, "",                                       \
+    "Host backend: messages up to this size use the one-step low-latency algorithms")          \
+  X(HOST_P2P_BYTES, INT, "262144", 4096, 1073741824.0, "",                                     \
+    "Host backend: bytes of each send/recv channel between two ranks")                         \
+  X(HOST_SPIN_US, INT, "50", 0, 1000000, "",                                                   \
+    "Host backend: microseconds a waiting rank spins before it sleeps on a futex")             \
+  MG__PARAM_TESTING_ROWS(X)
+
+typedef enum {
+#define MG__PARAM_ID(id, type, def, lo, hi, choices, help) MG_PARAM_##id,
+  MG_PARAM_TABLE(MG__PARAM_ID)
+#undef MG__PARAM_ID
+  MG_PARAM_COUNT
+} mg__param_id_t;
+
+/* Typed getters; the first use reads the whole table. Strings are never NULL. */
+int64_t mg__param_int(mg__param_id_t id);
+double mg__param_double(mg__param_id_t id);
+const char *mg__param_str(mg__param_id_t id);
+/* For the logger only: reads the table without emitting its warnings (the logger is what emits
+ * them, once it is set up). */
+const char *mg__param_str_quiet(mg__param_id_t id);
+/* Emits the warnings found while reading the table, once per process. */
+void mg__params_flush_warnings(void);
+
+#endif

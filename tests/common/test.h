@@ -1,0 +1,78 @@
+/*
+ * test.h -- the test harness: each test is a small C program run by CTest in its own process.
+ * Assertions print both operands and abort; exit code 77 means "skipped", with the reason on
+ * stdout.
+ */
+#ifndef MG_TEST_H
+#define MG_TEST_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mgcomm.h"
+
+#define MG_TEST_SKIP_CODE 77
+
+#define SKIP(...)                                 \
+  do {                                            \
+    printf("SKIP: ");                             \
+    printf(__VA_ARGS__);                          \
+    printf("\n");                                 \
+    fflush(stdout);                               \
+    exit(MG_TEST_SKIP_CODE);                      \
+  } while (0)
+
+#define FAIL(...)                                                        \
+  do {                                                                   \
+    fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);                \
+    fprintf(stderr, __VA_ARGS__);                                        \
+    fprintf(stderr, "\n");                                               \
+    abort();                                                             \
+  } while (0)
+
+#define ASSERT(cond)                                                     \
+  do {                                                                   \
+    if (!(cond)) FAIL("%s", #cond);                                      \
+  } while (0)
+
+#define ASSERT_INT(a, op, b)                                                            \
+  do {                                                                                  \
+    long long mg_a_ = (long long)(a), mg_b_ = (long long)(b);                           \
+    if (!(mg_a_ op mg_b_))                                                              \
+      FAIL("%s %s %s: %lld vs %lld", #a, #op, #b, mg_a_, mg_b_);                        \
+  } while (0)
+#define ASSERT_EQ(a, b) ASSERT_INT(a, ==, b)
+#define ASSERT_NE(a, b) ASSERT_INT(a, !=, b)
+#define ASSERT_LT(a, b) ASSERT_INT(a, <, b)
+#define ASSERT_LE(a, b) ASSERT_INT(a, <=, b)
+#define ASSERT_GT(a, b) ASSERT_INT(a, >, b)
+#define ASSERT_GE(a, b) ASSERT_INT(a, >=, b)
+
+#define ASSERT_STR_EQ(a, b)                                                             \
+  do {                                                                                  \
+    const char *mg_a_ = (a), *mg_b_ = (b);                                              \
+    if (mg_a_ == NULL || mg_b_ == NULL || strcmp(mg_a_, mg_b_) != 0)                    \
+      FAIL("%s == %s: \"%s\" vs \"%s\"", #a, #b, mg_a_ ? mg_a_ : "(null)",             \
+           mg_b_ ? mg_b_ : "(null)");                                                   \
+  } while (0)
+
+#define ASSERT_CONTAINS(hay, needle)                                                    \
+  do {                                                                                  \
+    const char *mg_h_ = (hay), *mg_n_ = (needle);                                       \
+    if (mg_h_ == NULL || strstr(mg_h_, mg_n_) == NULL)                                  \
+      FAIL("%s does not contain \"%s\": \"%s\"", #hay, mg_n_, mg_h_ ? mg_h_ : "(null)"); \
+  } while (0)
+
+/* A call returning mg_status_t must return exactly `want`; prints the message otherwise. */
+#define ASSERT_STATUS(want, call)                                                       \
+  do {                                                                                  \
+    mg_status_t mg_st_ = (call);                                                        \
+    if (mg_st_ != (want))                                                               \
+      FAIL("%s returned %s, expected %s; last error: %s", #call, mg_status_name(mg_st_), \
+           mg_status_name(want), mg_last_error());                                      \
+  } while (0)
+#define ASSERT_OK(call) ASSERT_STATUS(MG_OK, call)
+
+#endif

@@ -1,0 +1,1 @@
+# Core services: status table, dtype table, parameters.

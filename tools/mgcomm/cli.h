@@ -1,0 +1,11 @@
+/*
+ * cli.h -- the subcommands of the mgcomm command line. Each is a function taking the arguments
+ * after its name and returning the process exit code: 0 ok, 1 runtime failure, 2 usage error.
+ * The tool uses the public API (mgcomm.h) only.
+ */
+#ifndef MG_CLI_H
+#define MG_CLI_H
+
+int mg_cli_info(int argc, char **argv);
+
+#endif
