@@ -428,8 +428,9 @@ MG_EXTERN mg_status_t mg_op_destroy(mg_comm_t *comm, mg_op_t op);
  * Deadlines: every call takes timeout_s. 0 means the store's timeout (the timeout_s given to
  * mg_store_serve or mg_store_connect, whose own 0 means MGCOMM_TIMEOUT); a positive value is the
  * call's own; a negative or NaN value is MG_ERR_INVALID_ARGUMENT. A call that cannot finish in
- * time returns MG_ERR_TIMED_OUT; the server's process exiting or closing gives MG_ERR_REMOTE.
- * Never a hang.
+ * time returns MG_ERR_TIMED_OUT (a waiting get or barrier whose server does not answer at all
+ * gives it 0.1 s more before it returns); the server's process exiting or closing gives
+ * MG_ERR_REMOTE. Never a hang.
  *
  * Threads: a store handle may be used from any thread; its calls are serialised (one request is
  * in flight per connection), so a thread that waits in mg_store_get or mg_store_barrier holds the

@@ -36,7 +36,7 @@
 #include "core/params.h"
 
 #define MG__STORE_MAGIC 0x6d677374u /* "mgst" */
-#define MG__GRACE_S 0.5             /* extra time a waiting call gives the server's own answer */
+#define MG__GRACE_S 0.1             /* extra time a waiting call gives the server's own answer */
 #define MG__ATTEMPT_S 2.0           /* longest single connection attempt before the next try */
 
 struct mg_store {
