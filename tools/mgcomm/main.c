@@ -13,6 +13,7 @@ static const struct {
   const char *help;
 } mg_commands[] = {
     {"info", mg_cli_info, "libraries, devices, features and parameters ([--json] [--config])"},
+    {"launch", mg_cli_launch, "start N processes of one job on this machine (-n N -- program)"},
 };
 
 static void usage(FILE *f) {
