@@ -2,15 +2,20 @@
  * init_env.c -- mg_comm_init_env: a communicator from the launcher's environment, meeting the
  * job's other processes at a store that rank 0 serves (contract in mgcomm.h).
  *
- * Divisions: the job's store (shared, counted); the id record rank 0 publishes; the call.
+ * Divisions: the job's store (shared, counted); the id record rank 0 publishes; meeting; the call.
  *
  * One store per process serves every communicator made this way: the first call opens it (rank 0
  * serves, the others connect) and each communicator holds a reference, dropped when it is freed.
- * Calls are numbered per process (every process makes them in the same order), and call k keeps
- * its keys under "mgcomm/init/<k>/", so successive communicators never read each other's ids.
+ * Calls are numbered per process for its whole life (every process of the job makes them in the
+ * same order), and call k keeps its keys under "mgcomm/init/<k>/", so communicators never read
+ * each other's ids, also across a destroy and a new init.
  *
- * Locking: mg__job_lock guards mg__job (the pointer, refs, next_call); it is never held across
- * a wait on the store.
+ * A job that destroys its communicators and makes new ones may find a rank other than 0 already
+ * connected to rank 0's old store, which closes a moment later: a rank that opened the store for
+ * this call and sees it go away reconnects (to rank 0's new store) until the deadline.
+ *
+ * Locking: mg__job_lock guards mg__job (the pointer and its refs) and mg__next_call; it is never
+ * held across a wait on the store.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -30,17 +35,17 @@ struct mg__boot_job {
   mg_store_t *store;                   /* rank 0: serving handle; others: a client */
   char address[MG__NET_HOST_MAX + 16]; /* as read from the environment */
   int rank;
-  int refs;                            /* communicators holding it (under mg__job_lock) */
-  uint64_t next_call;                  /* number of the next mg_comm_init_env (under lock) */
+  int refs;                            /* communicators (or calls in progress) holding it */
 };
 
 static pthread_mutex_t mg__job_lock = PTHREAD_MUTEX_INITIALIZER;
-static mg__boot_job_t *mg__job; /* the process's job store, while a communicator holds it */
+static mg__boot_job_t *mg__job;   /* the process's job store, while something holds it */
+static uint64_t mg__next_call;    /* number of the next mg_comm_init_env of this process */
 
-/* A reference on the job's store, opened (served or connected) when there is none; the call's
- * number in *call. */
+/* A reference on the job's store, opened (served, or connected with retry until timeout_s) when
+ * there is none. *fresh: this call opened it (no communicator shares it). */
 static mg_status_t mg__job_acquire(const mg__boot_env_t *env, double timeout_s, const char *fn,
-                                   mg__boot_job_t **out, uint64_t *call) {
+                                   mg__boot_job_t **out, int *fresh) {
   pthread_mutex_lock(&mg__job_lock);
   mg__boot_job_t *job = mg__job;
   if (job != NULL) {
@@ -54,14 +59,12 @@ static mg_status_t mg__job_acquire(const mg__boot_env_t *env, double timeout_s, 
       return st;
     }
     job->refs++;
-    *call = job->next_call++;
     pthread_mutex_unlock(&mg__job_lock);
     *out = job;
+    *fresh = 0;
     return MG_OK;
   }
-  /* Opening waits (a client retries until rank 0 serves): not under the lock. Two threads of one
-   * process making the first two communicators at once is not a job's pattern; the second one
-   * then finds the first one's store or opens its own and fails to bind, as documented. */
+  /* Opening waits (a client retries until rank 0 serves): not under the lock. */
   pthread_mutex_unlock(&mg__job_lock);
   job = calloc(1, sizeof *job);
   if (job == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
@@ -70,27 +73,27 @@ static mg_status_t mg__job_acquire(const mg__boot_env_t *env, double timeout_s, 
   mg_status_t st = env->rank == 0 ? mg_store_serve(env->address, env->token, timeout_s, &job->store)
                                   : mg_store_connect(env->address, env->token, timeout_s, &job->store);
   if (st < 0) {
-    mg__error_prefix("%s: rank %d of %d (%s, from %s and %s)", fn, env->rank, env->size,
-                     env->launcher, env->rank_var, env->address_from);
+    mg__error_prefix("%s: rank %d of %d (%s: %s; store from %s, token from %s)", fn, env->rank,
+                     env->size, env->launcher, env->rank_var, env->address_from, env->token_from);
     free(job);
     return st;
   }
   pthread_mutex_lock(&mg__job_lock);
-  if (mg__job != NULL) { /* another thread won the race above: use its store */
+  if (mg__job != NULL) { /* another thread of this process opened one meanwhile: share it */
     mg__boot_job_t *won = mg__job;
     won->refs++;
-    *call = won->next_call++;
     pthread_mutex_unlock(&mg__job_lock);
     mg_store_close(job->store); /* ours was never used: nothing to report */
     free(job);
     *out = won;
+    *fresh = 0;
     return MG_OK;
   }
   job->refs = 1;
-  *call = job->next_call++;
   mg__job = job;
   pthread_mutex_unlock(&mg__job_lock);
   *out = job;
+  *fresh = 1;
   return MG_OK;
 }
 
@@ -130,6 +133,56 @@ static void mg__id_record(unsigned char *r, int nranks, mg_backend_t be, const m
   memcpy(r + 16, id->internal, MG_UNIQUE_ID_BYTES);
 }
 
+/* ---- meeting ----------------------------------------------------------------------------- */
+
+/* Call number `call` at the store: claims this rank, then rank 0 publishes the id and the others
+ * fetch and check it. */
+static mg_status_t mg__meet(mg__boot_job_t *job, const mg__boot_env_t *env, uint64_t call,
+                            mg_backend_t want, double deadline, const char *fn,
+                            mg_unique_id_t *id, mg_backend_t *backend) {
+  char key[96];
+  snprintf(key, sizeof key, "mgcomm/init/%llu/rank/%d", (unsigned long long)call, env->rank);
+  int64_t claims = 0;
+  double left = deadline - mg__now();
+  MG_CHECK(mg_store_add(job->store, key, 1, &claims, left > 0.001 ? left : 0.001));
+  if (claims != 1)
+    return mg__error(MG_ERR_INVALID_ARGUMENT,
+                     "%s: rank %d is claimed by %lld processes of this job; check %s on each", fn,
+                     env->rank, (long long)claims, env->rank_var);
+  unsigned char rec[MG__ID_RECORD_BYTES];
+  snprintf(key, sizeof key, "mgcomm/init/%llu/id", (unsigned long long)call);
+  if (env->rank == 0) {
+    MG_CHECK(mg_backend_resolve(want, backend, NULL, 0));
+    MG_CHECK(mg_unique_id_create(*backend, id));
+    mg__id_record(rec, env->size, *backend, id);
+    left = deadline - mg__now();
+    return mg_store_set(job->store, key, rec, sizeof rec, left > 0.001 ? left : 0.001);
+  }
+  size_t len = 0;
+  left = deadline - mg__now();
+  mg_status_t st = mg_store_get(job->store, key, rec, sizeof rec, &len, left > 0.001 ? left : 0.001);
+  if (st < 0) {
+    mg__error_prefix("%s: rank %d of %d waiting for rank 0's unique id", fn, env->rank, env->size);
+    return st;
+  }
+  if (len != sizeof rec || memcmp(rec, "mgid", 4) != 0 || mg__get32(rec + 4) != 1)
+    return mg__error(MG_ERR_REMOTE, "%s: rank 0's record at %s is not an mgcomm id record", fn,
+                     key);
+  int nranks0 = (int)mg__get32(rec + 8);
+  mg_backend_t be0 = (mg_backend_t)mg__get32(rec + 12);
+  if (nranks0 != env->size)
+    return mg__error(MG_ERR_INVALID_ARGUMENT,
+                     "%s: this process has %s=%d but rank 0 has a world size of %d", fn,
+                     env->size_var, env->size, nranks0);
+  if (want != MG_BACKEND_AUTO && want != be0)
+    return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: this rank asks for the %s backend, rank 0 chose %s",
+                     fn, mg_backend_name(want) ? mg_backend_name(want) : "unknown",
+                     mg_backend_name(be0) ? mg_backend_name(be0) : "unknown");
+  memcpy(id->internal, rec + 16, MG_UNIQUE_ID_BYTES);
+  *backend = be0;
+  return MG_OK;
+}
+
 /* ---- the call ----------------------------------------------------------------------------- */
 
 mg_status_t mg_comm_init_env(const mg_config_t *config, mg_comm_t **out) {
@@ -158,63 +211,29 @@ mg_status_t mg_comm_init_env(const mg_config_t *config, mg_comm_t **out) {
           env.address_from, env.token_from);
   double timeout = cfg.timeout_s > 0 ? cfg.timeout_s : mg__param_double(MG_PARAM_TIMEOUT);
   double deadline = mg__now() + timeout;
+  pthread_mutex_lock(&mg__job_lock);
+  uint64_t call = mg__next_call++;
+  pthread_mutex_unlock(&mg__job_lock);
 
   mg__boot_job_t *job = NULL;
-  uint64_t call = 0;
-  MG_CHECK(mg__job_acquire(&env, timeout, fn, &job, &call));
-  char key[96];
-  /* No process may claim a rank another one has. */
-  snprintf(key, sizeof key, "mgcomm/init/%llu/rank/%d", (unsigned long long)call, env.rank);
-  int64_t claims = 0;
-  double left = deadline - mg__now();
-  MG_CHECK_GOTO(mg_store_add(job->store, key, 1, &claims, left > 0.001 ? left : 0.001), st, fail);
-  if (claims != 1) {
-    st = mg__error(MG_ERR_INVALID_ARGUMENT,
-                   "%s: rank %d (%s) is claimed by %lld processes of this job; check %s on each",
-                   fn, env.rank, env.rank_var, (long long)claims, env.rank_var);
-    goto fail;
-  }
-
-  unsigned char rec[MG__ID_RECORD_BYTES];
   mg_unique_id_t id;
-  mg_backend_t backend;
-  snprintf(key, sizeof key, "mgcomm/init/%llu/id", (unsigned long long)call);
-  if (env.rank == 0) {
-    MG_CHECK_GOTO(mg_backend_resolve(cfg.backend, &backend, NULL, 0), st, fail);
-    MG_CHECK_GOTO(mg_unique_id_create(backend, &id), st, fail);
-    mg__id_record(rec, env.size, backend, &id);
-    left = deadline - mg__now();
-    MG_CHECK_GOTO(mg_store_set(job->store, key, rec, sizeof rec, left > 0.001 ? left : 0.001), st,
-                  fail);
-  } else {
-    size_t len = 0;
-    left = deadline - mg__now();
-    st = mg_store_get(job->store, key, rec, sizeof rec, &len, left > 0.001 ? left : 0.001);
-    if (st < 0) {
-      mg__error_prefix("%s: rank %d of %d waiting for rank 0's unique id", fn, env.rank, env.size);
-      goto fail;
+  mg_backend_t backend = MG_BACKEND_AUTO;
+  for (;;) {
+    int fresh = 0;
+    double left = deadline - mg__now();
+    st = mg__job_acquire(&env, left > 0.001 ? left : 0.001, fn, &job, &fresh);
+    if (st >= 0) {
+      st = mg__meet(job, &env, call, cfg.backend, deadline, fn, &id, &backend);
+      if (st >= 0) break;
+      mg__boot_release(job);
+      job = NULL;
+    } else {
+      fresh = 1;
     }
-    if (len != sizeof rec || memcmp(rec, "mgid", 4) != 0 || mg__get32(rec + 4) != 1) {
-      st = mg__error(MG_ERR_REMOTE, "%s: rank 0's record at %s is not an mgcomm id record", fn,
-                     key);
-      goto fail;
-    }
-    int nranks0 = (int)mg__get32(rec + 8);
-    backend = (mg_backend_t)mg__get32(rec + 12);
-    memcpy(id.internal, rec + 16, MG_UNIQUE_ID_BYTES);
-    if (nranks0 != env.size) {
-      st = mg__error(MG_ERR_INVALID_ARGUMENT,
-                     "%s: this process has %s=%d but rank 0 has a world size of %d", fn,
-                     env.size_var, env.size, nranks0);
-      goto fail;
-    }
-    if (cfg.backend != MG_BACKEND_AUTO && cfg.backend != backend) {
-      st = mg__error(MG_ERR_INVALID_ARGUMENT,
-                     "%s: this rank asks for the %s backend, rank 0 chose %s", fn,
-                     mg_backend_name(cfg.backend) ? mg_backend_name(cfg.backend) : "unknown",
-                     mg_backend_name(backend) ? mg_backend_name(backend) : "unknown");
-      goto fail;
-    }
+    if (!(st == MG_ERR_REMOTE && fresh && env.rank != 0 && mg__now() < deadline)) return st;
+    /* The store this call connected to closed: rank 0 may be replacing its old one. */
+    MG_INFO(MG_SUBSYS_BOOT, "%s: the store %s went away (%s); connecting again", fn, env.address,
+            mg_last_error());
   }
   cfg.backend = backend;
   if (cfg.device == MG_UNDEF_INT) {

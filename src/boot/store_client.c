@@ -51,6 +51,7 @@ struct mg_store {
   char token[MG_STORE_TOKEN_MAX + 1];
   double timeout_s;                     /* the store's timeout, seconds (resolved) */
   mg__store_server_t *server;           /* the handle of mg_store_serve: its server, owned */
+  int last_eof;                         /* the last exchange failed because the peer closed */
   uint8_t *buf;                         /* request and reply frames, owned */
   size_t cap;
 };
@@ -133,6 +134,7 @@ static mg_status_t mg__exchange(mg_store_t *s, int fd, const mg__req_t *q, mg__r
   MG_CHECK(mg__ensure_buf(s, need > 64 ? need : 64, fn));
   mg__proto_encode_request(q, s->buf);
   int err = 0;
+  s->last_eof = 0;
   mg__io_t io = mg__net_send_all(fd, s->buf, need, deadline, &err);
   uint8_t op = 0, version = 0;
   uint32_t body = 0;
@@ -154,6 +156,7 @@ static mg_status_t mg__exchange(mg_store_t *s, int fd, const mg__req_t *q, mg__r
       return mg__error(MG_ERR_TIMED_OUT, "%s: the store at %s did not answer in time", fn,
                        s->address);
     case MG__IO_EOF:
+      s->last_eof = 1;
       return mg__error(MG_ERR_REMOTE,
                        "%s: the store at %s closed the connection (its process exited or it "
                        "dropped this client)", fn, s->address);
@@ -214,8 +217,9 @@ static double mg__jitter(void) {
   return 0.5 + (double)(x >> 11) / 9007199254740992.0; /* [0.5, 1.5) */
 }
 
-/* Connects and authenticates. retry: keep trying refused attempts until deadline (first
- * connection); otherwise one refusal means the server is gone. */
+/* Connects and authenticates. retry: keep trying until deadline while connections are refused
+ * or closed before the handshake ends (a server starting, or one closing while its successor
+ * starts); otherwise one refusal means the server is gone. */
 static mg_status_t mg__dial(mg_store_t *s, double deadline, int retry, const char *fn) {
   double backoff = 0.01;
   int attempts = 0;
@@ -227,14 +231,16 @@ static mg_status_t mg__dial(mg_store_t *s, double deadline, int retry, const cha
     attempts++;
     if (io == MG__IO_OK) {
       mg_status_t st = mg__hello(s, fd, deadline, fn);
-      if (st < 0) {
-        close(fd); /* refused or failed handshake: nothing to flush */
-        return st;
+      if (st >= 0) {
+        mg__set_fd(s, fd);
+        MG_INFO(MG_SUBSYS_BOOT, "%s: connected to the store at %s after %d attempt%s", fn,
+                s->address, attempts, attempts == 1 ? "" : "s");
+        return MG_OK;
       }
-      mg__set_fd(s, fd);
-      MG_INFO(MG_SUBSYS_BOOT, "%s: connected to the store at %s after %d attempt%s", fn,
-              s->address, attempts, attempts == 1 ? "" : "s");
-      return MG_OK;
+      close(fd); /* refused or failed handshake: nothing to flush */
+      if (!(retry && s->last_eof)) return st;
+      err = ECONNRESET; /* closed during the handshake: retried like a refusal */
+      io = MG__IO_REFUSED;
     }
     if (io == MG__IO_ERROR) {
       if (err < 0)
