@@ -126,18 +126,16 @@ uint8_t mg__f32_to_e5m2(float f) { return hr_e5m2_enc(f); }
  * equal values, max takes the one without a sign bit and min the one with it, so that
  * max(-0, +0) is +0 and min(-0, +0) is -0 in either order (IEEE 754-2019 maximum/minimum).
  */
-#define HR_DEFINE_MAXMIN(T, SUFFIX)                                 \
-  static inline T hr_max_##SUFFIX(T a, T b) {                       \
-    T r = a > b ? a : b;                                            \
-    r = a == b && !signbit(a) ? a : r;                              \
-    r = b != b ? b : r;                                             \
-    return a != a ? a : r;                                          \
-  }                                                                 \
-  static inline T hr_min_##SUFFIX(T a, T b) {                       \
-    T r = a < b ? a : b;                                            \
-    r = a == b && signbit(a) ? a : r;                               \
-    r = b != b ? b : r;                                             \
-    return a != a ? a : r;                                          \
+#define HR_DEFINE_MAXMIN(T, SUFFIX)                                               \
+  static inline T hr_max_##SUFFIX(T a, T b) {                                     \
+    T r = a > b ? a : b; /* b when either is NaN */                               \
+    r = a == b && !signbit(a) ? a : r;                                            \
+    return a != a ? a : r;                                                        \
+  }                                                                               \
+  static inline T hr_min_##SUFFIX(T a, T b) {                                     \
+    T r = a < b ? a : b; /* b when either is NaN */                               \
+    r = a == b && signbit(a) ? a : r;                                             \
+    return a != a ? a : r;                                                        \
   }
 HR_DEFINE_MAXMIN(float, f32)
 HR_DEFINE_MAXMIN(double, f64)
