@@ -142,15 +142,17 @@ MG_EXTERN mg_status_t mg_dtype_from_name(const char *name, mg_dtype_t *out);
  *  - integers wrap on overflow (two's complement);
  *  - MG_AVG on integers is the sum divided by the number of ranks, truncated toward zero (as
  *    NCCL); on floating types it is the sum of s * x_i with s = 1/nranks rounded to the dtype
- *    (as NCCL, which pre-multiplies); PreMulSum likewise computes s * x_i, then sums;
+ *    (through float for the types narrower than float64; as NCCL, which pre-multiplies);
+ *    PreMulSum likewise computes s * x_i, then sums;
  *  - fp16, bf16 and fp8 are converted to float, combined, and rounded back to the type with
  *    round-to-nearest-even after every pairwise step (and after each pre-multiplication);
  *    fp16 and bf16 overflow to infinity; fp8 (both kinds) saturates to the largest finite value
  *    on overflow, infinities included, as CUDA's satfinite conversion that NCCL uses; NaN stays
  *    NaN;
  *  - MG_MAX and MG_MIN propagate NaN on the host backend: if any rank's element is NaN, the
- *    result element is NaN (unlike C's fmax/fmin, which drop it). NCCL's GPU kernels do not
- *    document their NaN rule; the GPU tests compare only NaN-free inputs for max and min.
+ *    result element is NaN (unlike C's fmax/fmin, which drop it), and max(-0, +0) is +0, min
+ *    is -0. NCCL's GPU kernels do not document their NaN rule; the GPU tests compare only
+ *    NaN-free inputs for max and min.
  * The host backend reduces in rank order (((x0 op x1) op x2) ...), so its results are bitwise
  * reproducible from run to run. */
 typedef enum mg_op {
