@@ -154,8 +154,9 @@ static void mg__set_error(mg__lib_state_t *st, int is_explicit) {
                             mg__short_outcome(st->attempts[0].path, st->attempts[0].outcome),
                             d->param_name);
   } else {
-    used = (size_t)snprintf(e, cap, "%s (%s) was not found; %d candidate%s tried:", d->label,
-                            d->soname, st->report.nattempts, st->report.nattempts == 1 ? "" : "s");
+    used = (size_t)snprintf(e, cap, "no usable %s (%s) was found; %d candidate%s tried:",
+                            d->label, d->soname, st->report.nattempts,
+                            st->report.nattempts == 1 ? "" : "s");
     for (int i = 0; i < st->report.nattempts && used < cap; i++) {
       const mg__lib_attempt_t *a = &st->attempts[i];
       used += (size_t)snprintf(e + used, cap - used, "%s %s (%s)", i ? ";" : "", a->path,

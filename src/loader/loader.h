@@ -165,7 +165,7 @@ void mg__nccl_config_init(mg__ncclConfig_t *config);
   } while (0)
 
 /* ---- CUDA driver helpers. */
-/* CUDA_ERROR_OUT_OF_MEMORY MG_ERR_OUT_OF_MEMORY; no device, stub library, driver too old or
+/* CUDA_ERROR_OUT_OF_MEMORY MG_ERR_OUT_OF_MEMORY; no device, stub library, driver/device
  * mismatched MG_ERR_BACKEND_UNAVAILABLE; anything else MG_ERR_BACKEND. */
 mg_status_t mg__cu_status(mg__CUresult r);
 /* Sets the thread's error to "<call> failed: CUDA_ERROR_X (<code>): <driver's string>" and
