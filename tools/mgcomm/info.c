@@ -172,19 +172,25 @@ static void json_str(FILE *f, const char *s) {
 
 static const char *jbool(int b) { return b ? "true" : "false"; }
 
+/* `, "key": "value"` (no comma when first). */
+static void json_kv(FILE *f, int first, const char *key, const char *value) {
+  fprintf(f, "%s\"%s\": ", first ? "" : ", ", key);
+  json_str(f, value);
+}
+
 static void json_params(FILE *f) {
   fputs("  \"parameters\": [", f);
   for (int i = 0; i < mg_param_count(); i++) {
     mg_param_info_t p;
     if (mg_param_get(i, &p) != MG_OK) continue; /* i is in range: not reached */
     fputs(i ? ",\n    {" : "\n    {", f);
-    fputs("\"name\": ", f), json_str(f, p.name);
-    fputs(", \"type\": ", f), json_str(f, p.type);
-    fputs(", \"value\": ", f), json_str(f, p.value);
-    fputs(", \"default\": ", f), json_str(f, p.default_value);
-    fputs(", \"source\": ", f), json_str(f, p.source);
-    fputs(", \"allowed\": ", f), json_str(f, p.allowed);
-    fputs(", \"help\": ", f), json_str(f, p.help);
+    json_kv(f, 1, "name", p.name);
+    json_kv(f, 0, "type", p.type);
+    json_kv(f, 0, "value", p.value);
+    json_kv(f, 0, "default", p.default_value);
+    json_kv(f, 0, "source", p.source);
+    json_kv(f, 0, "allowed", p.allowed);
+    json_kv(f, 0, "help", p.help);
     fputs("}", f);
   }
   fputs("\n  ]", f);
@@ -205,15 +211,15 @@ static void json_print(FILE *f, const snap_t *s, int config_only) {
   for (int i = 0; i < MG_LIB_COUNT; i++) {
     const lib_snap_t *l = &s->libs[i];
     fputs(i ? ",\n    {" : "\n    {", f);
-    fputs("\"id\": ", f), json_str(f, l->id);
-    fputs(", \"label\": ", f), json_str(f, l->label);
-    fputs(", \"name\": ", f), json_str(f, l->info.name);
+    json_kv(f, 1, "id", l->id);
+    json_kv(f, 0, "label", l->label);
+    json_kv(f, 0, "name", l->info.name);
     fprintf(f, ", \"loaded\": %s, \"path\": ", jbool(l->info.loaded));
     json_str(f, l->info.path);
     fprintf(f, ", \"version\": %d, \"version_string\": ", l->info.version);
     json_str(f, l->info.version_string);
-    fputs(", \"error\": ", f), json_str(f, l->info.error);
-    fputs(", \"plugin_dir\": ", f), json_str(f, l->info.plugin_dir);
+    json_kv(f, 0, "error", l->info.error);
+    json_kv(f, 0, "plugin_dir", l->info.plugin_dir);
     fputs(",\n     \"attempts\": [", f);
     for (int a = 0; a < l->info.attempts; a++) {
       fputs(a ? ",\n       {\"path\": " : "\n       {\"path\": ", f);
@@ -273,8 +279,8 @@ static void json_print(FILE *f, const snap_t *s, int config_only) {
   for (int i = 0; i < MG_FEATURE_COUNT; i++) {
     const mg_feature_info_t *fi = &s->features[i];
     fputs(i ? ",\n    {" : "\n    {", f);
-    fputs("\"name\": ", f), json_str(f, fi->name);
-    fputs(", \"library\": ", f), json_str(f, fi->library);
+    json_kv(f, 1, "name", fi->name);
+    json_kv(f, 0, "library", fi->library);
     fprintf(f, ", \"min_version\": %d, \"min_version_string\": ", fi->min_version);
     json_str(f, fi->min_version_string);
     fprintf(f, ", \"available\": %s}", jbool(fi->available));
