@@ -67,9 +67,16 @@ static void mg__cand_home(mg__cand_list_t *l, const char *var, const char *sonam
 static void mg__cand_wheels(mg__cand_list_t *l, const char *root, const char *tail,
                             const char *dirs, const char *soname) {
   if (root == NULL || root[0] == '\0') return;
+  /* The root comes from the environment: its glob characters are literal. */
   char pattern[4096];
-  int k = snprintf(pattern, sizeof pattern, "%s%s/nvidia/%s/lib/%s", root, tail, dirs, soname);
-  if (k <= 0 || (size_t)k >= sizeof pattern) return;
+  size_t k = 0;
+  for (const char *c = root; *c && k + 2 < sizeof pattern; c++) {
+    if (strchr("*?[]{}\\", *c) != NULL) pattern[k++] = '\\';
+    pattern[k++] = *c;
+  }
+  pattern[k] = '\0';
+  int m = snprintf(pattern + k, sizeof pattern - k, "%s/nvidia/%s/lib/%s", tail, dirs, soname);
+  if (m <= 0 || (size_t)m >= sizeof pattern - k) return;
   glob_t g;
   memset(&g, 0, sizeof g);
   int rc = glob(pattern, GLOB_BRACE, NULL, &g);

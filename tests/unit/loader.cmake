@@ -3,13 +3,13 @@
 # Inputs found at configure time; every test that needs a file skips (77) when it is absent:
 #   MGCOMM_TEST_CUDA_DIR     a CUDA toolkit: include/{cuda,nccl}.h for the header comparison,
 #                            lib64/libnccl.so.2 (its NCCL) and lib64/stubs/libcuda.so
-#   MGCOMM_TEST_OLD_NCCL     an NCCL older than 2.24, for version gating. .ci/run gets it with
-#       pip download --no-deps --only-binary=:all: --python-version 3.11 \
-#           --platform manylinux2014_x86_64 -d .whl nvidia-nccl-cu12==2.21.5
-#       unzip -o -j -q .whl/nvidia_nccl_cu12-2.21.5-*.whl 'nvidia/nccl/lib/libnccl.so.2' -d .whl/nccl-2.21.5
-#   MGCOMM_TEST_NVSHMEM_DIR  the lib/ folder of an unpacked NVSHMEM wheel, for the wheel layout:
-#       pip download ... -d .whl nvidia-nvshmem-cu13==3.4.5
-#       unzip -o -q .whl/nvidia_nvshmem_cu13-3.4.5-*.whl 'nvidia/nvshmem/lib/*.so*' -d .whl/nvshmem-3.4.5
+#   MGCOMM_TEST_OLD_NCCL     an NCCL older than 2.24, for version gating
+#   MGCOMM_TEST_NVSHMEM_DIR  the lib/ folder of an unpacked NVSHMEM wheel, for the wheel layout
+# Both come from PyPI (docs/loader.md; .ci/run does this):
+#   pip download --no-deps --only-binary=:all: --python-version 3.11 \
+#       --platform manylinux2014_x86_64 -d .whl nvidia-nccl-cu12==2.21.5 nvidia-nvshmem-cu13==3.4.5
+#   unzip -o -j -q .whl/nvidia_nccl_cu12-2.21.5-*.whl 'nvidia/nccl/lib/libnccl.so.2' -d .whl/nccl-2.21.5
+#   unzip -o -q .whl/nvidia_nvshmem_cu13-3.4.5-*.whl 'nvidia/nvshmem/lib/*.so*' -d .whl/nvshmem-3.4.5
 # (.whl/ is ignored by git.)
 set(MGCOMM_TEST_CUDA_DIR "/usr/local/cuda" CACHE PATH "CUDA toolkit used by the loader tests")
 set(MGCOMM_TEST_OLD_NCCL "${PROJECT_SOURCE_DIR}/.whl/nccl-2.21.5/libnccl.so.2" CACHE FILEPATH
