@@ -20,16 +20,15 @@ static const mg__sym_desc_t mg__nvshmem_syms[] = {
 #undef X
 };
 
-/* Both version functions only copy constants: they are safe before initialisation. Without
- * the vendor function the release is unknown (version 0); the library is still usable. */
+/* The vendor function only copies constants: it is safe before initialisation. Without it the
+ * release is unknown (version 0, ""); the library is still usable. (nvshmem_info_get_version
+ * would give the OpenSHMEM specification, 1.3, not the release.) */
 static int mg__nvshmem_probe(int *version, char *vstr, size_t vlen, char *err, size_t errlen) {
   (void)err;
   (void)errlen;
   if (mg__nvshmem.vendor_get_version_info == NULL) {
-    int major = 0, minor = 0;
-    mg__nvshmem.info_get_version(&major, &minor);
     *version = 0;
-    snprintf(vstr, vlen, "unknown release (implements OpenSHMEM %d.%d)", major, minor);
+    vstr[0] = '\0';
     return 0;
   }
   int major = 0, minor = 0, patch = 0;

@@ -163,7 +163,6 @@ static void mg__set_error(mg__lib_state_t *st, int is_explicit) {
                                mg__short_outcome(a->path, a->outcome));
     }
   }
-  (void)used; /* cap was sized for the whole text; snprintf truncates safely if not */
   st->error = e;
 }
 
