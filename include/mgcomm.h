@@ -459,7 +459,10 @@ typedef struct mg_library_info {
 
 /* Loads lib if that was not tried yet (once per process; the search spawns no process) and
  * describes the outcome. A library that is absent is not an error here: info->loaded is 0 and
- * info->error says why. MG_ERR_INVALID_ARGUMENT for an unknown lib or NULL info. */
+ * info->error says why. MG_ERR_INVALID_ARGUMENT for an unknown lib or NULL info.
+ * Search order (docs/loader.md): MGCOMM_<LIB>_LIBRARY alone when set (an explicit path that
+ * fails is reported, never replaced by another copy); NCCL_HOME / NVSHMEM_HOME, then CUDA_HOME
+ * (lib, lib64); the dynamic linker's default; /usr/local/cuda; Python wheels (NCCL, NVSHMEM). */
 MG_EXTERN mg_status_t mg_library_info(mg_library_t lib, mg_library_info_t *info);
 /* Candidate number index (0 <= index < info.attempts) of lib's search, in search order: the path
  * tried and the outcome ("loaded", or the dlerror() text). MG_ERR_INVALID_ARGUMENT otherwise. */
@@ -502,8 +505,10 @@ typedef struct mg_device_info {
   int multicast_supported;  /* read-only attribute; mgcomm never creates a multicast object */
 } mg_device_info_t;
 
-/* Number of CUDA devices. MG_ERR_BACKEND_UNAVAILABLE (with the loader's message) when there is
- * no CUDA driver; MG_ERR_BACKEND when the driver fails to initialise. */
+/* Number of CUDA devices. A driver without devices (cuInit answers CUDA_ERROR_NO_DEVICE) is
+ * 0 devices and MG_OK. MG_ERR_BACKEND_UNAVAILABLE when there is no usable CUDA driver (none
+ * found: the message lists every candidate tried; only the toolkit's stub libcuda; cuInit
+ * reporting a driver/kernel-module mismatch); MG_ERR_BACKEND when cuInit fails otherwise. */
 MG_EXTERN mg_status_t mg_device_count(int *count);
 /* Describes device ordinal. Errors as mg_device_count, plus MG_ERR_INVALID_ARGUMENT for an
  * ordinal out of range or NULL info. */
