@@ -136,7 +136,7 @@ typedef struct mg_bench_result {
   mg_bench_geom_t g;
   int root;
   int inplace;
-  double time_us;   /* median over iterations of the slowest rank's time */
+  double time_us;   /* median over iterations of last end - last start (bench_run.c) */
   double algbw_gbs, busbw_gbs;
   uint64_t wrong;   /* bad elements, summed over ranks; 0 when not checked */
   int iters, warmup;

@@ -31,8 +31,8 @@ void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o) {
     fprintf(f, "  warmup iters: adaptive, %d to %d (-w fixes it)", MG_BENCH_WARMUP_MIN,
             MG_BENCH_WARMUP_DEFAULT);
   fprintf(f, "  validation: %d\n", o->check);
-  fprintf(f, "# time: median over iterations of the slowest rank's time, monotonic clock; "
-             "algbw = bytes / time; busbw = algbw x nccl-tests' factor\n");
+  fprintf(f, "# time: median over iterations of (last rank's end - last rank's start), monotonic "
+             "clock; algbw = bytes / time; busbw = algbw x nccl-tests' factor\n");
 }
 
 void mg_bench_print_header(FILE *f, mg_bench_coll_t c) {

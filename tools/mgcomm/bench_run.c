@@ -5,13 +5,17 @@
  * For each collective, size and placement (out of place, in place), every rank:
  *   1. fills its buffers: its pattern where the operation reads, poison where it writes;
  *   2. waits for the others, runs the operation once and checks its result (#wrong);
- *   3. agrees with the others on the slowest rank's time of that run, and from it on the number
- *      of iterations (unless -n / -w fixed them): about MG_BENCH_SIZE_BUDGET_S of timed work,
- *      between MG_BENCH_ITERS_MIN and MG_BENCH_ITERS_DEFAULT iterations;
+ *   3. agrees with the others on the time of that run, and from it on the number of iterations
+ *      (unless -n / -w fixed them): about MG_BENCH_SIZE_BUDGET_S of timed work, between
+ *      MG_BENCH_ITERS_MIN and MG_BENCH_ITERS_DEFAULT iterations;
  *   4. runs the warm-up iterations back to back, then the timed iterations, each one started
- *      after a barrier of all ranks and timed with the monotonic clock around the call.
- * The reported time is the median over iterations of the slowest rank's time of that iteration
- * (the maximum over ranks first, then the median). Rank 0 prints and records the rows.
+ *      after a barrier of all ranks, reading the monotonic clock before and after the call.
+ * The time of an iteration runs from the last rank's start to the last rank's end: a collective
+ * cannot finish before every rank has entered it, and the barrier lets ranks go at different
+ * moments (a rank woken from a futex can leave tens of microseconds after another on a busy
+ * machine), which a per-rank time would count as latency. The reported time is the median of
+ * these over iterations. All ranks read one clock (CLOCK_MONOTONIC of this host).
+ * Rank 0 prints and records the rows.
  *
  * Ranks meet at a pthread barrier and combine numbers through shared arrays (the team); a
  * failed operation is agreed on at the next meeting, after which every rank stops.
@@ -131,8 +135,7 @@ static void mg_bench_progress(mg_bench_team_t *t, mg_bench_coll_t c, size_t byte
 typedef struct mg_bench_bufs {
   void *send, *buf;          /* the operation's buffers (mem) */
   void *send_img, *img;      /* host images */
-  double *times;             /* per iteration */
-  int ntimes;
+  double *stamps;            /* per iteration: start times, then end times (seconds) */
 } mg_bench_bufs_t;
 
 /* Measures one (collective, size, placement) on every rank. Returns 0, or -1 once every rank
@@ -157,7 +160,7 @@ static int mg_bench_one(mg_bench_team_t *t, int rank, mg_bench_bufs_t *b,
   mg_bench_barrier(t);
   double t0 = mg_bench_now();
   st = MG_BENCH_CALL();
-  double agree[2] = {mg_bench_now() - t0, st != MG_OK}, wrong = 0;
+  double agree[3] = {t0, mg_bench_now(), st != MG_OK}, wrong = 0;
   if (st == MG_OK && o->check) {
     t->mem->get(b->img, b->buf, bufn * e);
     wrong = (double)mg_bench_check(k, rank, b->img);
@@ -165,11 +168,11 @@ static int mg_bench_one(mg_bench_team_t *t, int rank, mg_bench_bufs_t *b,
   if (st != MG_OK)
     fprintf(stderr, "mgcomm bench: rank %d: %s %zu B: %s: %s\n", rank, mg_bench_coll_name(k->coll),
             k->g.bytes, mg_status_name(st), mg_last_error());
-  mg_bench_team_reduce(t, rank, agree, 2, 0);
+  mg_bench_team_reduce(t, rank, agree, 3, 0);
   mg_bench_team_reduce(t, rank, &wrong, 1, 1);
-  if (agree[1] != 0) return -1;
+  if (agree[2] != 0) return -1;
 
-  const double est = agree[0] > 1e-9 ? agree[0] : 1e-9;
+  const double est = agree[1] - agree[0] > 1e-9 ? agree[1] - agree[0] : 1e-9;
   const int iters = o->iters > 0 ? o->iters
                                  : mg_bench_clamp(MG_BENCH_SIZE_BUDGET_S / est, MG_BENCH_ITERS_MIN,
                                                   MG_BENCH_ITERS_DEFAULT);
@@ -177,15 +180,12 @@ static int mg_bench_one(mg_bench_team_t *t, int rank, mg_bench_bufs_t *b,
                                     : mg_bench_clamp(MG_BENCH_SIZE_BUDGET_S / 4 / est,
                                                      MG_BENCH_WARMUP_MIN, MG_BENCH_WARMUP_DEFAULT);
   for (int i = 0; i < warmup && st == MG_OK; i++) st = MG_BENCH_CALL();
+  double *start = b->stamps, *end = b->stamps + iters;
   for (int i = 0; i < iters; i++) {
     mg_bench_barrier(t);
-    if (st != MG_OK) {
-      b->times[i] = 0;
-      continue;
-    }
-    t0 = mg_bench_now();
-    st = MG_BENCH_CALL();
-    b->times[i] = mg_bench_now() - t0;
+    start[i] = mg_bench_now();
+    if (st == MG_OK) st = MG_BENCH_CALL();
+    end[i] = mg_bench_now();
   }
 #undef MG_BENCH_CALL
   if (st != MG_OK)
@@ -194,9 +194,10 @@ static int mg_bench_one(mg_bench_team_t *t, int rank, mg_bench_bufs_t *b,
   double failed = st != MG_OK;
   mg_bench_team_reduce(t, rank, &failed, 1, 0);
   if (failed != 0) return -1;
-  mg_bench_team_reduce(t, rank, b->times, (size_t)iters, 0);
+  mg_bench_team_reduce(t, rank, b->stamps, 2 * (size_t)iters, 0);
   if (rank == 0) {
-    const double sec = mg_bench_median(b->times, iters);
+    for (int i = 0; i < iters; i++) end[i] -= start[i];
+    const double sec = mg_bench_median(end, iters);
     row->coll = k->coll;
     row->g = k->g;
     row->root = mg_bench_coll_rooted(k->coll) ? k->root : -1;
@@ -223,13 +224,13 @@ static void *mg_bench_rank_main(void *arg) {
   pthread_mutex_unlock(&t->gate_lock);
   if (go < 0) return NULL;
   mg_bench_bufs_t b = {0};
-  int ntimes = o->iters > 0 ? o->iters : MG_BENCH_ITERS_DEFAULT;
+  const int iters_max = o->iters > 0 ? o->iters : MG_BENCH_ITERS_DEFAULT;
   b.send = t->mem->alloc(t->send_max);
   b.buf = t->mem->alloc(t->buf_max);
   b.send_img = malloc(t->send_max ? t->send_max : 1);
   b.img = malloc(t->buf_max ? t->buf_max : 1);
-  b.times = malloc((size_t)ntimes * sizeof *b.times);
-  double failed = !b.send || !b.buf || !b.send_img || !b.img || !b.times;
+  b.stamps = malloc(2 * (size_t)iters_max * sizeof *b.stamps);
+  double failed = !b.send || !b.buf || !b.send_img || !b.img || !b.stamps;
   if (failed)
     fprintf(stderr, "mgcomm bench: rank %d: cannot allocate 2 x %zu bytes (%s) and as many on the "
             "host\n", rank, t->buf_max, t->mem->name);
@@ -283,7 +284,7 @@ static void *mg_bench_rank_main(void *arg) {
   t->mem->release(b.buf);
   free(b.send_img);
   free(b.img);
-  free(b.times);
+  free(b.stamps);
   return NULL;
 }
 
