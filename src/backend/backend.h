@@ -102,8 +102,11 @@ typedef struct mg__backend {
                              double deadline);
   /* Completes issued work and makes the communicator quiescent. */
   mg_status_t (*comm_finalize)(mg_comm_t *comm, double deadline);
-  /* Interrupts every wait on comm and releases backend resources; returns promptly, from any
-   * thread. Called at most once. */
+  /* Wakes every wait on comm so that it sees comm->aborting; called from any thread, without
+   * comm->lock, possibly while an operation runs. Must not block. */
+  void (*comm_interrupt)(mg_comm_t *comm);
+  /* Releases backend resources after comm->aborting was set and the waits returned; called
+   * once, with comm->lock held. Returns promptly. */
   void (*comm_abort)(mg_comm_t *comm);
   /* Releases what is left, after finalize or abort (called exactly once). */
   void (*comm_destroy)(mg_comm_t *comm);

@@ -97,6 +97,11 @@ mg_status_t mg__op_validate(mg__op_t *op, const size_t *const v_in[4], const cha
           return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, names[i]);
       MG_CHECK(mg__v_extent(v_in[0], v_in[1], n, fn, names[0], names[1], &s_el));
       MG_CHECK(mg__v_extent(v_in[2], v_in[3], n, fn, names[2], names[3], &r_el));
+      if (v_in[0][rank] != v_in[2][rank])
+        return mg__error(MG_ERR_INVALID_ARGUMENT,
+                         "%s: sendcounts[%d] (%zu) differs from recvcounts[%d] (%zu): what this "
+                         "rank sends to itself must be what it receives from itself",
+                         fn, rank, v_in[0][rank], rank, v_in[2][rank]);
       break;
     }
     default:

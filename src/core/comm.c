@@ -385,6 +385,7 @@ mg_status_t mg_comm_abort(mg_comm_t *comm) {
   int expected = MG_OK;
   atomic_compare_exchange_strong(&comm->async_error, &expected, MG_ERR_ABORTED);
   MG_INFO(MG_SUBSYS_INIT, "mg_comm_abort: rank %d of %d", comm->rank, comm->nranks);
+  comm->backend->comm_interrupt(comm);
   pthread_mutex_lock(&comm->lock);
   comm->backend->comm_abort(comm);
   pthread_mutex_unlock(&comm->lock);

@@ -1,26 +1,248 @@
-/* SCAFFOLD: replaced by the real host backend in the next commits. */
-#include "backend/backend.h"
-#include "core/error.h"
+/*
+ * host_backend.c -- the host backend's table and communicator lifecycle: unique ids, init (one
+ * rank, or all ranks of this process), split, shrink, finalize, abort, destroy.
+ *
+ * Communicators of split and shrink get a segment name derived from the parent's secret, the
+ * number of earlier splits and shrinks, and the color (or the exclude list), so every member
+ * computes the same name without talking to the others, and nobody else can guess it.
+ */
+#include <stdio.h>
+#include <string.h>
 
-static mg_status_t mg__todo(void) {
-  return mg__error(MG_ERR_NOT_SUPPORTED, "host backend: under construction");
+#include "backend/host/host.h"
+#include "core/clock.h"
+#include "core/log.h"
+
+static const char mg__hid_magic[8] = "MGHOST1";
+
+static void mg__hid_name(mg__hid_t *id) {
+  static const char hex[] = "0123456789abcdef";
+  char *p = id->name + snprintf(id->name, sizeof id->name, "/mgcomm-");
+  for (int i = 0; i < 16; i++) {
+    *p++ = hex[id->secret[i] >> 4];
+    *p++ = hex[id->secret[i] & 15];
+  }
+  *p = '\0';
 }
+
+static uint64_t mg__mix(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* The id of a child communicator: a function of the parent's secret and (a, b, c). */
+static void mg__hid_derive(const mg__hid_t *parent, uint64_t a, uint64_t b, uint64_t c,
+                           mg__hid_t *child) {
+  uint64_t lo, hi;
+  memcpy(&lo, parent->secret, 8);
+  memcpy(&hi, parent->secret + 8, 8);
+  uint64_t t = mg__mix(a ^ mg__mix(b ^ mg__mix(c)));
+  uint64_t nlo = mg__mix(lo ^ t), nhi = mg__mix(hi ^ mg__mix(t ^ nlo));
+  memset(child, 0, sizeof *child);
+  memcpy(child->magic, mg__hid_magic, sizeof child->magic);
+  memcpy(child->secret, &nlo, 8);
+  memcpy(child->secret + 8, &nhi, 8);
+  mg__hid_name(child);
+}
+
 static mg_status_t h_available(void) { return MG_OK; }
-static mg_status_t h_unique_id(mg_unique_id_t *id) { (void)id; return mg__todo(); }
-static mg_status_t h_init(mg_comm_t *c, const mg_unique_id_t *id, double d) { return mg__todo(); }
-static mg_status_t h_init_all(mg_comm_t **c, int n, const int *dv, double d) { return mg__todo(); }
-static mg_status_t h_split(mg_comm_t *c, int color, int key, mg_comm_t *ch, double d) { return mg__todo(); }
-static mg_status_t h_shrink(mg_comm_t *c, const int *e, int n, mg_comm_t *ch, double d) { return mg__todo(); }
-static mg_status_t h_finalize(mg_comm_t *c, double d) { return mg__todo(); }
-static void h_abort(mg_comm_t *c) {}
-static void h_destroy(mg_comm_t *c) {}
-static mg_status_t h_async(mg_comm_t *c) { return MG_OK; }
-static mg_status_t h_check(const mg__op_t *op, const char *fn) { return MG_OK; }
-static mg_status_t h_redop_create(mg_comm_t *c, mg_dtype_t dt, mg__redop_t *r) { return MG_OK; }
-static void h_redop_destroy(mg_comm_t *c, mg__redop_t *r) {}
-static mg_status_t h_launch(mg__op_t *const *ops, int n) { return mg__todo(); }
+
+static mg_status_t h_unique_id(mg_unique_id_t *uid) {
+  mg__hid_t id;
+  memset(&id, 0, sizeof id);
+  memcpy(id.magic, mg__hid_magic, sizeof id.magic);
+  MG_CHECK(mg__random_bytes(id.secret, sizeof id.secret));
+  mg__hid_name(&id);
+  memset(uid, 0, sizeof *uid);
+  memcpy(uid->internal, &id, sizeof id);
+  return MG_OK;
+}
+
+static mg_status_t mg__hid_parse(const mg_unique_id_t *uid, mg__hid_t *id, const char *fn) {
+  memcpy(id, uid->internal, sizeof *id);
+  if (memcmp(id->magic, mg__hid_magic, sizeof id->magic) != 0 ||
+      memchr(id->name, '\0', sizeof id->name) == NULL || strncmp(id->name, "/mgcomm-", 8) != 0)
+    return mg__error(MG_ERR_INVALID_ARGUMENT,
+                     "%s: id is not a host-backend unique id (made by mg_unique_id_create for "
+                     "MG_BACKEND_HOST?)", fn);
+  return MG_OK;
+}
+
+/* Attaches comm's rank to the segment of id, without waiting for the other ranks. */
+static mg_status_t mg__attach(mg_comm_t *comm, const mg__hid_t *id, double deadline) {
+  mg__hcomm_t *hc = mg__hcomm(comm);
+  hc->id = *id;
+  hc->step = 0;
+  return mg__hshm_attach(&hc->shm, id->name, comm->nranks, comm->rank, deadline, &comm->aborting);
+}
+
+static mg_status_t h_init(mg_comm_t *comm, const mg_unique_id_t *uid, double deadline) {
+  mg__hid_t id;
+  MG_CHECK(mg__hid_parse(uid, &id, "mg_comm_init_rank"));
+  MG_CHECK(mg__attach(comm, &id, deadline));
+  mg_status_t st = mg__hshm_wait_all(&mg__hcomm(comm)->shm, deadline, &comm->aborting,
+                                     "mg_comm_init_rank");
+  if (st < 0) mg__hshm_detach(&mg__hcomm(comm)->shm, MG__HRANK_FAILED);
+  return st;
+}
+
+static mg_status_t h_init_all(mg_comm_t **comms, int n, const int *devices, double deadline) {
+  mg_unique_id_t uid;
+  mg__hid_t id;
+  MG_CHECK(h_unique_id(&uid));
+  memcpy(&id, uid.internal, sizeof id);
+  mg_status_t st = MG_OK;
+  int attached = 0;
+  for (; attached < n && st >= 0; attached++) st = mg__attach(comms[attached], &id, deadline);
+  if (st < 0) attached--; /* the one that failed left nothing mapped */
+  for (int i = 0; i < attached && st >= 0; i++)
+    st = mg__hshm_wait_all(&mg__hcomm(comms[i])->shm, deadline, &comms[i]->aborting,
+                           "mg_comm_init_all");
+  if (st < 0)
+    for (int i = 0; i < attached; i++) mg__hshm_detach(&mg__hcomm(comms[i])->shm, MG__HRANK_FAILED);
+  return st;
+}
+
+/* Runs one internal collective on comm (the caller holds comm->lock): it takes a sequence
+ * number like any other, so that every rank agrees on the numbering. */
+static mg_status_t mg__internal(mg_comm_t *comm, mg__opkind_t kind, const void *send, void *recv,
+                                size_t count, double deadline) {
+  mg__op_t op;
+  memset(&op, 0, sizeof op);
+  op.kind = kind;
+  op.comm = comm;
+  op.send = send;
+  op.recv = recv;
+  op.count = count;
+  op.dtype = MG_INT64;
+  op.redop.op = MG_MAX;
+  op.root = -1;
+  op.seq = comm->coll_seq++;
+  op.deadline = deadline;
+  mg__op_t *one = &op;
+  return mg__host_launch(&one, 1);
+}
+
+static mg_status_t mg__child_init(mg_comm_t *child, const mg__hid_t *id, double deadline,
+                                  const char *fn) {
+  mg_status_t st = mg__attach(child, id, deadline);
+  if (st >= 0) {
+    st = mg__hshm_wait_all(&mg__hcomm(child)->shm, deadline, &child->aborting, fn);
+    if (st < 0) mg__hshm_detach(&mg__hcomm(child)->shm, MG__HRANK_FAILED);
+  }
+  return st;
+}
+
+static mg_status_t h_split(mg_comm_t *comm, int color, int key, mg_comm_t *child,
+                           double deadline) {
+  const int n = comm->nranks;
+  int64_t mine[2] = {color, key};
+  int64_t *all = malloc(sizeof *all * 2 * (size_t)n);
+  if (all == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "mg_comm_split: out of memory");
+  mg_status_t st = mg__internal(comm, MG_OPK_ALL_GATHER, mine, all, 2, deadline);
+  if (st < 0) {
+    mg__error_prefix("mg_comm_split: exchanging colors");
+    free(all);
+    return st;
+  }
+  if (child != NULL) {
+    /* My place among the ranks of my color, ordered by key, then by rank in comm. */
+    int size = 0, rank = 0;
+    for (int r = 0; r < n; r++) {
+      if (all[2 * r] != color) continue;
+      size++;
+      if (all[2 * r + 1] < key || (all[2 * r + 1] == key && r < comm->rank)) rank++;
+    }
+    child->nranks = size;
+    child->rank = rank;
+    mg__hid_t id;
+    mg__hid_derive(&mg__hcomm(comm)->id, comm->split_seq, (uint64_t)(uint32_t)color, 0x5b17, &id);
+    st = mg__child_init(child, &id, deadline, "mg_comm_split");
+  }
+  free(all);
+  return st;
+}
+
+static mg_status_t h_shrink(mg_comm_t *comm, const int *exclude, int nexclude, mg_comm_t *child,
+                            double deadline) {
+  uint64_t h = 0x5a41;
+  int below = 0;
+  for (int i = 0; i < nexclude; i++) {
+    h = mg__mix(h ^ (uint64_t)(uint32_t)exclude[i]);
+    if (exclude[i] < comm->rank) below++;
+  }
+  child->nranks = comm->nranks - nexclude;
+  child->rank = comm->rank - below;
+  mg__hid_t id;
+  /* The exclude list is part of the name: survivors that disagree on it never meet. */
+  mg__hid_derive(&mg__hcomm(comm)->id, comm->split_seq, h, (uint64_t)nexclude, &id);
+  return mg__child_init(child, &id, deadline, "mg_comm_shrink");
+}
+
+static mg_status_t h_finalize(mg_comm_t *comm, double deadline) {
+  /* Nothing is pending on the host backend; finalize is a barrier, so that no rank leaves while
+   * another still reads its slots. */
+  int64_t one = 1, out = 0;
+  mg_status_t st = mg__internal(comm, MG_OPK_ALL_REDUCE, &one, &out, 1, deadline);
+  if (st < 0) mg__error_prefix("mg_comm_finalize");
+  return st;
+}
+
+static void h_interrupt(mg_comm_t *comm) {
+  mg__hcomm_t *hc = mg__hcomm(comm);
+  if (hc->shm.base != NULL) mg__hshm_wake(&hc->shm);
+}
+
+static void h_abort(mg_comm_t *comm) { mg__hshm_detach(&mg__hcomm(comm)->shm, MG__HRANK_FAILED); }
+
+static void h_destroy(mg_comm_t *comm) { mg__hshm_detach(&mg__hcomm(comm)->shm, MG__HRANK_LEFT); }
+
+static mg_status_t h_async_error(mg_comm_t *comm) {
+  mg__hshm_t *s = &mg__hcomm(comm)->shm;
+  if (s->base == NULL) return MG_OK;
+  for (int r = 0; r < comm->nranks; r++) {
+    char why[160];
+    mg_status_t ps = r == comm->rank ? MG_OK : mg__hshm_peer_status(s, r, why, sizeof why);
+    if (ps < 0) return mg__error(ps, "host backend: %s", why);
+  }
+  return MG_OK;
+}
+
+static mg_status_t h_check_op(const mg__op_t *op, const char *fn) {
+  if (op->stream != NULL)
+    return mg__error(MG_ERR_INVALID_ARGUMENT,
+                     "%s: stream %p is not valid on the host backend, which runs operations "
+                     "before returning (pass NULL)", fn, (void *)op->stream);
+  return MG_OK;
+}
+
+static mg_status_t h_redop_create(mg_comm_t *comm, mg_dtype_t dtype, mg__redop_t *redop) {
+  return MG_OK; /* the captured scalar is all the host backend needs */
+}
+
+static void h_redop_destroy(mg_comm_t *comm, mg__redop_t *redop) {}
 
 const mg__backend_t mg__backend_host = {
-    MG__BACKEND_VERSION, "host", MG_BACKEND_HOST, MG__CAP_SPLIT | MG__CAP_SHRINK | MG__CAP_PREMUL,
-    0, h_available, h_unique_id, h_init, h_init_all, h_split, h_shrink, h_finalize, h_abort,
-    h_destroy, h_async, h_check, h_redop_create, h_redop_destroy, h_launch};
+    .version = MG__BACKEND_VERSION,
+    .name = "host",
+    .id = MG_BACKEND_HOST,
+    .caps = MG__CAP_SPLIT | MG__CAP_SHRINK | MG__CAP_PREMUL,
+    .comm_priv_size = sizeof(mg__hcomm_t),
+    .available = h_available,
+    .unique_id = h_unique_id,
+    .comm_init = h_init,
+    .comm_init_all = h_init_all,
+    .comm_split = h_split,
+    .comm_shrink = h_shrink,
+    .comm_finalize = h_finalize,
+    .comm_interrupt = h_interrupt,
+    .comm_abort = h_abort,
+    .comm_destroy = h_destroy,
+    .async_error = h_async_error,
+    .check_op = h_check_op,
+    .redop_create = h_redop_create,
+    .redop_destroy = h_redop_destroy,
+    .launch = mg__host_launch,
+};

@@ -1,0 +1,30 @@
+/*
+ * host.h -- the host backend's per-communicator state and the entry points its files share.
+ */
+#ifndef MG_BACKEND_HOST_H
+#define MG_BACKEND_HOST_H
+
+#include "backend/host/host_shm.h"
+#include "core/comm.h"
+
+/* The unique id of a host communicator: a random segment name, plus a secret from which the
+ * names of split and shrink children are derived (unguessable without it). */
+typedef struct mg__hid {
+  char magic[8];                /* "MGHOST1" */
+  unsigned char secret[16];     /* from getrandom */
+  char name[MG__HSHM_NAME_MAX]; /* "/mgcomm-<32 hex>" */
+} mg__hid_t;
+_Static_assert(sizeof(mg__hid_t) <= MG_UNIQUE_ID_BYTES, "host id fits in mg_unique_id_t");
+
+typedef struct mg__hcomm {
+  mg__hshm_t shm;   /* this rank's mapping of the segment */
+  mg__hid_t id;     /* the id it was created from */
+  uint64_t step;    /* number of the next transport step (the same on every rank) */
+} mg__hcomm_t;
+
+static inline mg__hcomm_t *mg__hcomm(const mg_comm_t *comm) { return (mg__hcomm_t *)comm->priv; }
+
+/* host_coll.c: runs ops[0..n) of one group to completion (contract of mg__backend_t.launch). */
+mg_status_t mg__host_launch(mg__op_t *const *ops, int n);
+
+#endif

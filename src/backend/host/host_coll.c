@@ -1,0 +1,622 @@
+/*
+ * host_coll.c -- the host backend's operations: every collective and send/recv as a
+ * non-blocking state machine over the shared segment, and the engine that drives a group of them
+ * to completion from one thread.
+ *
+ * Collectives move data in numbered steps (the step counter advances identically on every rank).
+ * In step s a rank: (0) waits until every rank has finished reading step s-2 (its slot buffer
+ * s&1 is then free), copies its input into slot (me, s&1) and publishes posted = s+1; (1) waits
+ * for the ranks it reads from to have posted step s, then reduces or copies out (two-phase
+ * reductions first reduce their own slice in place, publish reduced = s+1, and (2) wait for
+ * everyone's slice before copying out); finally it publishes released = s+1. Messages longer
+ * than a slot are pipelined through the two slots of each rank. Small all_reduce and reduce use
+ * one step in which every reader reduces all inputs itself (lowest latency); large ones use the
+ * two-phase form in which each rank reduces 1/nranks of the data (no rank does all the work).
+ *
+ * send/recv use a ring per ordered pair of ranks (single producer, single consumer).
+ *
+ * Divisions: execution state; waiting and failure; collectives; send/recv; the engine.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/host/host.h"
+#include "backend/host/host_reduce.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/params.h"
+
+/* ---- execution state ---------------------------------------------------------------------- */
+
+enum { MG__ALG_CHUNK, MG__ALG_ONE, MG__ALG_TWO };
+enum { MG__SET_NONE, MG__SET_ROOT, MG__SET_ALL };
+
+typedef struct mg__hx {
+  mg__op_t *op;
+  mg_comm_t *comm;
+  mg__hshm_t *s;
+  struct mg__hx *after; /* must be done before this one starts (same comm, same lane) */
+  int started, done;
+  int n, me;
+  size_t es;            /* element size */
+  /* collectives */
+  int alg;
+  int set1, set2;       /* whom phase 1 / phase 2 waits for (MG__SET_*) */
+  uint64_t s0;          /* first step */
+  uint64_t nsteps;      /* UINT64_MAX until known (all_to_allv learns it in its first step) */
+  uint64_t k;           /* current step index */
+  int phase;            /* 0: copy in; 1: wait for posted; 2: wait for reduced */
+  int announced;        /* the collective's descriptor is published */
+  size_t E;             /* elements per step (or per peer piece) */
+  const void **in;      /* nranks source pointers for reductions */
+  const void *in_inline[16];
+  /* send/recv */
+  size_t bytes, moved;
+  double next_check;    /* time of the next liveness check */
+} mg__hx_t;
+
+static int mg__same_lane(const mg__op_t *a, const mg__op_t *b) {
+  if (a->comm != b->comm) return 0;
+  int ca = mg__opkind_is_collective(a->kind), cb = mg__opkind_is_collective(b->kind);
+  if (ca || cb) return ca && cb;
+  return a->kind == b->kind && a->root == b->root;
+}
+
+static const char *mg__desc(const mg__op_t *op, char *buf, size_t len) {
+  snprintf(buf, len, "%s #%llu (%s x %zu)", mg__opkind_name(op->kind),
+           (unsigned long long)op->seq, mg_dtype_name(op->dtype), op->count);
+  return buf;
+}
+
+/* ---- waiting and failure ------------------------------------------------------------------ */
+
+static inline void mg__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static void mg__publish(mg__hshm_t *s, _Atomic uint64_t *counter, uint64_t v) {
+  atomic_store_explicit(counter, v, memory_order_release);
+  mg__hshm_wake(s);
+}
+
+/* 1 when every rank in `set` (other than me) has `field` >= v. */
+static int mg__ready(const mg__hx_t *x, int set, size_t field_off, uint64_t v) {
+  if (set == MG__SET_NONE) return 1;
+  for (int r = 0; r < x->n; r++) {
+    if (r == x->me || (set == MG__SET_ROOT && r != x->op->root)) continue;
+    const _Atomic uint64_t *f = (const _Atomic uint64_t *)((const char *)&x->s->ranks[r] + field_off);
+    if (atomic_load_explicit(f, memory_order_acquire) < v) return 0;
+  }
+  return 1;
+}
+#define MG__READY(x, set, field, v) mg__ready((x), (set), offsetof(mg__hshm_rank_t, field), (v))
+
+/* Fails x with st and a message; its communicator is broken for the other ranks too. */
+static int mg__hx_fail(mg__hx_t *x, mg_status_t st) {
+  x->op->status = st;
+  x->done = 1;
+  int attached = MG__HRANK_ATTACHED;
+  atomic_compare_exchange_strong(&x->s->ranks[x->me].state, &attached, MG__HRANK_FAILED);
+  mg__hshm_wake(x->s);
+  return -1;
+}
+
+/* The timeout message of a collective: who is waiting in it, and where the others are. */
+static int mg__coll_timeout(mg__hx_t *x) {
+  char d[160], who[1024];
+  size_t o = 0;
+  const uint64_t mine = x->op->seq + 1;
+  char waiting[256] = "";
+  size_t w = 0;
+  for (int r = 0; r < x->n && o < sizeof who - 200; r++) {
+    const mg__hshm_rank_t *rb = &x->s->ranks[r];
+    const mg__hshm_desc_t *d0 = &rb->desc[0], *d1 = &rb->desc[1];
+    const mg__hshm_desc_t *dl = atomic_load(&d0->seq1) > atomic_load(&d1->seq1) ? d0 : d1;
+    uint64_t q = atomic_load(&dl->seq1);
+    if (q == mine) {
+      if (w < sizeof waiting - 8) w += (size_t)snprintf(waiting + w, sizeof waiting - w, "%s%d", w ? "," : "", r);
+      continue;
+    }
+    if (q == 0)
+      o += (size_t)snprintf(who + o, sizeof who - o, ", rank %d has not entered any collective", r);
+    else
+      o += (size_t)snprintf(who + o, sizeof who - o, ", rank %d last enqueued #%llu (%s %s x %llu)",
+                            r, (unsigned long long)(q - 1),
+                            mg__opkind_name((mg__opkind_t)atomic_load(&dl->kind)),
+                            mg_dtype_name((mg_dtype_t)atomic_load(&dl->dtype)),
+                            (unsigned long long)atomic_load(&dl->count));
+  }
+  mg__error(MG_ERR_TIMED_OUT, "%s timed out after %g s at step %llu of %llu: rank%s %s waiting%s",
+            mg__desc(x->op, d, sizeof d), x->comm->timeout_s, (unsigned long long)x->k + 1,
+            (unsigned long long)(x->nsteps == UINT64_MAX ? 0 : x->nsteps), w > 1 ? "s" : "",
+            waiting, who);
+  return mg__hx_fail(x, MG_ERR_TIMED_OUT);
+}
+
+/* Checks a blocked operation: abort, deadline, and (every 100 ms) the peers it depends on. */
+static int mg__hx_check(mg__hx_t *x, double now) {
+  char d[160], why[160];
+  if (atomic_load(&x->comm->aborting)) {
+    mg__error(MG_ERR_ABORTED, "%s: the communicator was aborted", mg__desc(x->op, d, sizeof d));
+    return mg__hx_fail(x, MG_ERR_ABORTED);
+  }
+  if (now > x->op->deadline) {
+    if (mg__opkind_is_collective(x->op->kind)) return mg__coll_timeout(x);
+    mg__error(MG_ERR_TIMED_OUT, "%s %s rank %d timed out after %g s with %zu of %zu bytes moved",
+              mg__desc(x->op, d, sizeof d), x->op->kind == MG_OPK_SEND ? "to" : "from",
+              x->op->root, x->comm->timeout_s, x->moved, x->bytes);
+    return mg__hx_fail(x, MG_ERR_TIMED_OUT);
+  }
+  if (now >= x->next_check) {
+    x->next_check = now + 0.1;
+    int lo = 0, hi = x->n;
+    if (!mg__opkind_is_collective(x->op->kind)) lo = x->op->root, hi = x->op->root + 1;
+    for (int r = lo; r < hi; r++) {
+      if (r == x->me) continue;
+      mg_status_t ps = mg__hshm_peer_status(x->s, r, why, sizeof why);
+      if (ps < 0) {
+        mg__error(ps, "%s during %s", why, mg__desc(x->op, d, sizeof d));
+        return mg__hx_fail(x, ps);
+      }
+    }
+  }
+  return 0;
+}
+
+/* ---- collectives -------------------------------------------------------------------------- */
+
+static inline unsigned char *mg__slot(const mg__hx_t *x, int r) {
+  return mg__hshm_slot(x->s, r, x->s0 + x->k);
+}
+static inline const unsigned char *mg__sb(const mg__hx_t *x) { return x->op->send; }
+static inline unsigned char *mg__rb(const mg__hx_t *x) { return x->op->recv; }
+
+/* Elements handled in step k when every step handles up to E of total. */
+static inline size_t mg__step_len(size_t total, size_t E, uint64_t k) {
+  size_t off = (size_t)k * E;
+  return off >= total ? 0 : (total - off < E ? total - off : E);
+}
+
+/* Chooses the algorithm and step count of a collective, and publishes what it is. */
+static void mg__coll_start(mg__hx_t *x) {
+  mg__op_t *op = x->op;
+  mg__hcomm_t *hc = mg__hcomm(x->comm);
+  const size_t slot_el = x->s->hdr->slot_bytes / x->es;
+  const size_t c = op->count;
+  const int is_root = op->root == x->me;
+  x->s0 = hc->step;
+  x->alg = MG__ALG_CHUNK;
+  x->E = slot_el;
+  x->set1 = MG__SET_ALL;
+  x->set2 = MG__SET_NONE;
+  switch (op->kind) {
+    case MG_OPK_ALL_REDUCE:
+    case MG_OPK_REDUCE: {
+      /* The creator's threshold, so that every rank picks the same algorithm. */
+      int one = c * x->es <= x->s->hdr->small_bytes;
+      x->alg = one ? MG__ALG_ONE : MG__ALG_TWO;
+      if (op->kind == MG_OPK_REDUCE) {
+        if (one) x->set1 = is_root ? MG__SET_ALL : MG__SET_NONE;
+        else x->set2 = is_root ? MG__SET_ALL : MG__SET_NONE;
+      } else if (!one) {
+        x->set2 = MG__SET_ALL;
+      }
+      if (one) x->E = c; /* fits: small messages are at most a slot */
+      break;
+    }
+    case MG_OPK_BROADCAST:
+    case MG_OPK_SCATTER:
+      x->set1 = is_root ? MG__SET_NONE : MG__SET_ROOT;
+      if (op->kind == MG_OPK_SCATTER) x->E = slot_el / (size_t)x->n;
+      break;
+    case MG_OPK_GATHER:
+      x->set1 = is_root ? MG__SET_ALL : MG__SET_NONE;
+      break;
+    case MG_OPK_REDUCE_SCATTER:
+    case MG_OPK_ALL_TO_ALL:
+    case MG_OPK_ALL_TO_ALLV:
+      x->E = slot_el / (size_t)x->n;
+      break;
+    default:
+      break;
+  }
+  if (op->kind == MG_OPK_ALL_TO_ALLV)
+    x->nsteps = UINT64_MAX; /* everybody's largest count decides, known after step 0 */
+  else
+    x->nsteps = c == 0 ? 0 : (c + x->E - 1) / x->E;
+}
+
+/* Announces the collective in desc[s0 & 1]. Called once every rank has finished step s0 - 2, so
+ * that no peer can still be about to read the collective this slot held before. */
+static void mg__coll_announce(mg__hx_t *x) {
+  const mg__op_t *op = x->op;
+  uint64_t count = op->count;
+  if (op->kind == MG_OPK_ALL_TO_ALLV) {
+    count = 0;
+    for (int p = 0; p < x->n; p++) if (op->v[p] > count) count = op->v[p];
+  }
+  mg__hshm_desc_t *d = &x->s->ranks[x->me].desc[x->s0 & 1];
+  atomic_store(&d->count, count);
+  atomic_store(&d->kind, (int32_t)op->kind);
+  atomic_store(&d->dtype, (int32_t)op->dtype);
+  atomic_store(&d->root, (int32_t)op->root);
+  atomic_store(&d->redop, op->redop.premul ? -1 : (int32_t)op->redop.op);
+  atomic_store_explicit(&d->seq1, op->seq + 1, memory_order_release);
+  x->announced = 1;
+}
+
+/* In the first step: every rank read from must be in the same collective. */
+static int mg__coll_match(mg__hx_t *x) {
+  const mg__op_t *op = x->op;
+  for (int r = 0; r < x->n; r++) {
+    if (r == x->me || (x->set1 == MG__SET_ROOT && r != op->root) || x->set1 == MG__SET_NONE)
+      continue;
+    const mg__hshm_desc_t *pd = &x->s->ranks[r].desc[x->s0 & 1];
+    uint64_t q = atomic_load(&pd->seq1);
+    mg__opkind_t k = (mg__opkind_t)atomic_load(&pd->kind);
+    mg_dtype_t dt = (mg_dtype_t)atomic_load(&pd->dtype);
+    uint64_t cnt = atomic_load(&pd->count);
+    int root = atomic_load(&pd->root), redop = atomic_load(&pd->redop);
+    int my_redop = op->redop.premul ? -1 : (int)op->redop.op;
+    int reduction = op->kind == MG_OPK_ALL_REDUCE || op->kind == MG_OPK_REDUCE ||
+                    op->kind == MG_OPK_REDUCE_SCATTER;
+    if (q == op->seq + 1 && k == op->kind && dt == op->dtype &&
+        (cnt == op->count || op->kind == MG_OPK_ALL_TO_ALLV) &&
+        root == op->root && (!reduction || redop == my_redop || redop < 0 || my_redop < 0))
+      continue;
+    char d[160];
+    mg__error(MG_ERR_INVALID_USAGE,
+              "mismatched collectives: this rank's %s does not match rank %d's %s #%llu (%s x "
+              "%llu, root %d, op %d); every rank must call the same collectives in the same order",
+              mg__desc(op, d, sizeof d), r, mg__opkind_name(k),
+              (unsigned long long)(q ? q - 1 : 0), mg_dtype_name(dt) ? mg_dtype_name(dt) : "?",
+              (unsigned long long)cnt, root, redop);
+    return mg__hx_fail(x, MG_ERR_INVALID_USAGE);
+  }
+  return 0;
+}
+
+/* Phase 0 of step k: this rank's input into its slot. */
+static void mg__copy_in(mg__hx_t *x) {
+  const mg__op_t *op = x->op;
+  const size_t es = x->es, c = op->count, E = x->E;
+  const size_t off = (size_t)x->k * E;
+  unsigned char *mine = mg__slot(x, x->me);
+  switch (op->kind) {
+    case MG_OPK_ALL_REDUCE:
+    case MG_OPK_REDUCE:
+    case MG_OPK_ALL_GATHER:
+    case MG_OPK_GATHER:
+      if (op->kind == MG_OPK_GATHER && op->root == x->me) break; /* root reads its own input */
+      memcpy(mine, mg__sb(x) + off * es, mg__step_len(c, E, x->k) * es);
+      break;
+    case MG_OPK_BROADCAST:
+      if (op->root == x->me) memcpy(mine, mg__sb(x) + off * es, mg__step_len(c, E, x->k) * es);
+      break;
+    case MG_OPK_REDUCE_SCATTER:
+    case MG_OPK_ALL_TO_ALL:
+    case MG_OPK_SCATTER: {
+      if (op->kind == MG_OPK_SCATTER && op->root != x->me) break;
+      size_t len = mg__step_len(c, E, x->k);
+      for (int j = 0; j < x->n; j++)
+        if (j != x->me || op->kind == MG_OPK_REDUCE_SCATTER)
+          memcpy(mine + (size_t)j * E * es, mg__sb(x) + ((size_t)j * c + off) * es, len * es);
+      break;
+    }
+    case MG_OPK_ALL_TO_ALLV: {
+      const size_t *sc = op->v, *sd = op->v + x->n;
+      for (int j = 0; j < x->n; j++)
+        if (j != x->me)
+          memcpy(mine + (size_t)j * E * es, mg__sb(x) + (sd[j] + off) * es,
+                 mg__step_len(sc[j], E, x->k) * es);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+/* Two-phase reductions, phase 1: reduce this rank's slice of the step, in place in its slot. */
+static void mg__reduce_slice(mg__hx_t *x) {
+  const size_t len = mg__step_len(x->op->count, x->E, x->k);
+  const size_t lo = len * (size_t)x->me / (size_t)x->n, hi = len * (size_t)(x->me + 1) / (size_t)x->n;
+  for (int r = 0; r < x->n; r++) x->in[r] = mg__slot(x, r) + lo * x->es;
+  mg__host_reduce(mg__slot(x, x->me) + lo * x->es, x->in, x->n, hi - lo, x->op->dtype,
+                  &x->op->redop, x->n);
+}
+
+/* The last phase of step k: this rank's output. */
+static void mg__copy_out(mg__hx_t *x) {
+  const mg__op_t *op = x->op;
+  const size_t es = x->es, c = op->count, E = x->E;
+  const size_t off = (size_t)x->k * E;
+  const size_t len = mg__step_len(c, E, x->k);
+  const int me = x->me, n = x->n, is_root = op->root == me;
+  switch (op->kind) {
+    case MG_OPK_ALL_REDUCE:
+    case MG_OPK_REDUCE:
+      if (op->kind == MG_OPK_REDUCE && !is_root) break;
+      if (x->alg == MG__ALG_ONE) {
+        for (int r = 0; r < n; r++) x->in[r] = mg__slot(x, r);
+        mg__host_reduce(mg__rb(x), x->in, n, c, op->dtype, &op->redop, n);
+      } else {
+        for (int r = 0; r < n; r++) {
+          size_t lo = len * (size_t)r / (size_t)n, hi = len * (size_t)(r + 1) / (size_t)n;
+          memcpy(mg__rb(x) + (off + lo) * es, mg__slot(x, r) + lo * es, (hi - lo) * es);
+        }
+      }
+      break;
+    case MG_OPK_BROADCAST:
+      if (!is_root)
+        memcpy(mg__rb(x) + off * es, mg__slot(x, op->root), len * es);
+      else if (mg__rb(x) != mg__sb(x))
+        memcpy(mg__rb(x) + off * es, mg__sb(x) + off * es, len * es);
+      break;
+    case MG_OPK_ALL_GATHER:
+    case MG_OPK_GATHER:
+      if (op->kind == MG_OPK_GATHER && !is_root) break;
+      for (int r = 0; r < n; r++) {
+        unsigned char *dst = mg__rb(x) + ((size_t)r * c + off) * es;
+        if (r != me)
+          memcpy(dst, mg__slot(x, r), len * es);
+        else if (dst != mg__sb(x) + off * es) /* not in place */
+          memcpy(dst, mg__sb(x) + off * es, len * es);
+      }
+      break;
+    case MG_OPK_REDUCE_SCATTER:
+      for (int r = 0; r < n; r++) x->in[r] = mg__slot(x, r) + (size_t)me * E * es;
+      mg__host_reduce(mg__rb(x) + off * es, x->in, n, len, op->dtype, &op->redop, n);
+      break;
+    case MG_OPK_ALL_TO_ALL:
+      for (int r = 0; r < n; r++) {
+        unsigned char *dst = mg__rb(x) + ((size_t)r * c + off) * es;
+        if (r != me)
+          memcpy(dst, mg__slot(x, r) + (size_t)me * E * es, len * es);
+        else
+          memcpy(dst, mg__sb(x) + ((size_t)me * c + off) * es, len * es);
+      }
+      break;
+    case MG_OPK_SCATTER: {
+      const unsigned char *src = is_root ? mg__sb(x) + ((size_t)me * c + off) * es
+                                         : mg__slot(x, op->root) + (size_t)me * E * es;
+      if (mg__rb(x) + off * es != src) memcpy(mg__rb(x) + off * es, src, len * es);
+      break;
+    }
+    case MG_OPK_ALL_TO_ALLV: {
+      const size_t *rc = op->v + 2 * n, *rd = op->v + 3 * n;
+      for (int r = 0; r < n; r++) {
+        if (r == me) {
+          if (x->k == 0) /* the own part moves in one go; argcheck made both counts equal */
+            memcpy(mg__rb(x) + rd[me] * es, mg__sb(x) + op->v[n + me] * es, rc[me] * es);
+          continue;
+        }
+        memcpy(mg__rb(x) + (rd[r] + off) * es, mg__slot(x, r) + (size_t)me * E * es,
+               mg__step_len(rc[r], E, x->k) * es);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+static void mg__coll_finish(mg__hx_t *x) {
+  atomic_store_explicit(&x->s->ranks[x->me].done_seq, x->op->seq + 1, memory_order_release);
+  mg__hcomm(x->comm)->step = x->s0 + x->k;
+  x->op->status = MG_OK;
+  x->done = 1;
+}
+
+/* Advances a collective as far as it can go without waiting. 1: progress, 0: blocked, -1: failed */
+static int mg__coll_progress(mg__hx_t *x) {
+  int progressed = 0;
+  mg__hshm_rank_t *mine = &x->s->ranks[x->me];
+  for (;;) {
+    const uint64_t s = x->s0 + x->k;
+    if (x->phase == 0 && s >= 2 && !MG__READY(x, MG__SET_ALL, released, s - 1)) return progressed;
+    if (!x->announced) mg__coll_announce(x);
+    if (x->k >= x->nsteps) {
+      mg__coll_finish(x);
+      return 1;
+    }
+    switch (x->phase) {
+      case 0:
+        mg__copy_in(x);
+        mg__publish(x->s, &mine->posted, s + 1);
+        x->phase = 1;
+        progressed = 1;
+        /* fall through */
+      case 1:
+        if (!MG__READY(x, x->set1, posted, s + 1)) return progressed;
+        if (x->k == 0) {
+          if (mg__coll_match(x) < 0) return -1;
+          if (x->op->kind == MG_OPK_ALL_TO_ALLV) {
+            uint64_t mx = 0;
+            for (int r = 0; r < x->n; r++) {
+              uint64_t v = atomic_load(&x->s->ranks[r].desc[x->s0 & 1].count);
+              if (v > mx) mx = v;
+            }
+            x->nsteps = mx == 0 ? 1 : (mx + x->E - 1) / x->E;
+          }
+        }
+        progressed = 1;
+        if (x->alg == MG__ALG_TWO) {
+          mg__reduce_slice(x);
+          mg__publish(x->s, &mine->reduced, s + 1);
+          x->phase = 2;
+        } else {
+          mg__copy_out(x);
+          goto next_step;
+        }
+        /* fall through */
+      case 2:
+        if (!MG__READY(x, x->set2, reduced, s + 1)) return progressed;
+        mg__copy_out(x);
+        progressed = 1;
+      next_step:
+        mg__publish(x->s, &mine->released, s + 1);
+        x->phase = 0;
+        x->k++;
+        break;
+    }
+  }
+}
+
+/* ---- send/recv ------------------------------------------------------------------------------ */
+
+/* Moves as many bytes as the ring allows. 1: progress, 0: blocked. */
+static int mg__p2p_progress(mg__hx_t *x) {
+  const mg__op_t *op = x->op;
+  const int send = op->kind == MG_OPK_SEND;
+  const int src = send ? x->me : op->root, dst = send ? op->root : x->me;
+  mg__hshm_chan_t *ch = mg__hshm_chan(x->s, src, dst);
+  unsigned char *ring = mg__hshm_ring(x->s, src, dst);
+  const uint64_t cap = x->s->hdr->chan_bytes;
+  int progressed = 0;
+  while (x->moved < x->bytes) {
+    uint64_t head, tail, avail;
+    if (send) {
+      head = atomic_load_explicit(&ch->head, memory_order_relaxed);
+      tail = atomic_load_explicit(&ch->tail, memory_order_acquire);
+      avail = cap - (head - tail);
+    } else {
+      head = atomic_load_explicit(&ch->head, memory_order_acquire);
+      tail = atomic_load_explicit(&ch->tail, memory_order_relaxed);
+      avail = head - tail;
+    }
+    if (avail == 0) break;
+    uint64_t pos = send ? head : tail;
+    size_t want = x->bytes - x->moved;
+    size_t nb = (size_t)(avail < want ? avail : want);
+    size_t at = (size_t)(pos % cap), first = nb < cap - at ? nb : (size_t)(cap - at);
+    if (send) {
+      memcpy(ring + at, (const unsigned char *)op->send + x->moved, first);
+      memcpy(ring, (const unsigned char *)op->send + x->moved + first, nb - first);
+      atomic_store_explicit(&ch->head, head + nb, memory_order_release);
+    } else {
+      memcpy((unsigned char *)op->recv + x->moved, ring + at, first);
+      memcpy((unsigned char *)op->recv + x->moved + first, ring, nb - first);
+      atomic_store_explicit(&ch->tail, tail + nb, memory_order_release);
+    }
+    mg__hshm_wake(x->s);
+    x->moved += nb;
+    progressed = 1;
+  }
+  if (x->moved == x->bytes) {
+    x->op->status = MG_OK;
+    x->done = 1;
+    return 1;
+  }
+  return progressed;
+}
+
+/* ---- the engine ----------------------------------------------------------------------------- */
+
+/* Starts x if what it waits for is done. 1: started (or finished), 0: not yet, -1: failed. */
+static int mg__hx_start(mg__hx_t *x) {
+  if (x->after != NULL && !x->after->done) return 0;
+  if (x->after != NULL && x->after->op->status < 0) {
+    /* An earlier operation of the same lane failed: this one cannot run. */
+    x->op->status = x->after->op->status;
+    x->done = 1;
+    return -1;
+  }
+  x->started = 1;
+  if (mg__opkind_is_collective(x->op->kind)) mg__coll_start(x);
+  return 1;
+}
+
+static int mg__hx_progress(mg__hx_t *x) {
+  if (!x->started) {
+    int r = mg__hx_start(x);
+    if (r <= 0) return r;
+  }
+  return mg__opkind_is_collective(x->op->kind) ? mg__coll_progress(x) : mg__p2p_progress(x);
+}
+
+mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
+  mg__hx_t inline_x[4];
+  mg__hx_t *xs = n <= 4 ? inline_x : calloc((size_t)n, sizeof *xs);
+  if (xs == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "host backend: out of memory");
+  if (xs == inline_x) memset(inline_x, 0, sizeof inline_x);
+  mg_status_t st = MG_OK;
+  for (int i = 0; i < n; i++) {
+    mg__hx_t *x = &xs[i];
+    x->op = ops[i];
+    x->comm = ops[i]->comm;
+    x->s = &mg__hcomm(x->comm)->shm;
+    x->n = x->comm->nranks;
+    x->me = x->comm->rank;
+    x->es = mg_dtype_size(ops[i]->dtype);
+    x->bytes = ops[i]->count * x->es;
+    x->in = x->n <= 16 ? x->in_inline : malloc(sizeof *x->in * (size_t)x->n);
+    if (x->in == NULL) {
+      for (int j = 0; j < i; j++) if (xs[j].in != xs[j].in_inline) free(xs[j].in);
+      if (xs != inline_x) free(xs);
+      return mg__error(MG_ERR_OUT_OF_MEMORY, "host backend: out of memory");
+    }
+    for (int j = i - 1; j >= 0 && x->after == NULL; j--)
+      if (mg__same_lane(ops[j], ops[i])) x->after = &xs[j];
+  }
+  const double spin = (double)mg__param_int(MG_PARAM_HOST_SPIN_US) * 1e-6;
+  double idle_since = -1;
+  int remaining = n;
+  char first_err[MG__ERROR_LEN] = "";
+  while (remaining > 0) {
+    /* The segment to sleep on, read before the pass so that no publication is missed. */
+    mg__hshm_t *sleep_on = NULL;
+    int several = 0;
+    for (int i = 0; i < n; i++) {
+      if (xs[i].done) continue;
+      if (sleep_on == NULL) sleep_on = xs[i].s;
+      else if (xs[i].s != sleep_on) several = 1;
+    }
+    uint32_t seen = atomic_load(&sleep_on->hdr->wake);
+    int progressed = 0;
+    for (int i = 0; i < n; i++) {
+      mg__hx_t *x = &xs[i];
+      if (x->done) continue;
+      int r = mg__hx_progress(x);
+      if (r != 0) progressed = 1;
+      if (x->done) {
+        remaining--;
+        if (x->op->status < 0 && st == MG_OK) {
+          st = x->op->status;
+          mg_last_error_copy(first_err, sizeof first_err);
+        }
+      }
+    }
+    if (remaining == 0) break;
+    if (progressed) {
+      idle_since = -1;
+      continue;
+    }
+    double now = mg__now();
+    if (idle_since < 0) idle_since = now;
+    for (int i = 0; i < n; i++) {
+      mg__hx_t *x = &xs[i];
+      if (x->done || mg__hx_check(x, now) == 0) continue;
+      remaining--;
+      if (st == MG_OK) {
+        st = x->op->status;
+        mg_last_error_copy(first_err, sizeof first_err);
+      }
+    }
+    if (remaining == 0) break;
+    if (now - idle_since < spin) {
+      for (int i = 0; i < 32; i++) mg__cpu_relax();
+      continue;
+    }
+    /* Several segments: a wake on another one is not seen here, so sleep briefly. */
+    mg__hshm_sleep(sleep_on, seen, several ? 0.001 : 0.05);
+  }
+  for (int i = 0; i < n; i++) if (xs[i].in != xs[i].in_inline) free(xs[i].in);
+  if (xs != inline_x) free(xs);
+  if (st < 0) mg__error(st, "%s", first_err);
+  return st;
+}

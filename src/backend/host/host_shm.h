@@ -1,0 +1,137 @@
+/*
+ * host_shm.h -- the host backend's shared-memory segment: one per communicator, mapped by every
+ * rank (threads and processes alike), with a control area (one cache-line block per rank, the
+ * send/recv channel cursors) and the data area (two staging slots per rank, the channel rings).
+ *
+ * Layout, offsets from the start of the mapping (all 4096-aligned):
+ *   header | rank blocks [nranks] | channel cursors [nranks * nranks] | slots [nranks][2] |
+ *   channel rings [nranks * nranks]
+ *
+ * The segment is created by the first rank to arrive (O_CREAT|O_EXCL, mode 0600) and unlinked
+ * by the last one to attach, so nothing is left in /dev/shm once the job has started, and a
+ * killed job leaves nothing behind. Every rank maps it separately.
+ */
+#ifndef MG_BACKEND_HOST_SHM_H
+#define MG_BACKEND_HOST_SHM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "mgcomm.h"
+
+#define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
+#define MG__HSHM_VERSION 1u
+#define MG__HSHM_NAME_MAX 64
+
+enum { /* mg__hshm_rank_t.state */
+  MG__HRANK_ABSENT = 0,
+  MG__HRANK_ATTACHED = 1,
+  MG__HRANK_ATTACHING = 4, /* claimed, pid not yet published */
+  MG__HRANK_LEFT = 2,   /* destroyed its communicator normally */
+  MG__HRANK_FAILED = 3  /* aborted, or its communicator broke (timeout, peer failure) */
+};
+
+typedef struct mg__hshm_header {
+  _Atomic uint64_t magic;   /* MG__HSHM_MAGIC, stored last by the creator */
+  uint32_t version;
+  int32_t nranks;
+  uint64_t slot_bytes;      /* bytes of one staging slot */
+  uint64_t small_bytes;     /* all_reduce/reduce up to this size use the one-step algorithm */
+  uint64_t chan_bytes;      /* bytes of one send/recv ring */
+  uint64_t seg_bytes;       /* size of the whole segment */
+  _Atomic uint32_t attached; /* ranks that have attached */
+  _Atomic uint32_t wake;    /* futex word: bumped after every publication */
+  _Atomic uint32_t sleepers; /* threads sleeping on wake */
+  uint32_t pad_;
+} mg__hshm_header_t;
+
+/* A collective as a rank announces it before its first step (matching and the flight recorder). */
+typedef struct mg__hshm_desc {
+  _Atomic uint64_t seq1;  /* sequence number + 1; stored last */
+  _Atomic uint64_t count; /* all_to_allv: the rank's largest per-peer send count */
+  _Atomic int32_t kind;
+  _Atomic int32_t dtype;
+  _Atomic int32_t root;
+  _Atomic int32_t redop;  /* built-in op, or -1 for a custom one */
+} mg__hshm_desc_t;
+
+/* One rank's published state: progress counters and the collectives it is in. Written only by
+ * its rank; read by all. 128 bytes, so two ranks never share a cache line. */
+typedef struct mg__hshm_rank {
+  _Atomic uint64_t posted;   /* steps whose input this rank has placed in its slot */
+  _Atomic uint64_t reduced;  /* steps whose slice this rank has reduced (two-phase steps) */
+  _Atomic uint64_t released; /* steps whose reads this rank has finished */
+  _Atomic int32_t state;     /* MG__HRANK_* */
+  _Atomic int32_t pid;       /* process of the rank */
+  uint64_t starttime;        /* the process's start time (/proc), to tell a reused pid */
+  /* The collective whose first step is s goes in desc[s & 1]: when a rank checks the
+   * collective it starts at step s, a peer may already have announced the next one (at step
+   * s + 1, after a one-step collective), but never the one after. */
+  mg__hshm_desc_t desc[2];
+  _Atomic uint64_t done_seq; /* sequence number + 1 of the last collective completed */
+  char pad_[128 - 112];
+} mg__hshm_rank_t;
+_Static_assert(sizeof(mg__hshm_rank_t) == 128, "rank block is two cache lines");
+
+/* Cursors of the ring from rank s to rank d (bytes written / read since the start). */
+typedef struct mg__hshm_chan {
+  _Atomic uint64_t head; /* written by s */
+  char pad0_[56];
+  _Atomic uint64_t tail; /* written by d */
+  char pad1_[56];
+} mg__hshm_chan_t;
+
+/* One rank's mapping of a segment. */
+typedef struct mg__hshm {
+  char name[MG__HSHM_NAME_MAX]; /* "/mgcomm-<hex>" */
+  unsigned char *base;          /* the mapping */
+  size_t len;
+  mg__hshm_header_t *hdr;
+  mg__hshm_rank_t *ranks;
+  mg__hshm_chan_t *chans;
+  unsigned char *slots;
+  unsigned char *rings;
+  int nranks;
+  int me;
+  int unlinked;                 /* this rank unlinked the name (it was the last to attach) */
+  pid_t mypid;
+} mg__hshm_t;
+
+/* Creates or opens the segment `name` for nranks ranks and attaches rank me. Waits (deadline)
+ * only for the creator to finish initialising a segment that exists. Errors: MG_ERR_SYSTEM,
+ * MG_ERR_REMOTE (the segment was made for another number of ranks, or the rank is taken),
+ * MG_ERR_TIMED_OUT, MG_ERR_ABORTED (aborting flag set). On error nothing is left mapped. */
+mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me, double deadline,
+                            const atomic_int *aborting);
+/* Waits until every rank has attached. On timeout the message names the missing ranks. */
+mg_status_t mg__hshm_wait_all(mg__hshm_t *s, double deadline, const atomic_int *aborting,
+                              const char *fn);
+/* Publishes this rank's final state and unmaps. Unlinks the name if it is still linked and this
+ * rank is leaving before everyone attached (failed init). */
+void mg__hshm_detach(mg__hshm_t *s, int state);
+
+static inline mg__hshm_chan_t *mg__hshm_chan(const mg__hshm_t *s, int src, int dst) {
+  return &s->chans[(size_t)src * (size_t)s->nranks + (size_t)dst];
+}
+static inline unsigned char *mg__hshm_ring(const mg__hshm_t *s, int src, int dst) {
+  return s->rings + ((size_t)src * (size_t)s->nranks + (size_t)dst) * s->hdr->chan_bytes;
+}
+static inline unsigned char *mg__hshm_slot(const mg__hshm_t *s, int rank, uint64_t step) {
+  return s->slots + ((size_t)rank * 2 + (size_t)(step & 1)) * s->hdr->slot_bytes;
+}
+
+/* Wakes every thread sleeping on this segment (after a publication). */
+void mg__hshm_wake(mg__hshm_t *s);
+/* Sleeps until the segment's wake word differs from seen, or timeout_s passes. */
+void mg__hshm_sleep(mg__hshm_t *s, uint32_t seen, double timeout_s);
+
+/* 0 when rank r of the segment is alive (or is in this process); otherwise fills why with
+ * "rank 2 (pid 4711) exited" / "rank 2 aborted its communicator" and returns the status. */
+mg_status_t mg__hshm_peer_status(const mg__hshm_t *s, int r, char *why, size_t len);
+
+/* Random bytes from the kernel. MG_OK or MG_ERR_SYSTEM. */
+mg_status_t mg__random_bytes(void *buf, size_t len);
+
+#endif

@@ -1,0 +1,18 @@
+# Host backend: the reference checker over every operation, dtype, op and layout.
+set(MG_HOST_COLL_SRC ${CMAKE_CURRENT_SOURCE_DIR}/test_host_coll.c ${MG_TEST_COMMON}/reference.c)
+foreach(n 1 2 3 4 7)
+  mg_test(NAME host_coll_threads_${n} EXE test_host_coll SOURCES ${MG_HOST_COLL_SRC}
+          ARGS threads ${n} TIMEOUT 300 LABELS host)
+endforeach()
+foreach(n 2 3 7)
+  mg_test(NAME host_coll_procs_${n} EXE test_host_coll ARGS procs ${n} TIMEOUT 300 LABELS host)
+endforeach()
+mg_test(NAME host_coll_threads_rank_3 EXE test_host_coll ARGS threads-rank 3 TIMEOUT 300 LABELS host)
+# Over 16 MiB, threads and processes.
+mg_test(NAME host_coll_big_threads_4 EXE test_host_coll ARGS threads 4 big TIMEOUT 600 LABELS host)
+mg_test(NAME host_coll_big_procs_2 EXE test_host_coll ARGS procs 2 big TIMEOUT 600 LABELS host)
+# Tiny staging slots: every message is pipelined through many steps and both buffers.
+mg_test(NAME host_coll_small_slots_3 EXE test_host_coll ARGS threads 3 TIMEOUT 600 LABELS host
+        ENV MGCOMM_HOST_SLOT_BYTES=4096 MGCOMM_HOST_SMALL_BYTES=64 MGCOMM_HOST_P2P_BYTES=4096)
+mg_test(NAME host_coll_small_slots_procs_4 EXE test_host_coll ARGS procs 4 TIMEOUT 600 LABELS host
+        ENV MGCOMM_HOST_SLOT_BYTES=4096 MGCOMM_HOST_SMALL_BYTES=64 MGCOMM_HOST_P2P_BYTES=4096)
