@@ -138,6 +138,11 @@ typedef struct mg_bench_bufs {
   double *stamps;            /* per iteration: start times, then end times (seconds) */
 } mg_bench_bufs_t;
 
+static void mg_bench_failed(int rank, const mg_bench_case_t *k, mg_status_t st) {
+  fprintf(stderr, "mgcomm bench: rank %d: %s %zu B%s: %s: %s\n", rank, mg_bench_coll_name(k->coll),
+          k->g.bytes, k->inplace ? " in place" : "", mg_status_name(st), mg_last_error());
+}
+
 /* Measures one (collective, size, placement) on every rank. Returns 0, or -1 once every rank
  * knows that some rank failed. Rank 0 fills *row. */
 static int mg_bench_one(mg_bench_team_t *t, int rank, mg_bench_bufs_t *b,
@@ -165,9 +170,7 @@ static int mg_bench_one(mg_bench_team_t *t, int rank, mg_bench_bufs_t *b,
     t->mem->get(b->img, b->buf, bufn * e);
     wrong = (double)mg_bench_check(k, rank, b->img);
   }
-  if (st != MG_OK)
-    fprintf(stderr, "mgcomm bench: rank %d: %s %zu B: %s: %s\n", rank, mg_bench_coll_name(k->coll),
-            k->g.bytes, mg_status_name(st), mg_last_error());
+  if (st != MG_OK) mg_bench_failed(rank, k, st);
   mg_bench_team_reduce(t, rank, agree, 3, 0);
   mg_bench_team_reduce(t, rank, &wrong, 1, 1);
   if (agree[2] != 0) return -1;
@@ -188,9 +191,7 @@ static int mg_bench_one(mg_bench_team_t *t, int rank, mg_bench_bufs_t *b,
     end[i] = mg_bench_now();
   }
 #undef MG_BENCH_CALL
-  if (st != MG_OK)
-    fprintf(stderr, "mgcomm bench: rank %d: %s %zu B: %s: %s\n", rank, mg_bench_coll_name(k->coll),
-            k->g.bytes, mg_status_name(st), mg_last_error());
+  if (st != MG_OK) mg_bench_failed(rank, k, st);
   double failed = st != MG_OK;
   mg_bench_team_reduce(t, rank, &failed, 1, 0);
   if (failed != 0) return -1;
@@ -227,13 +228,17 @@ static void *mg_bench_rank_main(void *arg) {
   const int iters_max = o->iters > 0 ? o->iters : MG_BENCH_ITERS_DEFAULT;
   b.send = t->mem->alloc(t->send_max);
   b.buf = t->mem->alloc(t->buf_max);
-  b.send_img = malloc(t->send_max ? t->send_max : 1);
-  b.img = malloc(t->buf_max ? t->buf_max : 1);
+  b.send_img = calloc(1, t->send_max ? t->send_max : 1);
+  b.img = calloc(1, t->buf_max ? t->buf_max : 1);
   b.stamps = malloc(2 * (size_t)iters_max * sizeof *b.stamps);
   double failed = !b.send || !b.buf || !b.send_img || !b.img || !b.stamps;
   if (failed)
     fprintf(stderr, "mgcomm bench: rank %d: cannot allocate 2 x %zu bytes (%s) and as many on the "
             "host\n", rank, t->buf_max, t->mem->name);
+  if (failed == 0) { /* zeros, for runs without --check, which never fill them */
+    t->mem->put(b.send, b.send_img, t->send_max);
+    t->mem->put(b.buf, b.img, t->buf_max);
+  }
   mg_bench_team_reduce(t, rank, &failed, 1, 0);
 
   for (int ci = 0; ci < o->ncolls && failed == 0; ci++) {
