@@ -2,7 +2,6 @@
 # end to end on the host backend (bench_cli.sh CASE; the JSON schema in bench_json.py).
 mg_test(NAME bench_calc SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_calc_test.c
         ${PROJECT_SOURCE_DIR}/tools/mgcomm/bench_coll.c ${PROJECT_SOURCE_DIR}/tools/mgcomm/bench_check.c)
-target_include_directories(bench_calc PRIVATE ${PROJECT_SOURCE_DIR}/tests/common)
 target_link_libraries(bench_calc PRIVATE m)
 foreach(case args table factors checks default plot)
   mg_cli_test(NAME bench_${case} COMMAND ${CMAKE_CURRENT_LIST_DIR}/bench_cli.sh ${case})
