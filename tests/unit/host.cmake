@@ -16,3 +16,9 @@ mg_test(NAME host_coll_small_slots_3 EXE test_host_coll ARGS threads 3 TIMEOUT 6
         ENV MGCOMM_HOST_SLOT_BYTES=4096 MGCOMM_HOST_SMALL_BYTES=64 MGCOMM_HOST_P2P_BYTES=4096)
 mg_test(NAME host_coll_small_slots_procs_4 EXE test_host_coll ARGS procs 4 TIMEOUT 600 LABELS host
         ENV MGCOMM_HOST_SLOT_BYTES=4096 MGCOMM_HOST_SMALL_BYTES=64 MGCOMM_HOST_P2P_BYTES=4096)
+# Communicator management.
+mg_test(NAME host_comm_threads EXE test_host_comm SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_host_comm.c
+        ARGS threads LABELS host)
+mg_test(NAME host_comm_procs EXE test_host_comm ARGS procs LABELS host)
+# Bad input (contract 2).
+mg_test(NAME argcheck SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_argcheck.c LABELS host)

@@ -78,13 +78,21 @@ static mg_status_t mg__attach(mg_comm_t *comm, const mg__hid_t *id, double deadl
   return mg__hshm_attach(&hc->shm, id->name, comm->nranks, comm->rank, deadline, &comm->aborting);
 }
 
+/* Leaves a segment after a failed init: a rank that only timed out does not make the others
+ * fail early (they report the ranks that are really missing). */
+static void mg__init_failed(mg_comm_t *comm, mg_status_t st) {
+  mg__hshm_t *s = &mg__hcomm(comm)->shm;
+  mg__hshm_fail(s, st == MG_ERR_TIMED_OUT ? MG__CAUSE_TIMEOUT : comm->rank);
+  mg__hshm_detach(s, MG__HRANK_FAILED);
+}
+
 static mg_status_t h_init(mg_comm_t *comm, const mg_unique_id_t *uid, double deadline) {
   mg__hid_t id;
   MG_CHECK(mg__hid_parse(uid, &id, "mg_comm_init_rank"));
   MG_CHECK(mg__attach(comm, &id, deadline));
   mg_status_t st = mg__hshm_wait_all(&mg__hcomm(comm)->shm, deadline, &comm->aborting,
                                      "mg_comm_init_rank");
-  if (st < 0) mg__hshm_detach(&mg__hcomm(comm)->shm, MG__HRANK_FAILED);
+  if (st < 0) mg__init_failed(comm, st);
   return st;
 }
 
@@ -101,7 +109,7 @@ static mg_status_t h_init_all(mg_comm_t **comms, int n, const int *devices, doub
     st = mg__hshm_wait_all(&mg__hcomm(comms[i])->shm, deadline, &comms[i]->aborting,
                            "mg_comm_init_all");
   if (st < 0)
-    for (int i = 0; i < attached; i++) mg__hshm_detach(&mg__hcomm(comms[i])->shm, MG__HRANK_FAILED);
+    for (int i = 0; i < attached; i++) mg__init_failed(comms[i], st);
   return st;
 }
 
@@ -130,7 +138,7 @@ static mg_status_t mg__child_init(mg_comm_t *child, const mg__hid_t *id, double 
   mg_status_t st = mg__attach(child, id, deadline);
   if (st >= 0) {
     st = mg__hshm_wait_all(&mg__hcomm(child)->shm, deadline, &child->aborting, fn);
-    if (st < 0) mg__hshm_detach(&mg__hcomm(child)->shm, MG__HRANK_FAILED);
+    if (st < 0) mg__init_failed(child, st);
   }
   return st;
 }
@@ -204,7 +212,8 @@ static mg_status_t h_async_error(mg_comm_t *comm) {
   if (s->base == NULL) return MG_OK;
   for (int r = 0; r < comm->nranks; r++) {
     char why[160];
-    mg_status_t ps = r == comm->rank ? MG_OK : mg__hshm_peer_status(s, r, why, sizeof why);
+    int culprit;
+    mg_status_t ps = r == comm->rank ? MG_OK : mg__hshm_peer_status(s, r, why, sizeof why, &culprit);
     if (ps < 0) return mg__error(ps, "host backend: %s", why);
   }
   return MG_OK;

@@ -96,13 +96,12 @@ static int mg__ready(const mg__hx_t *x, int set, size_t field_off, uint64_t v) {
 }
 #define MG__READY(x, set, field, v) mg__ready((x), (set), offsetof(mg__hshm_rank_t, field), (v))
 
-/* Fails x with st and a message; its communicator is broken for the other ranks too. */
-static int mg__hx_fail(mg__hx_t *x, mg_status_t st) {
+/* Fails x with st (message already set); its communicator is broken for the other ranks too,
+ * and they are told which rank the failure came from. */
+static int mg__hx_fail(mg__hx_t *x, mg_status_t st, int culprit) {
   x->op->status = st;
   x->done = 1;
-  int attached = MG__HRANK_ATTACHED;
-  atomic_compare_exchange_strong(&x->s->ranks[x->me].state, &attached, MG__HRANK_FAILED);
-  mg__hshm_wake(x->s);
+  mg__hshm_fail(x->s, culprit);
   return -1;
 }
 
@@ -135,7 +134,7 @@ static int mg__coll_timeout(mg__hx_t *x) {
             mg__desc(x->op, d, sizeof d), x->comm->timeout_s, (unsigned long long)x->k + 1,
             (unsigned long long)(x->nsteps == UINT64_MAX ? 0 : x->nsteps), w > 1 ? "s" : "",
             waiting, who);
-  return mg__hx_fail(x, MG_ERR_TIMED_OUT);
+  return mg__hx_fail(x, MG_ERR_TIMED_OUT, MG__CAUSE_TIMEOUT);
 }
 
 /* Checks a blocked operation: abort, deadline, and (every 100 ms) the peers it depends on. */
@@ -143,14 +142,14 @@ static int mg__hx_check(mg__hx_t *x, double now) {
   char d[160], why[160];
   if (atomic_load(&x->comm->aborting)) {
     mg__error(MG_ERR_ABORTED, "%s: the communicator was aborted", mg__desc(x->op, d, sizeof d));
-    return mg__hx_fail(x, MG_ERR_ABORTED);
+    return mg__hx_fail(x, MG_ERR_ABORTED, x->me);
   }
   if (now > x->op->deadline) {
     if (mg__opkind_is_collective(x->op->kind)) return mg__coll_timeout(x);
     mg__error(MG_ERR_TIMED_OUT, "%s %s rank %d timed out after %g s with %zu of %zu bytes moved",
               mg__desc(x->op, d, sizeof d), x->op->kind == MG_OPK_SEND ? "to" : "from",
               x->op->root, x->comm->timeout_s, x->moved, x->bytes);
-    return mg__hx_fail(x, MG_ERR_TIMED_OUT);
+    return mg__hx_fail(x, MG_ERR_TIMED_OUT, MG__CAUSE_TIMEOUT);
   }
   if (now >= x->next_check) {
     x->next_check = now + 0.1;
@@ -158,10 +157,11 @@ static int mg__hx_check(mg__hx_t *x, double now) {
     if (!mg__opkind_is_collective(x->op->kind)) lo = x->op->root, hi = x->op->root + 1;
     for (int r = lo; r < hi; r++) {
       if (r == x->me) continue;
-      mg_status_t ps = mg__hshm_peer_status(x->s, r, why, sizeof why);
+      int culprit;
+      mg_status_t ps = mg__hshm_peer_status(x->s, r, why, sizeof why, &culprit);
       if (ps < 0) {
         mg__error(ps, "%s during %s", why, mg__desc(x->op, d, sizeof d));
-        return mg__hx_fail(x, ps);
+        return mg__hx_fail(x, ps, culprit);
       }
     }
   }
@@ -276,7 +276,7 @@ static int mg__coll_match(mg__hx_t *x) {
               mg__desc(op, d, sizeof d), r, mg__opkind_name(k),
               (unsigned long long)(q ? q - 1 : 0), mg_dtype_name(dt) ? mg_dtype_name(dt) : "?",
               (unsigned long long)cnt, root, redop);
-    return mg__hx_fail(x, MG_ERR_INVALID_USAGE);
+    return mg__hx_fail(x, MG_ERR_INVALID_USAGE, x->me);
   }
   return 0;
 }

@@ -212,6 +212,7 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
     goto fail;
   }
   rb->starttime = mg__proc_start(s->mypid, NULL);
+  atomic_store(&rb->cause, -1);
   atomic_store(&rb->pid, (int32_t)s->mypid);
   atomic_store_explicit(&rb->state, MG__HRANK_ATTACHED, memory_order_release);
   uint32_t n = atomic_fetch_add(&s->hdr->attached, 1) + 1;
@@ -232,7 +233,12 @@ fail:
 
 void mg__hshm_detach(mg__hshm_t *s, int state) {
   if (s->base == NULL) return;
-  atomic_store_explicit(&s->ranks[s->me].state, state, memory_order_release);
+  if (state == MG__HRANK_FAILED) {
+    mg__hshm_fail(s, s->me);
+  } else {
+    int attached = MG__HRANK_ATTACHED; /* a rank that failed stays failed */
+    atomic_compare_exchange_strong(&s->ranks[s->me].state, &attached, state);
+  }
   if (atomic_load(&s->hdr->attached) < (uint32_t)s->nranks && !s->unlinked) {
     /* Leaving before everyone came (failed or aborted init): do not leave the name behind. A
      * rank that comes later creates a fresh segment and times out there, naming the missing. */
@@ -250,27 +256,32 @@ mg_status_t mg__hshm_wait_all(mg__hshm_t *s, double deadline, const atomic_int *
   double next_check = mg__now() + 0.1;
   for (;;) {
     uint32_t seen = atomic_load(&s->hdr->wake);
-    int missing = 0;
-    for (int r = 0; r < s->nranks; r++)
-      if (atomic_load_explicit(&s->ranks[r].state, memory_order_acquire) != MG__HRANK_ATTACHED)
-        missing++;
-    if (missing == 0) return MG_OK;
+    int ready = 0, missing = 0;
+    for (int r = 0; r < s->nranks; r++) {
+      int st = atomic_load_explicit(&s->ranks[r].state, memory_order_acquire);
+      ready += st == MG__HRANK_ATTACHED;
+      missing += st == MG__HRANK_ABSENT || st == MG__HRANK_ATTACHING;
+    }
+    if (ready == s->nranks) return MG_OK;
     MG_CHECK(mg__check_abort(aborting, fn));
     double now = mg__now();
     if (now > next_check) {
       next_check = now + 0.1;
       for (int r = 0; r < s->nranks; r++) {
         char why[160];
-        mg_status_t ps = mg__hshm_peer_status(s, r, why, sizeof why);
+        int culprit;
+        mg_status_t ps = mg__hshm_peer_status(s, r, why, sizeof why, &culprit);
         if (ps < 0) return mg__error(ps, "%s: %s while the communicator was being created", fn, why);
       }
     }
     if (now > deadline) {
       char list[512] = "";
       size_t o = 0;
-      for (int r = 0; r < s->nranks && o < sizeof list - 16; r++)
-        if (atomic_load(&s->ranks[r].state) != MG__HRANK_ATTACHED)
+      for (int r = 0; r < s->nranks && o < sizeof list - 16; r++) {
+        int st = atomic_load(&s->ranks[r].state);
+        if (st == MG__HRANK_ABSENT || st == MG__HRANK_ATTACHING)
           o += (size_t)snprintf(list + o, sizeof list - o, "%s%d", o ? "," : "", r);
+      }
       return mg__error(MG_ERR_TIMED_OUT,
                        "%s: timed out waiting for rank%s %s of %d to join (%d of %d arrived)", fn,
                        missing > 1 ? "s" : "", list, s->nranks, s->nranks - missing, s->nranks);
@@ -299,11 +310,25 @@ void mg__hshm_sleep(mg__hshm_t *s, uint32_t seen, double timeout_s) {
 
 /* ---- liveness ---------------------------------------------------------------------------- */
 
-mg_status_t mg__hshm_peer_status(const mg__hshm_t *s, int r, char *why, size_t len) {
+mg_status_t mg__hshm_peer_status(const mg__hshm_t *s, int r, char *why, size_t len, int *culprit) {
   const mg__hshm_rank_t *rb = &s->ranks[r];
   int state = atomic_load_explicit(&rb->state, memory_order_acquire);
+  *culprit = r;
   if (state == MG__HRANK_FAILED) {
-    snprintf(why, len, "rank %d aborted or lost its communicator", r);
+    int c = atomic_load(&rb->cause);
+    if (c == MG__CAUSE_TIMEOUT) return MG_OK; /* it gave up waiting; it is not the culprit */
+    if (c >= 0 && c < s->nranks && c != r) {
+      /* Name the first culprit in its own words ("rank 2 (pid 4711) exited") when it tells. */
+      const mg__hshm_rank_t *cb = &s->ranks[c];
+      int cstate = atomic_load_explicit(&cb->state, memory_order_acquire);
+      if ((cstate != MG__HRANK_FAILED || atomic_load(&cb->cause) == c) &&
+          mg__hshm_peer_status(s, c, why, len, culprit) < 0)
+        return MG_ERR_REMOTE;
+      *culprit = c;
+      snprintf(why, len, "rank %d failed (rank %d lost its communicator because of it)", c, r);
+    } else {
+      snprintf(why, len, "rank %d aborted or lost its communicator", r);
+    }
     return MG_ERR_REMOTE;
   }
   if (state == MG__HRANK_LEFT) {
@@ -321,6 +346,16 @@ mg_status_t mg__hshm_peer_status(const mg__hshm_t *s, int r, char *why, size_t l
     return MG_ERR_REMOTE;
   }
   return MG_OK;
+}
+
+void mg__hshm_fail(mg__hshm_t *s, int culprit) {
+  if (s->base == NULL) return;
+  mg__hshm_rank_t *rb = &s->ranks[s->me];
+  if (atomic_load(&rb->state) == MG__HRANK_FAILED) return; /* the first cause stays */
+  int attached = MG__HRANK_ATTACHED;
+  atomic_store(&rb->cause, culprit);
+  atomic_compare_exchange_strong(&rb->state, &attached, MG__HRANK_FAILED);
+  mg__hshm_wake(s);
 }
 
 /* ---- randomness -------------------------------------------------------------------------- */

@@ -71,7 +71,9 @@ typedef struct mg__hshm_rank {
    * s + 1, after a one-step collective), but never the one after. */
   mg__hshm_desc_t desc[2];
   _Atomic uint64_t done_seq; /* sequence number + 1 of the last collective completed */
-  char pad_[128 - 112];
+  _Atomic int32_t cause;     /* MG__HRANK_FAILED: the rank whose failure caused it (itself if it
+                                timed out or aborted), so that survivors name the first culprit */
+  char pad_[128 - 116];
 } mg__hshm_rank_t;
 _Static_assert(sizeof(mg__hshm_rank_t) == 128, "rank block is two cache lines");
 
@@ -108,7 +110,7 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
 /* Waits until every rank has attached. On timeout the message names the missing ranks. */
 mg_status_t mg__hshm_wait_all(mg__hshm_t *s, double deadline, const atomic_int *aborting,
                               const char *fn);
-/* Publishes this rank's final state and unmaps. Unlinks the name if it is still linked and this
+/* Publishes this rank's final state (unless it already failed) and unmaps. Unlinks the name if it is still linked and this
  * rank is leaving before everyone attached (failed init). */
 void mg__hshm_detach(mg__hshm_t *s, int state);
 
@@ -127,9 +129,15 @@ void mg__hshm_wake(mg__hshm_t *s);
 /* Sleeps until the segment's wake word differs from seen, or timeout_s passes. */
 void mg__hshm_sleep(mg__hshm_t *s, uint32_t seen, double timeout_s);
 
-/* 0 when rank r of the segment is alive (or is in this process); otherwise fills why with
- * "rank 2 (pid 4711) exited" / "rank 2 aborted its communicator" and returns the status. */
-mg_status_t mg__hshm_peer_status(const mg__hshm_t *s, int r, char *why, size_t len);
+/* MG_OK when rank r of the segment is alive (or is in this process); otherwise fills why with
+ * "rank 2 (pid 4711) exited" / "rank 2 aborted or lost its communicator", sets *culprit to the
+ * rank that failed first (r, or the rank r's failure came from), and returns MG_ERR_REMOTE. */
+mg_status_t mg__hshm_peer_status(const mg__hshm_t *s, int r, char *why, size_t len, int *culprit);
+/* Marks this rank failed because of rank culprit (itself for an abort), or MG__CAUSE_TIMEOUT: a
+ * rank that only timed out does not make its peers fail early; they keep to their own deadline
+ * and report the rank that is really missing. */
+#define MG__CAUSE_TIMEOUT (-2)
+void mg__hshm_fail(mg__hshm_t *s, int culprit);
 
 /* Random bytes from the kernel. MG_OK or MG_ERR_SYSTEM. */
 mg_status_t mg__random_bytes(void *buf, size_t len);

@@ -1,0 +1,198 @@
+/*
+ * test_host_faults.c -- nothing blocks forever on the host backend (contracts 3 and 4).
+ *
+ *   test_host_faults init_timeout | coll_timeout | killed_rank | abort_blocked
+ *
+ * init_timeout: rank 2 of 3 never arrives: the others get MG_ERR_TIMED_OUT within the deadline +
+ *   1 s, naming rank 2; the segment's name is gone from /dev/shm.
+ * coll_timeout: rank 2 never calls the all_reduce: ranks 0 and 1 get MG_ERR_TIMED_OUT within the
+ *   deadline + 1 s, the message names the operation, the waiting ranks and what rank 2 did last.
+ * killed_rank: process rank 2 is killed while ranks 0 and 1 wait in an all_reduce (with a long
+ *   deadline): they get MG_ERR_REMOTE within a second, naming rank 2, its pid and the operation.
+ * abort_blocked: a thread aborts a communicator while another thread is blocked in it: the
+ *   blocked call returns MG_ERR_ABORTED at once and abort returns; the peer then fails with
+ *   MG_ERR_REMOTE naming the aborted rank.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/host/host.h"
+#include "core/clock.h"
+#include "test.h"
+
+static mg_unique_id_t uid;
+
+/* 1 when the segment of id still has a name in /dev/shm. */
+static int segment_linked(const mg_unique_id_t *id) {
+  const mg__hid_t *h = (const mg__hid_t *)id->internal;
+  char path[128];
+  snprintf(path, sizeof path, "/dev/shm%s", h->name);
+  return access(path, F_OK) == 0;
+}
+
+static mg_config_t config(double timeout) {
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_HOST;
+  cfg.timeout_s = timeout;
+  return cfg;
+}
+
+/* ---- init_timeout ---- */
+static void *init_thread(void *arg) {
+  int r = (int)(intptr_t)arg;
+  mg_config_t cfg = config(1.0);
+  mg_comm_t *comm = NULL;
+  double t0 = mg__now();
+  mg_status_t st = mg_comm_init_rank(&cfg, 3, &uid, r, &comm);
+  double dt = mg__now() - t0;
+  ASSERT_EQ(st, MG_ERR_TIMED_OUT);
+  ASSERT(comm == NULL);
+  ASSERT_CONTAINS(mg_last_error(), "rank 2 of 3");
+  ASSERT(dt >= 0.9 && dt < 2.0);
+  return NULL;
+}
+
+static void test_init_timeout(void) {
+  ASSERT_OK(mg_unique_id_create(MG_BACKEND_HOST, &uid));
+  pthread_t t[2];
+  for (int r = 0; r < 2; r++) pthread_create(&t[r], NULL, init_thread, (void *)(intptr_t)r);
+  for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+  ASSERT(!segment_linked(&uid));
+}
+
+/* ---- coll_timeout ---- */
+static mg_comm_t *comms[3];
+
+static void *coll_thread(void *arg) {
+  int r = (int)(intptr_t)arg;
+  int64_t v = r, out;
+  ASSERT_OK(mg_all_gather(&v, (int64_t[3]){0}, 1, MG_INT64, comms[r], NULL)); /* #0, everyone */
+  if (r == 2) return NULL; /* withholds #1 */
+  double t0 = mg__now();
+  mg_status_t st = mg_all_reduce(&v, &out, 1, MG_INT64, MG_SUM, comms[r], NULL);
+  double dt = mg__now() - t0;
+  ASSERT_EQ(st, MG_ERR_TIMED_OUT);
+  const char *m = mg_last_error();
+  ASSERT_CONTAINS(m, "all_reduce #1 (int64 x 1)");
+  ASSERT_CONTAINS(m, "ranks 0,1 waiting");
+  ASSERT_CONTAINS(m, "rank 2 last enqueued #0 (all_gather int64 x 1)");
+  ASSERT(dt >= 0.9 && dt < 2.0);
+  mg_comm_state_t state;
+  ASSERT_OK(mg_comm_state(comms[r], &state));
+  ASSERT_EQ(state, MG_COMM_ERROR);
+  return NULL;
+}
+
+static void test_coll_timeout(void) {
+  mg_config_t cfg = config(1.0);
+  ASSERT_OK(mg_comm_init_all(&cfg, 3, NULL, comms));
+  pthread_t t[3];
+  for (int r = 0; r < 3; r++) pthread_create(&t[r], NULL, coll_thread, (void *)(intptr_t)r);
+  for (int r = 0; r < 3; r++) pthread_join(t[r], NULL);
+  for (int r = 0; r < 3; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
+}
+
+/* ---- killed_rank ---- */
+static void test_killed_rank(void) {
+  ASSERT_OK(mg_unique_id_create(MG_BACKEND_HOST, &uid));
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  pid_t pids[3];
+  for (int r = 0; r < 3; r++) {
+    pids[r] = fork();
+    ASSERT(pids[r] >= 0);
+    if (pids[r] != 0) continue;
+    mg_config_t cfg = config(60); /* far away: the failure must be seen through the process */
+    mg_comm_t *comm;
+    ASSERT_OK(mg_comm_init_rank(&cfg, 3, &uid, r, &comm));
+    int64_t v = r, out;
+    for (int i = 0; i < 17; i++) ASSERT_OK(mg_all_reduce(&v, &out, 1, MG_INT64, MG_SUM, comm, NULL));
+    if (r == 2) {
+      ASSERT_EQ(write(pipefd[1], "x", 1), 1); /* tell the parent to kill me now */
+      pause();
+      _exit(3);
+    }
+    double t0 = mg__now();
+    mg_status_t st = mg_all_reduce(&v, &out, 1, MG_INT64, MG_SUM, comm, NULL); /* #17 */
+    double dt = mg__now() - t0;
+    ASSERT_EQ(st, MG_ERR_REMOTE);
+    ASSERT_CONTAINS(mg_last_error(), "rank 2 (pid ");
+    ASSERT_CONTAINS(mg_last_error(), ") exited during all_reduce #17 (int64 x 1)");
+    ASSERT(dt < 1.5); /* includes the parent's reaction to the pipe */
+    ASSERT_OK(mg_comm_destroy(comm));
+    _exit(0);
+  }
+  char ch;
+  ASSERT_EQ(read(pipefd[0], &ch, 1), 1);
+  usleep(200000); /* ranks 0 and 1 are now waiting in #17 */
+  ASSERT_EQ(kill(pids[2], SIGKILL), 0);
+  /* Rank 2 is not reaped before the others finished: a zombie must also count as dead. */
+  for (int r = 0; r < 2; r++) {
+    int status;
+    ASSERT_EQ(waitpid(pids[r], &status, 0), pids[r]);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) FAIL("rank %d failed (0x%x)", r, status);
+  }
+  int status;
+  ASSERT_EQ(waitpid(pids[2], &status, 0), pids[2]);
+  ASSERT(WIFSIGNALED(status));
+  ASSERT(!segment_linked(&uid));
+}
+
+/* ---- abort_blocked ---- */
+static void *blocked_thread(void *arg) {
+  mg_comm_t *comm = arg;
+  float v = 1, out;
+  double t0 = mg__now();
+  mg_status_t st = mg_all_reduce(&v, &out, 1, MG_FLOAT32, MG_SUM, comm, NULL);
+  ASSERT_EQ(st, MG_ERR_ABORTED);
+  ASSERT(mg__now() - t0 < 2.0);
+  return NULL;
+}
+
+static void test_abort_blocked(void) {
+  mg_config_t cfg = config(30);
+  ASSERT_OK(mg_comm_init_all(&cfg, 2, NULL, comms));
+  pthread_t t;
+  pthread_create(&t, NULL, blocked_thread, comms[0]); /* rank 1 never joins the all_reduce */
+  usleep(300000);
+  double t0 = mg__now();
+  ASSERT_OK(mg_comm_abort(comms[0]));
+  double dt = mg__now() - t0;
+  ASSERT(dt < 0.5);
+  pthread_join(t, NULL);
+  mg_comm_state_t state;
+  ASSERT_OK(mg_comm_state(comms[0], &state));
+  ASSERT_EQ(state, MG_COMM_ABORTED);
+  mg_status_t async;
+  ASSERT_OK(mg_comm_async_error(comms[0], &async));
+  ASSERT_EQ(async, MG_ERR_ABORTED);
+  /* The peer: rank 0 had posted its input before it was aborted, so the pending all_reduce may
+   * still complete; the next one fails at once, naming the aborted rank. */
+  float v = 1, out;
+  mg_status_t st = mg_all_reduce(&v, &out, 1, MG_FLOAT32, MG_SUM, comms[1], NULL);
+  ASSERT(st == MG_OK || st == MG_ERR_REMOTE);
+  if (st == MG_OK) {
+    t0 = mg__now();
+    ASSERT_STATUS(MG_ERR_REMOTE, mg_all_reduce(&v, &out, 1, MG_FLOAT32, MG_SUM, comms[1], NULL));
+    ASSERT(mg__now() - t0 < 1.0);
+  }
+  ASSERT_CONTAINS(mg_last_error(), "rank 0 aborted");
+  ASSERT_OK(mg_comm_destroy(comms[0]));
+  ASSERT_OK(mg_comm_destroy(comms[1]));
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) FAIL("usage: %s TEST", argv[0]);
+  const char *t = argv[1];
+  if (strcmp(t, "init_timeout") == 0) test_init_timeout();
+  else if (strcmp(t, "coll_timeout") == 0) test_coll_timeout();
+  else if (strcmp(t, "killed_rank") == 0) test_killed_rank();
+  else if (strcmp(t, "abort_blocked") == 0) test_abort_blocked();
+  else FAIL("unknown test %s", t);
+  printf("%s: ok\n", t);
+  return 0;
+}
