@@ -243,6 +243,12 @@ static void *mg_bench_rank_main(void *arg) {
 
   for (int ci = 0; ci < o->ncolls && failed == 0; ci++) {
     const mg_bench_coll_t c = (mg_bench_coll_t)o->colls[ci];
+    if (o->inplace_modes == 2 && !mg_bench_coll_has_inplace(c)) {
+      if (rank == 0)
+        printf("#\n# Collective: %s has no in-place form: nothing to run with --inplace 1\n",
+               mg_bench_coll_name(c));
+      continue;
+    }
     if (rank == 0) mg_bench_print_header(stdout, c);
     for (size_t size = o->minbytes; size != 0 && failed == 0; size = mg_bench_next(o, size)) {
       mg_bench_case_t k = {c, o->dtype, o->op, o->root, t->n, 0,
