@@ -127,6 +127,9 @@ EOF
   python3 "$here/bench_json.py" "$tmp/bad.json" >"$tmp/bad.out" && fail "a wrong JSON passed the schema check"
   grep -q "busbw_gbs" "$tmp/bad.out" || fail "schema check missed the factor: $(cat "$tmp/bad.out")"
   grep -q "no field 'wrong'" "$tmp/bad.out" || fail "schema check missed the field: $(cat "$tmp/bad.out")"
+  # Linear steps from 0: 0, 16 and 32 bytes.
+  "$MGCOMM" bench -t 2 -c all_reduce -b 0 -e 32 -i 16 -n 1 -w 0 >"$tmp/out" 2>&1 || fail "-i: exit $?"
+  [ "$(awk '/^ *[0-9]/ { printf "%s ", $1 }' "$tmp/out")" = "0 16 32 " ] || fail "-i: $(cat "$tmp/out")"
   # In place only: collectives without an in-place form say so and are skipped.
   "$MGCOMM" bench -t 2 -c all_to_all,sendrecv,all_reduce --inplace 1 -b 1K -e 1K -n 1 -w 0 \
     >"$tmp/out" 2>&1 || fail "--inplace 1: exit $?: $(cat "$tmp/out")"

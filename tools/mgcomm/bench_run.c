@@ -79,17 +79,16 @@ static void mg_bench_team_reduce(mg_bench_team_t *t, int rank, double *v, size_t
   mg_bench_barrier(t);
 }
 
-/* The next size of the sweep; 0 past the end. */
-static size_t mg_bench_next(const mg_bench_opts_t *o, size_t size) {
-  size_t next;
+/* Moves *size (<= maxbytes) to the next size of the sweep; 0 when it was the last. */
+static int mg_bench_next(const mg_bench_opts_t *o, size_t *size) {
   if (o->factor) {
-    if (size > o->maxbytes / o->factor) return 0;
-    next = size * o->factor;
+    if (*size > o->maxbytes / o->factor) return 0;
+    *size *= o->factor;
   } else {
-    if (size > o->maxbytes - o->increment) return 0;
-    next = size + o->increment;
+    if (o->increment > o->maxbytes - *size) return 0;
+    *size += o->increment;
   }
-  return next <= o->maxbytes ? next : 0;
+  return 1;
 }
 
 static int mg_bench_cmp(const void *a, const void *b) {
@@ -250,7 +249,8 @@ static void *mg_bench_rank_main(void *arg) {
       continue;
     }
     if (rank == 0) mg_bench_print_header(stdout, c);
-    for (size_t size = o->minbytes; size != 0 && failed == 0; size = mg_bench_next(o, size)) {
+    size_t size = o->minbytes;
+    do {
       mg_bench_case_t k = {c, o->dtype, o->op, o->root, t->n, 0,
                            mg_bench_geometry(c, size, o->dtype, t->n)};
       mg_bench_result_t rows[2];
@@ -276,7 +276,7 @@ static void *mg_bench_rank_main(void *arg) {
         fflush(stdout);
         mg_bench_progress(t, c, k.g.bytes);
       }
-    }
+    } while (failed == 0 && mg_bench_next(o, &size));
     if (rank == 0 && failed == 0) mg_bench_print_footer(stdout, t->res, c);
   }
   if (failed == 0) {
@@ -305,13 +305,14 @@ int mg_bench_run(const mg_bench_opts_t *o, mg_bench_results_t *res) {
   /* The largest buffers of the sweep, and the number of lines for the progress report. */
   for (int ci = 0; ci < o->ncolls; ci++) {
     const mg_bench_coll_t c = (mg_bench_coll_t)o->colls[ci];
-    for (size_t size = o->minbytes; size != 0; size = mg_bench_next(o, size)) {
+    size_t size = o->minbytes;
+    do {
       mg_bench_geom_t g = mg_bench_geometry(c, size, o->dtype, t.n);
       const size_t e = mg_dtype_size(o->dtype);
       if (g.send_count * e > t.send_max) t.send_max = g.send_count * e;
       if (g.bytes > t.buf_max) t.buf_max = g.bytes;
       t.steps++;
-    }
+    } while (mg_bench_next(o, &size));
   }
   t.tty = isatty(STDERR_FILENO);
   t.t0 = mg_bench_now();
