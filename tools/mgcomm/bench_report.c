@@ -4,7 +4,6 @@
  * the CSV rows. The JSON field names are fixed: other tools read them (docs/bench.md).
  */
 #include <math.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
