@@ -7,5 +7,6 @@
 #define MG_CLI_H
 
 int mg_cli_info(int argc, char **argv);
+int mg_cli_bench(int argc, char **argv);
 
 #endif
