@@ -7,8 +7,8 @@
  *    exported symbol ("ncclGetUniqueId", "cuMemAlloc_v2"); a CUDA symbol with an ABI suffix
  *    also answers to its API name ("cuMemAlloc"). A fired RC symbol returns the code without
  *    calling the library; a fired PTR symbol (nvshmem_malloc) returns NULL.
- *  - internal points, named "<area>.<what>" ("host.corrupt_result"): code that wants one calls
- *    MG_FAULT_POINT("host.corrupt_result"), which is 0 normally and the rule's code when a rule
+ *  - internal points, named "<area>.<what>" ("host.corrupt"): code that wants one calls
+ *    MG_FAULT_POINT("host.corrupt"), which is 0 normally and the rule's code when a rule
  *    fires; the code decides what the number means. MG_FAULT_POINT is the constant 0 in release
  *    builds, so the point and its branch compile away.
  *

@@ -61,9 +61,9 @@ static int mode_api(void) {
   mg__fault_clear(NULL);
 
   /* Internal points share the registry: calls 3 and 4 fire. */
-  ASSERT_OK(mg__fault_set("host.corrupt_result", 3, 42, 2));
+  ASSERT_OK(mg__fault_set("host.corrupt", 3, 42, 2));
   int got[6];
-  for (int i = 0; i < 6; i++) got[i] = MG_FAULT_POINT("host.corrupt_result");
+  for (int i = 0; i < 6; i++) got[i] = MG_FAULT_POINT("host.corrupt");
   int want[6] = {0, 0, 42, 42, 0, 0};
   for (int i = 0; i < 6; i++) ASSERT_EQ(got[i], want[i]);
   ASSERT_EQ(MG_FAULT_POINT("host.other"), 0);
