@@ -16,7 +16,7 @@ build: $(BUILD)/CMakeCache.txt
 
 # The main job: what a user runs first.
 run: build
-	$(BUILD)/mgcomm info
+	$(BUILD)/mgcomm bench
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE gpu

@@ -143,15 +143,17 @@ MG_EXTERN mg_status_t mg_dtype_from_name(const char *name, mg_dtype_t *out);
  *  - integers wrap on overflow (two's complement);
  *  - MG_AVG on integers is the sum divided by the number of ranks, truncated toward zero (as
  *    NCCL); on floating types it is the sum of s * x_i with s = 1/nranks rounded to the dtype
- *    (as NCCL, which pre-multiplies); PreMulSum likewise computes s * x_i, then sums;
+ *    (through float for the types narrower than float64; as NCCL, which pre-multiplies);
+ *    PreMulSum likewise computes s * x_i, then sums;
  *  - fp16, bf16 and fp8 are converted to float, combined, and rounded back to the type with
  *    round-to-nearest-even after every pairwise step (and after each pre-multiplication);
  *    fp16 and bf16 overflow to infinity; fp8 (both kinds) saturates to the largest finite value
  *    on overflow, infinities included, as CUDA's satfinite conversion that NCCL uses; NaN stays
  *    NaN;
  *  - MG_MAX and MG_MIN propagate NaN on the host backend: if any rank's element is NaN, the
- *    result element is NaN (unlike C's fmax/fmin, which drop it). NCCL's GPU kernels do not
- *    document their NaN rule; the GPU tests compare only NaN-free inputs for max and min.
+ *    result element is NaN (unlike C's fmax/fmin, which drop it), and max(-0, +0) is +0, min
+ *    is -0. NCCL's GPU kernels do not document their NaN rule; the GPU tests compare only
+ *    NaN-free inputs for max and min.
  * The host backend reduces in rank order (((x0 op x1) op x2) ...), so its results are bitwise
  * reproducible from run to run. */
 typedef enum mg_op {
@@ -610,7 +612,10 @@ typedef struct mg_library_info {
 
 /* Loads lib if that was not tried yet (once per process; the search spawns no process) and
  * describes the outcome. A library that is absent is not an error here: info->loaded is 0 and
- * info->error says why. MG_ERR_INVALID_ARGUMENT for an unknown lib or NULL info. */
+ * info->error says why. MG_ERR_INVALID_ARGUMENT for an unknown lib or NULL info.
+ * Search order (docs/loader.md): MGCOMM_<LIB>_LIBRARY alone when set (an explicit path that
+ * fails is reported, never replaced by another copy); NCCL_HOME / NVSHMEM_HOME, then CUDA_HOME
+ * (lib, lib64); the dynamic linker's default; /usr/local/cuda; Python wheels (NCCL, NVSHMEM). */
 MG_EXTERN mg_status_t mg_library_info(mg_library_t lib, mg_library_info_t *info);
 /* Candidate number index (0 <= index < info.attempts) of lib's search, in search order: the path
  * tried and the outcome ("loaded", or the dlerror() text). MG_ERR_INVALID_ARGUMENT otherwise. */
@@ -653,8 +658,10 @@ typedef struct mg_device_info {
   int multicast_supported;  /* read-only attribute; mgcomm never creates a multicast object */
 } mg_device_info_t;
 
-/* Number of CUDA devices. MG_ERR_BACKEND_UNAVAILABLE (with the loader's message) when there is
- * no CUDA driver; MG_ERR_BACKEND when the driver fails to initialise. */
+/* Number of CUDA devices. A driver without devices (cuInit answers CUDA_ERROR_NO_DEVICE) is
+ * 0 devices and MG_OK. MG_ERR_BACKEND_UNAVAILABLE when there is no usable CUDA driver (none
+ * found: the message lists every candidate tried; only the toolkit's stub libcuda; cuInit
+ * reporting a driver/kernel-module mismatch); MG_ERR_BACKEND when cuInit fails otherwise. */
 MG_EXTERN mg_status_t mg_device_count(int *count);
 /* Describes device ordinal. Errors as mg_device_count, plus MG_ERR_INVALID_ARGUMENT for an
  * ordinal out of range or NULL info. */

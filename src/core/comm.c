@@ -162,7 +162,7 @@ mg_status_t mg_comm_init_rank(const mg_config_t *config, int nranks, const mg_un
   if (nranks < 1) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: nranks %d < 1", fn, nranks);
   if (rank < 0 || rank >= nranks)
     return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: rank %d is out of [0, %d)", fn, rank, nranks);
-  const mg__backend_t *be;
+  const mg__backend_t *be = NULL;
   MG_CHECK(mg__config_backend(config, fn, &be));
   mg_comm_t *comm;
   MG_CHECK(mg__comm_alloc(be, config, &comm));
@@ -186,7 +186,7 @@ mg_status_t mg_comm_init_all(const mg_config_t *config, int nranks, const int *d
   static const char fn[] = "mg_comm_init_all";
   if (comms == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: comms is NULL", fn);
   if (nranks < 1) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: nranks %d < 1", fn, nranks);
-  const mg__backend_t *be;
+  const mg__backend_t *be = NULL;
   MG_CHECK(mg__config_backend(config, fn, &be));
   if (devices != NULL && be->id == MG_BACKEND_NCCL) {
     for (int i = 0; i < nranks; i++)
@@ -236,7 +236,7 @@ static int mg__breaks_comm(mg_status_t st) {
 static mg_status_t mg__child_alloc(mg_comm_t *comm, const mg_config_t *config, const char *fn,
                                    mg_comm_t **child) {
   if (config != NULL) {
-    const mg__backend_t *be;
+    const mg__backend_t *be = NULL;
     MG_CHECK(mg__config_backend(config, fn, &be));
     if (config->backend != MG_BACKEND_AUTO && be != comm->backend)
       return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->backend %s differs from comm's %s",

@@ -21,7 +21,8 @@
 /* Sets the calling thread's last error to the formatted message and returns status. Also logs it
  * at INFO (subsystem ALL) so MGCOMM_DEBUG=INFO shows where every error started. */
 mg_status_t mg__error(mg_status_t status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-mg_status_t mg__verror(mg_status_t status, const char *fmt, va_list ap);
+mg_status_t mg__verror(mg_status_t status, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 /* The same, for an errno value: appends ": <strerror(err)> (errno N)". */
 mg_status_t mg__error_errno(mg_status_t status, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -170,12 +170,10 @@ mg_status_t mg_group_end(void) {
     mg__op_release(mg__grp.ops[i]);
     free(mg__grp.ops[i]);
   }
-  mg__grp.n = 0;
+  /* Nothing stays behind: a thread may end right after its group (no destructor would run). */
+  free(mg__grp.ops);
+  mg__grp.ops = NULL;
+  mg__grp.n = mg__grp.cap = 0;
   mg__grp.err = MG_OK;
-  if (mg__grp.cap > 64) { /* do not keep a huge array after one large group */
-    free(mg__grp.ops);
-    mg__grp.ops = NULL;
-    mg__grp.cap = 0;
-  }
   return st;
 }

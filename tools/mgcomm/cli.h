@@ -7,6 +7,7 @@
 #define MG_CLI_H
 
 int mg_cli_info(int argc, char **argv);
+int mg_cli_bench(int argc, char **argv);
 int mg_cli_launch(int argc, char **argv);
 
 #endif

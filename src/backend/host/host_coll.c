@@ -26,6 +26,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/params.h"
+#include "loader/fault.h"
 
 /* ---- execution state ---------------------------------------------------------------------- */
 
@@ -406,6 +407,10 @@ static void mg__copy_out(mg__hx_t *x) {
 }
 
 static void mg__coll_finish(mg__hx_t *x) {
+  /* Test builds: "host.corrupt" flips the first byte this rank wrote, so that checkers can
+   * prove they notice a wrong result. */
+  if (x->op->recv != NULL && x->op->count > 0 && MG_FAULT_POINT("host.corrupt"))
+    *(unsigned char *)x->op->recv ^= 0xff;
   atomic_store_explicit(&x->s->ranks[x->me].done_seq, x->op->seq + 1, memory_order_release);
   mg__hcomm(x->comm)->step = x->s0 + x->k;
   x->op->status = MG_OK;

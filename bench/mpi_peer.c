@@ -1,0 +1,239 @@
+/*
+ * mpi_peer.c -- the Open MPI peer of `mgcomm bench` for bench/compare.sh: the same collectives,
+ * sizes (nccl-tests' geometry), iterations and timing rule as mgcomm bench, through MPI, printed
+ * as the same JSON document (backend "mpi", ranks are processes). Built by compare.sh with mpicc.
+ *
+ * usage: mpirun -np N mpi_peer [-c coll[,coll...]] [-b min] [-e max] [-f factor | -i incr]
+ *                              [-d dtype] [-o op] [-r root] [-n iters] [-w warmup]
+ *                              [--inplace 0|1|both] --json FILE
+ * Timing as mgcomm bench's: each timed iteration starts after MPI_Barrier; its time runs from the
+ * last rank's start to the last rank's end, on CLOCK_MONOTONIC (one host, one clock); the time of
+ * a size is the median over iterations. In place uses MPI_IN_PLACE;
+ * MPI_Bcast has one buffer, so both placements time the same call. Results are not checked.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { AR, AG, RS, A2A, BC, RED, GA, SC, SR, NCOLL };
+static const char *const coll_names[NCOLL] = {"all_reduce", "all_gather", "reduce_scatter",
+                                              "all_to_all", "broadcast", "reduce", "gather",
+                                              "scatter", "sendrecv"};
+static const int divided[NCOLL] = {0, 1, 1, 1, 0, 0, 1, 1, 0};
+static const int has_inplace[NCOLL] = {1, 1, 1, 0, 1, 1, 1, 1, 0};
+
+/* MPI's handles are not constants in every MPI: look them up at run time. */
+#define H(fn, handle) \
+  static MPI_Datatype mpi_##fn(void) { return handle; }
+H(int8, MPI_INT8_T)
+H(uint8, MPI_UINT8_T)
+H(int32, MPI_INT32_T)
+H(uint32, MPI_UINT32_T)
+H(int64, MPI_INT64_T)
+H(uint64, MPI_UINT64_T)
+H(float, MPI_FLOAT)
+H(double, MPI_DOUBLE)
+#undef H
+
+static const struct {
+  const char *name;
+  MPI_Datatype (*type)(void);
+  size_t size;
+} dtypes[] = {
+#define T(name, mpi, sz) {name, mpi_##mpi, sz}
+    T("int8", int8, 1),   T("uint8", uint8, 1),   T("int32", int32, 4),  T("uint32", uint32, 4),
+    T("int64", int64, 8), T("uint64", uint64, 8), T("float32", float, 4), T("float64", double, 8),
+#undef T
+};
+
+
+static int rank, nranks;
+
+static void die(const char *msg, const char *arg) {
+  if (rank == 0) fprintf(stderr, "mpi_peer: %s%s\n", msg, arg);
+  MPI_Finalize();
+  exit(2);
+}
+
+static size_t parse_size(const char *s) {
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*end == 'K' || *end == 'k') v <<= 10, end++;
+  else if (*end == 'M' || *end == 'm') v <<= 20, end++;
+  else if (*end == 'G' || *end == 'g') v <<= 30, end++;
+  if (end == s || *end) die("not a size: ", s);
+  return (size_t)v;
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  int colls[NCOLL] = {AR, AG, RS}, ncolls = 3, root = 0, iters = 20, warmup = 5, modes = 3, di = 6;
+  size_t minb = 8, maxb = (size_t)64 << 20, factor = 4, incr = 0;
+  const char *op_name = "sum", *json = NULL;
+  MPI_Op op = MPI_SUM;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (v == NULL) die("option without a value: ", a);
+    i++;
+    if (!strcmp(a, "-c")) {
+      char buf[256];
+      snprintf(buf, sizeof buf, "%s", v);
+      ncolls = 0;
+      for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+        int c = 0;
+        while (c < NCOLL && strcmp(t, coll_names[c])) c++;
+        if (c == NCOLL && strcmp(t, "all")) die("unknown collective ", t);
+        if (c == NCOLL)
+          for (ncolls = 0; ncolls < NCOLL; ncolls++) colls[ncolls] = ncolls;
+        else if (ncolls < NCOLL)
+          colls[ncolls++] = c;
+      }
+    } else if (!strcmp(a, "-b")) {
+      minb = parse_size(v);
+    } else if (!strcmp(a, "-e")) {
+      maxb = parse_size(v);
+    } else if (!strcmp(a, "-f")) {
+      factor = parse_size(v), incr = 0;
+    } else if (!strcmp(a, "-i")) {
+      incr = parse_size(v), factor = 0;
+    } else if (!strcmp(a, "-d")) {
+      for (di = 0; di < (int)(sizeof dtypes / sizeof dtypes[0]); di++)
+        if (!strcmp(v, dtypes[di].name)) break;
+      if (di == (int)(sizeof dtypes / sizeof dtypes[0])) die("no MPI type for ", v);
+    } else if (!strcmp(a, "-o")) {
+      op_name = v;
+      if (!strcmp(v, "sum")) op = MPI_SUM;
+      else if (!strcmp(v, "prod")) op = MPI_PROD;
+      else if (!strcmp(v, "max")) op = MPI_MAX;
+      else if (!strcmp(v, "min")) op = MPI_MIN;
+      else die("no MPI op for ", v);
+    } else if (!strcmp(a, "-r")) {
+      root = atoi(v);
+    } else if (!strcmp(a, "-n")) {
+      iters = atoi(v);
+    } else if (!strcmp(a, "-w")) {
+      warmup = atoi(v);
+    } else if (!strcmp(a, "--inplace")) {
+      modes = !strcmp(v, "0") ? 1 : !strcmp(v, "1") ? 2 : 3;
+    } else if (!strcmp(a, "--json")) {
+      json = v;
+    } else {
+      die("unknown option ", a);
+    }
+  }
+  if (json == NULL || iters < 1 || warmup < 0 || root < 0 || root >= nranks ||
+      (factor < 2 && incr == 0) || minb == 0 || minb > maxb)
+    die("bad arguments (needs --json FILE; see the comment at the top of mpi_peer.c)", "");
+  const MPI_Datatype dt = dtypes[di].type();
+  const size_t e = dtypes[di].size, n = (size_t)nranks;
+  char *send = malloc(maxb + 64), *recv = malloc(maxb + 64);
+  double *times = malloc(sizeof(double) * 2 * (size_t)iters); /* starts, then ends */
+  if (!send || !recv || !times) die("out of memory", "");
+  memset(send, 1, maxb + 64);
+  memset(recv, 0, maxb + 64);
+  FILE *f = rank == 0 ? fopen(json, "w") : NULL;
+  if (rank == 0 && f == NULL) die("cannot write ", json);
+  if (f) {
+    int len;
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING], host[MPI_MAX_PROCESSOR_NAME];
+    MPI_Get_library_version(lib, &len);
+    MPI_Get_processor_name(host, &len);
+    lib[strcspn(lib, "\n,")] = 0;
+    fprintf(f, "{\"backend\": \"mpi\", \"peer\": \"%s\", "
+               "\"nranks\": %d, \"ranks_are\": \"processes\",\n \"machine\": {\"host\": \"%s\", "
+               "\"gpus\": []},\n \"results\": [", lib, nranks, host);
+  }
+  int rows = 0;
+  for (int ci = 0; ci < ncolls; ci++) {
+    const int c = colls[ci];
+    for (size_t bytes = minb; bytes && bytes <= maxb; bytes = factor ? bytes * factor : bytes + incr) {
+      /* nccl-tests' geometry, as mgcomm bench computes it. */
+      const size_t total = bytes / e, part = (total / n) & ~(16 / e - 1);
+      const size_t count = divided[c] ? part : total;
+      const size_t nbytes = divided[c] ? part * n * e : total * e; /* the size column, and
+                                                                        what algbw counts */
+      const int ic = (int)count;
+      for (int ip = 0; ip < 2; ip++) {
+        if (!(modes & (1 << ip)) || (ip && !has_inplace[c])) continue;
+        void *sb = ip ? MPI_IN_PLACE : send;
+        const int is_root = rank == root;
+        for (int it = -warmup; it < iters; it++) {
+          if (it >= 0) MPI_Barrier(MPI_COMM_WORLD);
+          if (it >= 0) times[it] = now();
+          switch (c) {
+            case AR: MPI_Allreduce(sb, recv, ic, dt, op, MPI_COMM_WORLD); break;
+            case AG:
+              MPI_Allgather(ip ? MPI_IN_PLACE : send, ic, dt, recv, ic, dt, MPI_COMM_WORLD);
+              break;
+            case RS:
+              MPI_Reduce_scatter_block(ip ? MPI_IN_PLACE : send, recv, ic, dt, op, MPI_COMM_WORLD);
+              break;
+            case A2A: MPI_Alltoall(send, ic, dt, recv, ic, dt, MPI_COMM_WORLD); break;
+            case BC: MPI_Bcast(recv, ic, dt, root, MPI_COMM_WORLD); break;
+            case RED:
+              MPI_Reduce(ip && is_root ? MPI_IN_PLACE : ip ? recv : send, recv, ic, dt, op, root,
+                         MPI_COMM_WORLD);
+              break;
+            case GA:
+              MPI_Gather(ip && is_root ? MPI_IN_PLACE : send, ic, dt, recv, ic, dt, root,
+                         MPI_COMM_WORLD);
+              break;
+            case SC:
+              MPI_Scatter(send, ic, dt, ip && is_root ? MPI_IN_PLACE : recv, ic, dt, root,
+                          MPI_COMM_WORLD);
+              break;
+            case SR:
+              MPI_Sendrecv(send, ic, dt, (rank + 1) % nranks, 0, recv, ic, dt,
+                           (rank - 1 + nranks) % nranks, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+              break;
+          }
+          if (it >= 0) times[iters + it] = now();
+        }
+        MPI_Allreduce(MPI_IN_PLACE, times, 2 * iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        for (int i = 0; i < iters; i++) times[i] = times[iters + i] - times[i];
+        qsort(times, (size_t)iters, sizeof *times, cmp);
+        const double sec = iters % 2 ? times[iters / 2] : (times[iters / 2 - 1] + times[iters / 2]) / 2;
+        const double alg = (double)nbytes / 1e9 / sec;
+        const double fac = c == AR ? 2.0 * (n - 1) / n : divided[c] ? (double)(n - 1) / n : 1.0;
+        const int reduces = c == AR || c == RS || c == RED;
+        const int rooted = c == BC || c == RED || c == GA || c == SC;
+        if (f)
+          fprintf(f,
+                  "%s\n  {\"collective\": \"%s\", \"bytes\": %zu, \"count\": %zu, \"dtype\": "
+                  "\"%s\", \"op\": \"%s\", \"root\": %d, \"inplace\": %s, \"time_us\": %.6g, "
+                  "\"algbw_gbs\": %.6g, \"busbw_gbs\": %.6g, \"wrong\": 0, \"iters\": %d, "
+                  "\"warmup\": %d}",
+                  rows++ ? "," : "", coll_names[c], nbytes, count, dtypes[di].name,
+                  reduces ? op_name : "none", rooted ? root : -1, ip ? "true" : "false",
+                  sec * 1e6, alg, alg * fac, iters, warmup);
+      }
+      if (factor && bytes > maxb / factor) break;
+    }
+  }
+  if (f) {
+    fprintf(f, "\n ]}\n");
+    fclose(f);
+  }
+  free(send);
+  free(recv);
+  free(times);
+  MPI_Finalize();
+  return 0;
+}

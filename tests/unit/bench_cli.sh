@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# bench_cli.sh CASE -- `mgcomm bench` end to end, one CTest entry per CASE (tests/unit/bench.cmake).
+# $MGCOMM is the mgcomm binary. Exit 0 pass, 1 fail (with the reason), 77 skipped.
+#   args     bad input: exit 2 and one line on stderr, for every kind of mistake
+#   table    nccl-tests' columns, nothing on stderr, JSON and CSV that conform (bench_json.py)
+#   factors  busbw / algbw is the collective's factor, for 2, 3 and 4 ranks
+#   checks   every collective, dtype and op on real collectives: no wrong element
+#   fault    a corrupted result (MGCOMM_FAULT=host.corrupt) is counted, and the exit code is 1
+#   default  no arguments: the quick default, on the best backend, says why, within 30 s
+#            ($BENCH_DEFAULT_LIMIT_S: longer for sanitizer and unoptimised builds)
+#   plot     bench/plot.sh draws two runs (skipped without gnuplot)
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+: "${MGCOMM:?MGCOMM must name the mgcomm binary}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+
+# expect_bad WHAT ARGS...: exit code 2, exactly one line on stderr containing WHAT, no stdout.
+expect_bad() {
+  local what=$1
+  shift
+  "$MGCOMM" bench "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  [ "$rc" = 2 ] || fail "mgcomm bench $*: exit $rc, want 2; stderr: $(cat "$tmp/err")"
+  [ "$(wc -l <"$tmp/err")" = 1 ] || fail "mgcomm bench $*: stderr is not one line: $(cat "$tmp/err")"
+  grep -q -- "$what" "$tmp/err" || fail "mgcomm bench $*: stderr lacks '$what': $(cat "$tmp/err")"
+  [ ! -s "$tmp/out" ] || fail "mgcomm bench $*: printed on stdout: $(head -3 "$tmp/out")"
+}
+
+need_python() {
+  command -v python3 >/dev/null || {
+    echo "SKIP: python3 is needed to read the JSON"
+    exit 77
+  }
+}
+
+case "${1:-}" in
+args)
+  expect_bad "unknown collective 'allreduce'" -c allreduce
+  expect_bad "unknown collective 'bogus'" -c all_reduce,bogus
+  expect_bad "unknown data type 'float12'" -d float12
+  expect_bad "unknown reduction op 'xor'" -o xor
+  expect_bad "-b 1048576 is larger than -e 1024" -b 1M -e 1K
+  expect_bad "the factor must be at least 2" -f 1
+  expect_bad "the factor must be at least 2" -f -3
+  expect_bad "'abc': not a valid value" -b abc
+  expect_bad "'12Q': not a valid value" -e 12Q
+  expect_bad "-f and -i exclude each other" -f 2 -i 8
+  expect_bad "more than 10000 sizes" -b 1 -e 1G -i 1
+  expect_bad "sizes never grow" -b 0 -e 8
+  expect_bad "'0': not a valid value" -t 0
+  expect_bad "'-1': not a valid value" -n -1
+  expect_bad "-r 2 is not a rank of 2" -t 2 -r 2
+  expect_bad "--inplace 'x'" --inplace x
+  expect_bad "unknown option '--nope'" --nope 1
+  expect_bad "needs a value" -c
+  expect_bad "-t and -g exclude each other" -t 2 -g 2
+  expect_bad "GPUs need the nccl backend" --backend host -g 2
+  expect_bad "--backend 'cuda'" --backend cuda
+  # A backend that is not available (mg_backend_resolve's reason), or one this version of bench
+  # cannot drive: exit 2 either way.
+  expect_bad "nccl backend" --backend nccl
+  expect_bad "nccl backend" -g 1
+  MGCOMM_BACKEND=nccl expect_bad "nccl backend"
+  "$MGCOMM" bench --help >"$tmp/out" 2>&1 || fail "--help: exit $?"
+  grep -q "usage: mgcomm bench" "$tmp/out" || fail "--help prints no usage"
+  "$MGCOMM" --help | grep -q "bench" || fail "mgcomm --help does not list bench"
+  echo "bench args: ok"
+  ;;
+
+table)
+  need_python
+  "$MGCOMM" bench -t 2 -c all_reduce,all_gather,broadcast -b 1K -e 16K -f 4 -n 3 -w 1 \
+    --json "$tmp/r.json" --csv "$tmp/r.csv" >"$tmp/out" 2>"$tmp/err" || fail "exit $?: $(cat "$tmp/err")"
+  [ ! -s "$tmp/err" ] || fail "stderr is not a terminal, yet something was printed: $(cat "$tmp/err")"
+  grep -q "^# mgcomm bench .*: backend host (" "$tmp/out" || fail "no backend line: $(head -3 "$tmp/out")"
+  # nccl-tests' header, column for column.
+  hdr=$(grep -m1 '^#  *size' "$tmp/out" | tr -s ' ')
+  [ "$hdr" = "# size count type redop root time algbw busbw #wrong time algbw busbw #wrong" ] ||
+    fail "header: '$hdr'"
+  units=$(grep -m1 '^#  *(B)' "$tmp/out" | tr -s ' ')
+  [ "$units" = "# (B) (elements) (us) (GB/s) (GB/s) (us) (GB/s) (GB/s) " ] || fail "units: '$units'"
+  # 3 collectives x 3 sizes; every line has 13 columns: numbers, then type, redop, root.
+  rows=$(grep -c '^ *[0-9]' "$tmp/out")
+  [ "$rows" = 9 ] || fail "$rows lines, want 9: $(cat "$tmp/out")"
+  awk '/^ *[0-9]/ {
+         if (NF != 13) { print "columns " NF ": " $0; bad = 1 }
+         if ($3 != "float32") { print "type: " $0; bad = 1 }
+         for (i = 6; i <= 13; i++) if ($i !~ /^[0-9.e+-]+$/) { print "field " i ": " $0; bad = 1 }
+         if ($9 != 0 || $13 != 0) { print "#wrong: " $0; bad = 1 }
+       } END { exit bad }' "$tmp/out" || fail "bad lines"
+  grep -q '^ *1024 *256 *float32 *sum *-1 ' "$tmp/out" || fail "no all_reduce 1 KiB line"
+  grep -q '^ *1024 *128 *float32 *none *-1 ' "$tmp/out" || fail "no all_gather 1 KiB line"
+  grep -q '^ *1024 *256 *float32 *none *0 ' "$tmp/out" || fail "no broadcast 1 KiB line"
+  grep -q '^# Out of bounds values : 0 OK' "$tmp/out" || fail "no footer"
+  grep -q '^# Avg bus bandwidth *: [0-9]' "$tmp/out" || fail "no average"
+  grep -q '^# Summary: 18 results, avg busbw [0-9.e+-]* GB/s, #wrong total 0 OK' "$tmp/out" ||
+    fail "no summary: $(tail -2 "$tmp/out")"
+  python3 "$here/bench_json.py" "$tmp/r.json" "$tmp/r.csv" || fail "the JSON or CSV does not conform"
+  python3 - "$tmp/r.json" <<'EOF' || fail "JSON content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["backend"] == "host" and d["nranks"] == 2 and d["ranks_are"] == "threads", d
+assert d["machine"]["gpus"] == [], d["machine"]
+rows = d["results"]
+assert len(rows) == 18, len(rows)
+first = rows[0]
+assert (first["collective"], first["bytes"], first["count"], first["dtype"], first["op"],
+        first["root"], first["inplace"]) == ("all_reduce", 1024, 256, "float32", "sum", -1, False), first
+assert rows[1]["inplace"] is True
+assert {r["iters"] for r in rows} == {3} and {r["warmup"] for r in rows} == {1}
+EOF
+  # The schema checker itself must catch a wrong factor and a missing field.
+  python3 - "$tmp/r.json" "$tmp/bad.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["results"][0]["busbw_gbs"] *= 3
+del d["results"][1]["wrong"]
+json.dump(d, open(sys.argv[2], "w"))
+EOF
+  python3 "$here/bench_json.py" "$tmp/bad.json" >"$tmp/bad.out" && fail "a wrong JSON passed the schema check"
+  grep -q "busbw_gbs" "$tmp/bad.out" || fail "schema check missed the factor: $(cat "$tmp/bad.out")"
+  grep -q "no field 'wrong'" "$tmp/bad.out" || fail "schema check missed the field: $(cat "$tmp/bad.out")"
+  # Linear steps from 0: 0, 16 and 32 bytes.
+  "$MGCOMM" bench -t 2 -c all_reduce -b 0 -e 32 -i 16 -n 1 -w 0 >"$tmp/out" 2>&1 || fail "-i: exit $?"
+  [ "$(awk '/^ *[0-9]/ { printf "%s ", $1 }' "$tmp/out")" = "0 16 32 " ] || fail "-i: $(cat "$tmp/out")"
+  # In place only: collectives without an in-place form say so and are skipped.
+  "$MGCOMM" bench -t 2 -c all_to_all,sendrecv,all_reduce --inplace 1 -b 1K -e 1K -n 1 -w 0 \
+    >"$tmp/out" 2>&1 || fail "--inplace 1: exit $?: $(cat "$tmp/out")"
+  [ "$(grep -c 'has no in-place form' "$tmp/out")" = 2 ] || fail "--inplace 1: $(cat "$tmp/out")"
+  grep -q '^# Summary: 1 results' "$tmp/out" || fail "--inplace 1: $(tail -1 "$tmp/out")"
+  echo "bench table: ok"
+  ;;
+
+factors)
+  need_python
+  for n in 2 3 4; do
+    "$MGCOMM" bench -t $n -c all -b 4K -e 4K -n 2 -w 0 --json "$tmp/f$n.json" >"$tmp/out" 2>&1 ||
+      fail "-t $n: exit $?: $(tail -5 "$tmp/out")"
+    python3 "$here/bench_json.py" "$tmp/f$n.json" || fail "-t $n: factors"
+    python3 - "$tmp/f$n.json" $n <<'EOF' || fail "-t $n: factor values"
+import json, sys
+d, n = json.load(open(sys.argv[1])), int(sys.argv[2])
+want = {"all_reduce": 2 * (n - 1) / n, "all_gather": (n - 1) / n, "reduce_scatter": (n - 1) / n,
+        "all_to_all": (n - 1) / n, "gather": (n - 1) / n, "scatter": (n - 1) / n,
+        "broadcast": 1, "reduce": 1, "sendrecv": 1}
+seen = set()
+for r in d["results"]:
+    f = r["busbw_gbs"] / r["algbw_gbs"]
+    assert abs(f - want[r["collective"]]) < 1e-4, (r, f)
+    seen.add(r["collective"])
+assert seen == set(want), seen
+EOF
+  done
+  echo "bench factors: ok"
+  ;;
+
+checks)
+  # Real collectives of every dtype and op, on 3 ranks (not a power of two: avg's 1/3 rounds),
+  # in and out of place; then 8 ranks with the narrowest types.
+  for d in int8 uint8 int32 uint32 int64 uint64 float16 float32 float64 bfloat16 float8_e4m3 float8_e5m2; do
+    for o in sum prod max min avg; do
+      "$MGCOMM" bench -t 3 -c all_reduce,reduce_scatter,reduce -r 2 -d $d -o $o -b 96 -e 6K -f 8 \
+        -n 1 -w 0 >"$tmp/out" 2>&1 || fail "-d $d -o $o: exit $?: $(grep -v '^#' "$tmp/out" | head -5)"
+    done
+    "$MGCOMM" bench -t 3 -c all_gather,all_to_all,broadcast,gather,scatter,sendrecv -r 1 -d $d \
+      -b 96 -e 6K -f 8 -n 1 -w 0 >"$tmp/out" 2>&1 || fail "-d $d: exit $?: $(grep -v '^#' "$tmp/out" | head -5)"
+  done
+  for d in float8_e5m2 float8_e4m3 bfloat16 int8; do
+    for o in sum prod avg; do
+      "$MGCOMM" bench -t 8 -c all_reduce,reduce_scatter -d $d -o $o -b 1K -e 1K -n 1 -w 0 \
+        >"$tmp/out" 2>&1 || fail "-t 8 -d $d -o $o: exit $?: $(grep -v '^#' "$tmp/out" | head -5)"
+    done
+  done
+  echo "bench checks: ok"
+  ;;
+
+fault)
+  # The host transport's fault point flips a byte of the first operation's output: the checked
+  # run of all_reduce. The checker must count it and the exit code must be 1.
+  MGCOMM_FAULT=host.corrupt:1:1 "$MGCOMM" bench -t 2 -c all_reduce -b 1K -e 1K >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" = 1 ] || fail "exit $rc, want 1; stdout: $(cat "$tmp/out"); stderr: $(cat "$tmp/err")"
+  awk '/^ *1024 / { if ($9 > 0 || $13 > 0) found = 1 } END { exit !found }' "$tmp/out" ||
+    fail "#wrong is 0: $(grep '^ *1024' "$tmp/out")"
+  grep -q '^# Out of bounds values : [1-9][0-9]* FAILED' "$tmp/out" || fail "footer: $(tail -4 "$tmp/out")"
+  echo "bench fault: ok"
+  ;;
+
+default)
+  start=$(date +%s%N)
+  "$MGCOMM" bench >"$tmp/out" 2>"$tmp/err" || fail "exit $?: $(cat "$tmp/err")"
+  ms=$((($(date +%s%N) - start) / 1000000))
+  limit=${BENCH_DEFAULT_LIMIT_S:-30}
+  echo "default run: $ms ms (limit $limit s)"
+  [ "$ms" -lt $((limit * 1000)) ] || fail "the default run took $ms ms, more than $limit s"
+  grep -q "^# mgcomm bench .*: backend [a-z]* (auto: " "$tmp/out" ||
+    fail "does not say which backend and why: $(head -3 "$tmp/out")"
+  for c in all_reduce all_gather reduce_scatter; do
+    grep -q "^# Collective: $c" "$tmp/out" || fail "no $c"
+  done
+  grep -q '^ *33554432 ' "$tmp/out" || fail "does not reach 32 MiB"
+  grep -q '^ *8 *2 *float32 *sum' "$tmp/out" || fail "does not start at 8 B"
+  grep -q "#wrong total 0 OK" "$tmp/out" || fail "summary: $(tail -1 "$tmp/out")"
+  echo "bench default: ok"
+  ;;
+
+plot)
+  need_python
+  command -v gnuplot >/dev/null || {
+    echo "SKIP: gnuplot is not installed (bench/plot.sh installs it; the test does not)"
+    exit 77
+  }
+  for n in 2 3; do
+    "$MGCOMM" bench -t $n -c all_reduce -b 1K -e 64K -n 2 -w 0 --json "$tmp/p$n.json" >/dev/null 2>&1 ||
+      fail "bench -t $n"
+  done
+  "$root/bench/plot.sh" "$tmp/p2.json" "$tmp/p3.json" "$tmp/plot.png" >"$tmp/out" 2>&1 ||
+    fail "plot.sh: $(cat "$tmp/out")"
+  [ "$(head -c 4 "$tmp/plot.png" | od -An -c | tr -d ' ')" = "211PNG" ] || fail "not a PNG"
+  echo "bench plot: ok"
+  ;;
+
+*)
+  echo "usage: bench_cli.sh args|table|factors|checks|fault|default|plot"
+  exit 2
+  ;;
+esac

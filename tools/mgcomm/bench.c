@@ -1,0 +1,271 @@
+/*
+ * bench.c -- `mgcomm bench`: options, the choice of backend and ranks, and the exit code
+ * (0 all good, 1 a wrong result or a failure while running, 2 bad input: one line on stderr).
+ * With no arguments it runs the quick default: all_reduce, all_gather and reduce_scatter of
+ * float32 from 8 B to 64 MiB by factor 4, on 2 ranks of the best backend available.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "cli.h"
+
+#define MG_BENCH_MAX_RANKS 1024  /* threads of one process */
+#define MG_BENCH_MAX_SIZES 10000 /* lines of one sweep: more is a typo, not a benchmark */
+
+static const char mg_bench_usage[] =
+    "usage: mgcomm bench [-c coll[,coll...]] [-b minbytes] [-e maxbytes] [-f factor | -i increment]\n"
+    "                    [-d dtype] [-o op] [-r root] [--backend auto|host|nccl] [-g ngpus | -t nthreads]\n"
+    "                    [-n iters] [-w warmup] [--inplace 0|1|both] [--check 0|1]\n"
+    "                    [--json FILE] [--csv FILE]\n"
+    "\n"
+    "Measures mgcomm's collectives as nccl-tests does (same columns, units and bus-bandwidth\n"
+    "factors) and checks every result. With no arguments: a quick default run.\n"
+    "\n"
+    "  -c  collectives, comma-separated, or all: all_reduce all_gather reduce_scatter all_to_all\n"
+    "      broadcast reduce gather scatter sendrecv (default all_reduce,all_gather,reduce_scatter)\n"
+    "  -b, -e  smallest and largest size in bytes, with K, M or G (default 8 and 64M)\n"
+    "  -f  multiply the size by this factor, >= 2 (default 4); -i  add this many bytes instead\n"
+    "  -d  data type: float32 (default), float16, bfloat16, float64, float8_e4m3, float8_e5m2,\n"
+    "      int8, uint8, int32, uint32, int64, uint64 (or nccl-tests' names: float, half, ...)\n"
+    "  -o  reduction: sum (default), prod, max, min, avg\n"
+    "  -r  root of broadcast, reduce, gather, scatter (default 0)\n"
+    "  --backend  auto (default: NCCL with a GPU, else host; MGCOMM_BACKEND overrides), host, nccl\n"
+    "  -t  ranks as threads of this process on the host backend (default 2)\n"
+    "  -g  ranks as GPUs of this process on the NCCL backend\n"
+    "  -n, -w  timed and warm-up iterations per size (default adaptive: up to 20 and 5,\n"
+    "      fewer for large sizes)\n"
+    "  --inplace  0 out of place only, 1 in place only, both (default)\n"
+    "  --check  1 checks every result (default), 0 does not\n"
+    "  --json FILE, --csv FILE  also write the results there (fields: docs/bench.md)\n"
+    "\n"
+    "Exit code: 0 ok, 1 a wrong result or a failure while running, 2 bad input.\n";
+
+/* One line on stderr; returns 2, the exit code of bad input. */
+static int mg_bench_bad(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "mgcomm bench: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  return 2;
+}
+
+/* A size with an optional K, M or G (powers of 1024). 0 or -1. */
+static int mg_bench_parse_size(const char *s, size_t *out) {
+  char *end;
+  errno = 0;
+  if (*s < '0' || *s > '9') return -1;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0) return -1;
+  unsigned shift = 0;
+  switch (*end) {
+    case 'k': case 'K': shift = 10, end++; break;
+    case 'm': case 'M': shift = 20, end++; break;
+    case 'g': case 'G': shift = 30, end++; break;
+    default: break;
+  }
+  if (*end != '\0' || v > (SIZE_MAX >> shift)) return -1;
+  *out = (size_t)v << shift;
+  return 0;
+}
+
+/* An int in [lo, hi]. 0 or -1. */
+static int mg_bench_parse_int(const char *s, int lo, int hi, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+static int mg_bench_parse_colls(const char *list, mg_bench_opts_t *o) {
+  o->ncolls = 0;
+  if (strcmp(list, "all") == 0) {
+    for (int c = 0; c < MG_BENCH_COLL_COUNT; c++) o->colls[o->ncolls++] = c;
+    return 0;
+  }
+  char buf[256];
+  if (strlen(list) >= sizeof buf) return mg_bench_bad("-c '%.40s...': too long", list);
+  strcpy(buf, list);
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int c = mg_bench_coll_from_name(tok);
+    if (c < 0)
+      return mg_bench_bad("unknown collective '%s' (all_reduce, all_gather, reduce_scatter, "
+                          "all_to_all, broadcast, reduce, gather, scatter, sendrecv, all)", tok);
+    for (int i = 0; i < o->ncolls; i++)
+      if (o->colls[i] == c) return mg_bench_bad("-c names %s twice", tok);
+    o->colls[o->ncolls++] = c;
+  }
+  return o->ncolls ? 0 : mg_bench_bad("-c '%s' names no collective", list);
+}
+
+/* Parses argv into o; 0, or 2 after one line on stderr. *help is set by -h / --help. */
+static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, const char **json,
+                          const char **csv, int *help) {
+  int threads = 0, gpus = 0;
+  size_t factor = 0, increment = 0;
+  const char *backend = "auto";
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      *help = 1;
+      return 0;
+    }
+    if (i + 1 >= argc) return mg_bench_bad("%s: unknown option, or it needs a value", a);
+    const char *v = argv[++i];
+    int bad = 0;
+    if (strcmp(a, "-c") == 0) {
+      if (mg_bench_parse_colls(v, o) != 0) return 2;
+    } else if (strcmp(a, "-b") == 0) {
+      bad = mg_bench_parse_size(v, &o->minbytes);
+    } else if (strcmp(a, "-e") == 0) {
+      bad = mg_bench_parse_size(v, &o->maxbytes);
+    } else if (strcmp(a, "-f") == 0) {
+      int f;
+      if (mg_bench_parse_int(v, INT_MIN, INT_MAX, &f) != 0) return mg_bench_bad("-f '%s' is not a number", v);
+      if (f < 2) return mg_bench_bad("-f %d: the factor must be at least 2", f);
+      factor = (size_t)f;
+    } else if (strcmp(a, "-i") == 0) {
+      bad = mg_bench_parse_size(v, &increment) || increment == 0;
+    } else if (strcmp(a, "-d") == 0) {
+      if (mg_dtype_from_name(v, &o->dtype) != MG_OK)
+        return mg_bench_bad("unknown data type '%s' (float32, float16, bfloat16, float64, "
+                            "float8_e4m3, float8_e5m2, int8, uint8, int32, uint32, int64, uint64)", v);
+    } else if (strcmp(a, "-o") == 0) {
+      if (mg_op_from_name(v, &o->op) != MG_OK)
+        return mg_bench_bad("unknown reduction op '%s' (sum, prod, max, min, avg)", v);
+    } else if (strcmp(a, "-r") == 0) {
+      bad = mg_bench_parse_int(v, 0, INT_MAX, &o->root);
+    } else if (strcmp(a, "--backend") == 0) {
+      if (strcmp(v, "auto") != 0 && strcmp(v, "host") != 0 && strcmp(v, "nccl") != 0)
+        return mg_bench_bad("--backend '%s': auto, host or nccl", v);
+      backend = v;
+    } else if (strcmp(a, "-t") == 0) {
+      bad = mg_bench_parse_int(v, 1, MG_BENCH_MAX_RANKS, &threads);
+    } else if (strcmp(a, "-g") == 0) {
+      bad = mg_bench_parse_int(v, 1, MG_BENCH_MAX_RANKS, &gpus);
+    } else if (strcmp(a, "-n") == 0) {
+      bad = mg_bench_parse_int(v, 1, 1000000, &o->iters);
+    } else if (strcmp(a, "-w") == 0) {
+      bad = mg_bench_parse_int(v, 0, 1000000, &o->warmup);
+    } else if (strcmp(a, "--inplace") == 0) {
+      if (strcmp(v, "0") == 0) o->inplace_modes = 1;
+      else if (strcmp(v, "1") == 0) o->inplace_modes = 2;
+      else if (strcmp(v, "both") == 0) o->inplace_modes = 3;
+      else bad = 1;
+    } else if (strcmp(a, "--check") == 0) {
+      bad = mg_bench_parse_int(v, 0, 1, &o->check);
+    } else if (strcmp(a, "--json") == 0) {
+      *json = v;
+    } else if (strcmp(a, "--csv") == 0) {
+      *csv = v;
+    } else {
+      return mg_bench_bad("unknown option '%s'", a);
+    }
+    if (bad) return mg_bench_bad("%s '%s': not a valid value", a, v);
+  }
+
+  if (factor && increment) return mg_bench_bad("-f and -i exclude each other");
+  if (increment) o->factor = 0, o->increment = increment;
+  if (factor) o->factor = factor;
+  if (o->minbytes > o->maxbytes)
+    return mg_bench_bad("-b %zu is larger than -e %zu", o->minbytes, o->maxbytes);
+  if (o->factor && o->minbytes == 0) return mg_bench_bad("-b 0 with a factor: sizes never grow");
+  if (o->increment && (o->maxbytes - o->minbytes) / o->increment >= MG_BENCH_MAX_SIZES)
+    return mg_bench_bad("-b, -e and -i give more than %d sizes", MG_BENCH_MAX_SIZES);
+  if (threads && gpus) return mg_bench_bad("-t and -g exclude each other");
+
+  /* Backend and ranks. */
+  mg_backend_t want = strcmp(backend, "host") == 0   ? MG_BACKEND_HOST
+                      : strcmp(backend, "nccl") == 0 ? MG_BACKEND_NCCL
+                                                     : MG_BACKEND_AUTO;
+  if (gpus) {
+    if (want == MG_BACKEND_HOST) return mg_bench_bad("-g: GPUs need the nccl backend, not host");
+    want = MG_BACKEND_NCCL;
+  }
+  if (threads && want == MG_BACKEND_NCCL)
+    return mg_bench_bad("-t: ranks as threads run on the host backend, not nccl");
+  if (threads) want = MG_BACKEND_HOST;
+  mg_status_t st = mg_backend_resolve(want, &o->backend, o->backend_reason,
+                                      sizeof o->backend_reason);
+  if (st != MG_OK) return mg_bench_bad("%s", mg_last_error());
+  if (o->backend != MG_BACKEND_HOST)
+    return mg_bench_bad("the %s backend was chosen (%s), but this version of mgcomm bench runs "
+                        "ranks on the host backend only: use --backend host",
+                        mg_backend_name(o->backend), o->backend_reason);
+  o->nranks = threads ? threads : 2;
+  if (o->root >= o->nranks)
+    return mg_bench_bad("-r %d is not a rank of %d", o->root, o->nranks);
+  return 0;
+}
+
+static FILE *mg_bench_open(const char *path) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) fprintf(stderr, "mgcomm bench: cannot write %s: %s\n", path, strerror(errno));
+  return f;
+}
+
+/* Closes f; 0, or -1 after a message when something could not be written. */
+static int mg_bench_close(FILE *f, const char *path) {
+  int bad = ferror(f);
+  bad |= fclose(f) != 0;
+  if (bad) fprintf(stderr, "mgcomm bench: could not write all of %s\n", path);
+  return bad ? -1 : 0;
+}
+
+int mg_cli_bench(int argc, char **argv) {
+  mg_bench_opts_t o = {
+      .colls = {MG_BENCH_ALL_REDUCE, MG_BENCH_ALL_GATHER, MG_BENCH_REDUCE_SCATTER},
+      .ncolls = 3,
+      .minbytes = 8,
+      .maxbytes = (size_t)64 << 20,
+      .factor = 4,
+      .dtype = MG_FLOAT32,
+      .op = MG_SUM,
+      .iters = -1,
+      .warmup = -1,
+      .inplace_modes = 3,
+      .check = 1,
+  };
+  const char *json_path = NULL, *csv_path = NULL;
+  int help = 0;
+  if (mg_bench_parse(argc, argv, &o, &json_path, &csv_path, &help) != 0) return 2;
+  if (help) {
+    fputs(mg_bench_usage, stdout);
+    return 0;
+  }
+  FILE *json = json_path ? mg_bench_open(json_path) : NULL;
+  FILE *csv = csv_path ? mg_bench_open(csv_path) : NULL;
+  if ((json_path && !json) || (csv_path && !csv)) {
+    if (json) fclose(json);
+    if (csv) fclose(csv);
+    return 2;
+  }
+
+  if (argc == 0)
+    printf("# no arguments: the quick default (mgcomm bench -c all_reduce,all_gather,"
+           "reduce_scatter -b 8 -e 64M -f 4 -t 2); mgcomm bench --help lists the options\n");
+  mg_bench_print_preamble(stdout, &o);
+  mg_bench_results_t res = {0};
+  int status = mg_bench_run(&o, &res);
+  mg_bench_print_footer(stdout, &res, -1);
+  for (size_t i = 0; i < res.n; i++)
+    if (res.rows[i].wrong) status = 1;
+  if (json) {
+    mg_bench_write_json(json, &o, &res);
+    if (mg_bench_close(json, json_path) != 0) status = 1;
+  }
+  if (csv) {
+    mg_bench_write_csv(csv, &o, &res);
+    if (mg_bench_close(csv, csv_path) != 0) status = 1;
+  }
+  free(res.rows);
+  return status;
+}

@@ -1,0 +1,164 @@
+/*
+ * bench_report.c -- what `mgcomm bench` writes: the table on stdout, with nccl-tests' columns,
+ * widths and units (so that tools reading nccl-tests output read ours), the JSON document and
+ * the CSV rows. The JSON field names are fixed: other tools read them (docs/bench.md).
+ */
+#include <math.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+static const char *mg_bench_row_op(const mg_bench_opts_t *o, mg_bench_coll_t c) {
+  return mg_bench_coll_reduces(c) ? mg_op_name(o->op) : "none";
+}
+
+void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o) {
+  fprintf(f, "# mgcomm bench %s: backend %s (%s)\n", mg_version_string(),
+          mg_backend_name(o->backend), o->backend_reason);
+  fprintf(f, "# nranks %d (threads of this process)  minBytes %zu maxBytes %zu step: %zu(%s)",
+          o->nranks, o->minbytes, o->maxbytes, o->factor ? o->factor : o->increment,
+          o->factor ? "factor" : "bytes");
+  if (o->iters > 0)
+    fprintf(f, "  iters: %d", o->iters);
+  else
+    fprintf(f, "  iters: adaptive, %d to %d (about %.1f s per size; -n fixes it)",
+            MG_BENCH_ITERS_MIN, MG_BENCH_ITERS_DEFAULT, MG_BENCH_SIZE_BUDGET_S);
+  if (o->warmup >= 0)
+    fprintf(f, "  warmup iters: %d", o->warmup);
+  else
+    fprintf(f, "  warmup iters: adaptive, %d to %d (-w fixes it)", MG_BENCH_WARMUP_MIN,
+            MG_BENCH_WARMUP_DEFAULT);
+  fprintf(f, "  validation: %d\n", o->check);
+  fprintf(f, "# time: median over iterations of (last rank's end - last rank's start), monotonic "
+             "clock; algbw = bytes / time; busbw = algbw x nccl-tests' factor\n");
+}
+
+void mg_bench_print_header(FILE *f, mg_bench_coll_t c) {
+  fprintf(f, "#\n# Collective: %s\n", mg_bench_coll_name(c));
+  fprintf(f, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place"
+             "          \n", "", "", "", "", "");
+  fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size",
+          "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+          "busbw", "#wrong");
+  fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)",
+          "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
+          "");
+}
+
+/* value in at most width characters: the most decimals that fit, else exponent form. */
+static void mg_bench_fit(char *s, int width, double v) {
+  for (int d = 2; d >= 0; d--)
+    if (snprintf(s, (size_t)width + 1, "%*.*f", width, d, v) <= width) return;
+  snprintf(s, (size_t)width + 1, "%*.*e", width, width >= 7 ? 1 : 0, v);
+}
+
+static void mg_bench_print_body(FILE *f, const mg_bench_opts_t *o, const mg_bench_result_t *r) {
+  if (r == NULL) {
+    fprintf(f, "  %7s  %6s  %6s  %6s", "", "", "", "");
+    return;
+  }
+  char t[8], a[7], b[7];
+  mg_bench_fit(t, 7, r->time_us);
+  mg_bench_fit(a, 6, r->algbw_gbs);
+  mg_bench_fit(b, 6, r->busbw_gbs);
+  if (o->check)
+    fprintf(f, "  %7s  %6s  %6s  %6g", t, a, b, (double)r->wrong);
+  else
+    fprintf(f, "  %7s  %6s  %6s  %6s", t, a, b, "N/A");
+}
+
+void mg_bench_print_line(FILE *f, const mg_bench_opts_t *o, const mg_bench_result_t *oop,
+                         const mg_bench_result_t *ip) {
+  const mg_bench_result_t *r = oop ? oop : ip;
+  fprintf(f, "%12zu  %12zu  %8s  %6s  %6d", r->g.bytes, r->g.count, mg_dtype_name(o->dtype),
+          mg_bench_row_op(o, r->coll), r->root);
+  mg_bench_print_body(f, o, oop);
+  mg_bench_print_body(f, o, ip);
+  fprintf(f, "\n");
+}
+
+void mg_bench_print_footer(FILE *f, const mg_bench_results_t *res, int c) {
+  uint64_t wrong = 0;
+  double bw = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < res->n; i++) {
+    if (c >= 0 && (int)res->rows[i].coll != c) continue;
+    wrong += res->rows[i].wrong;
+    bw += res->rows[i].busbw_gbs;
+    n++;
+  }
+  const double avg = n ? bw / (double)n : 0.0;
+  if (c >= 0) {
+    fprintf(f, "# %-20s : %llu %s\n", "Out of bounds values", (unsigned long long)wrong,
+            wrong ? "FAILED" : "OK");
+    fprintf(f, "# %-20s : %g\n", "Avg bus bandwidth", avg);
+  } else {
+    fprintf(f, "#\n# Summary: %zu results, avg busbw %g GB/s, #wrong total %llu %s\n", n, avg,
+            (unsigned long long)wrong, wrong ? "FAILED" : "OK");
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Files */
+
+static void mg_bench_json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      fprintf(f, "\\%c", ch);
+    else if (ch < 0x20)
+      fprintf(f, "\\u%04x", ch);
+    else
+      fputc(ch, f);
+  }
+  fputc('"', f);
+}
+
+/* Finite numbers only: JSON has no NaN or infinity. */
+static double mg_bench_finite(double v) { return isfinite(v) ? v : 0.0; }
+
+void mg_bench_write_json(FILE *f, const mg_bench_opts_t *o, const mg_bench_results_t *res) {
+  char host[256] = "";
+  /* On failure the host stays "": the name is information, not a reason to fail the run. */
+  (void)gethostname(host, sizeof host - 1);
+  char date[32];
+  time_t now = time(NULL);
+  struct tm tm;
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+  fprintf(f, "{\"mgcomm_version\": ");
+  mg_bench_json_str(f, mg_version_string());
+  fprintf(f, ", \"backend\": \"%s\", \"backend_reason\": ", mg_backend_name(o->backend));
+  mg_bench_json_str(f, o->backend_reason);
+  fprintf(f, ", \"nranks\": %d, \"ranks_are\": \"threads\", \"date\": \"%s\",\n", o->nranks, date);
+  fprintf(f, " \"machine\": {\"host\": ");
+  mg_bench_json_str(f, host);
+  fprintf(f, ", \"cpus\": %ld, \"gpus\": []},\n \"results\": [", sysconf(_SC_NPROCESSORS_ONLN));
+  for (size_t i = 0; i < res->n; i++) {
+    const mg_bench_result_t *r = &res->rows[i];
+    fprintf(f,
+            "%s\n  {\"collective\": \"%s\", \"bytes\": %zu, \"count\": %zu, \"dtype\": \"%s\", "
+            "\"op\": \"%s\", \"root\": %d, \"inplace\": %s, \"time_us\": %.6g, \"algbw_gbs\": "
+            "%.6g, \"busbw_gbs\": %.6g, \"wrong\": %llu, \"iters\": %d, \"warmup\": %d}",
+            i ? "," : "", mg_bench_coll_name(r->coll), r->g.bytes, r->g.count,
+            mg_dtype_name(o->dtype), mg_bench_row_op(o, r->coll), r->root,
+            r->inplace ? "true" : "false", mg_bench_finite(r->time_us),
+            mg_bench_finite(r->algbw_gbs), mg_bench_finite(r->busbw_gbs),
+            (unsigned long long)r->wrong, r->iters, r->warmup);
+  }
+  fprintf(f, "\n ]}\n");
+}
+
+void mg_bench_write_csv(FILE *f, const mg_bench_opts_t *o, const mg_bench_results_t *res) {
+  fprintf(f, "collective,bytes,count,dtype,op,root,inplace,time_us,algbw_gbs,busbw_gbs,wrong,"
+             "iters,warmup\n");
+  for (size_t i = 0; i < res->n; i++) {
+    const mg_bench_result_t *r = &res->rows[i];
+    fprintf(f, "%s,%zu,%zu,%s,%s,%d,%s,%.6g,%.6g,%.6g,%llu,%d,%d\n", mg_bench_coll_name(r->coll),
+            r->g.bytes, r->g.count, mg_dtype_name(o->dtype), mg_bench_row_op(o, r->coll), r->root,
+            r->inplace ? "true" : "false", mg_bench_finite(r->time_us),
+            mg_bench_finite(r->algbw_gbs), mg_bench_finite(r->busbw_gbs),
+            (unsigned long long)r->wrong, r->iters, r->warmup);
+  }
+}
