@@ -11,7 +11,7 @@
  * Two builds:
  *  - with MGCOMM_FUZZ=ON and clang, `store_fuzz` links libFuzzer (-fsanitize=fuzzer,address):
  *      build-fuzz/tests/fuzz/store_fuzz -max_total_time=30 build-fuzz/tests/fuzz/corpus-store
- *    (tests/fuzz/boot.cmake registers exactly that as the CTest `store_fuzz`, after writing the
+ *    (tests/fuzz/boot.cmake registers that as the CTest `fuzz_store`, after writing the
  *    seed corpus with `store_fuzz_replay --write-seeds DIR`);
  *  - always, `store_fuzz_replay`: this file with a main() that runs the seeds and a fixed number
  *    of deterministic mutations of them through the same target (CTest `store_fuzz_replay`).

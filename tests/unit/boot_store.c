@@ -121,6 +121,28 @@ static void test_limits(mg_store_t *s) {
   ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_store_set(s, "k", big, MG_STORE_VALUE_MAX + 1, 0));
   /* the connection is still good after client-side refusals */
   ASSERT_OK(mg_store_set(s, "after", "1", 1, 0));
+  /* the server holds at most 256 MiB: then MG_ERR_OUT_OF_MEMORY, and room again after deletes */
+  int full_at = -1;
+  for (int i = 0; i < 300; i++) {
+    char k[32];
+    snprintf(k, sizeof k, "fill/%d", i);
+    mg_status_t st = mg_store_set(s, k, big, MG_STORE_VALUE_MAX, 0);
+    if (st == MG_ERR_OUT_OF_MEMORY) {
+      ASSERT_CONTAINS(mg_last_error(), "full");
+      full_at = i;
+      break;
+    }
+    ASSERT_OK(st);
+  }
+  printf("the store refused a set when full, after %d values of 1 MiB\n", full_at);
+  ASSERT(full_at >= 250 && full_at <= 256);
+  for (int i = 0; i < full_at; i++) {
+    char k[32];
+    snprintf(k, sizeof k, "fill/%d", i);
+    ASSERT_OK(mg_store_delete(s, k, NULL, 0));
+  }
+  ASSERT_OK(mg_store_set(s, "fill/again", big, MG_STORE_VALUE_MAX, 0));
+  ASSERT_OK(mg_store_delete(s, "fill/again", NULL, 0));
 }
 
 typedef struct {

@@ -241,10 +241,12 @@ typedef struct {
   int failed;         /* exited non-zero or by a signal */
 } mg_rank_t;
 
+/* In the child, before exec. setenv fails only for want of memory; the program then misses a
+ * variable and mg_comm_init_env names it. */
 static void set_env_int(const char *name, int v) {
   char b[16];
   snprintf(b, sizeof b, "%d", v);
-  setenv(name, b, 1);
+  (void)setenv(name, b, 1);
 }
 
 /* In the child: never returns. */
@@ -268,17 +270,18 @@ static void run_rank(const mg_launch_opts_t *o, const mg_launch_job_t *job, int 
   set_env_int("MGCOMM_RANK", rank);
   set_env_int("MGCOMM_WORLD_SIZE", n);
   set_env_int("MGCOMM_LOCAL_RANK", rank);
-  setenv("MGCOMM_STORE", job->store, 1);
-  if (job->token[0] != '\0') setenv("MGCOMM_JOB_TOKEN", job->token, 1);
+  (void)setenv("MGCOMM_STORE", job->store, 1); /* as set_env_int */
+  if (job->token[0] != '\0') (void)setenv("MGCOMM_JOB_TOKEN", job->token, 1);
   set_env_int("RANK", rank);
   set_env_int("WORLD_SIZE", n);
   set_env_int("LOCAL_RANK", rank);
   set_env_int("LOCAL_WORLD_SIZE", n);
-  setenv("MASTER_ADDR", job->master_addr, 1);
-  setenv("MASTER_PORT", job->master_port, 1);
+  (void)setenv("MASTER_ADDR", job->master_addr, 1); /* as set_env_int */
+  (void)setenv("MASTER_PORT", job->master_port, 1);
   execvp(o->argv[0], o->argv);
   int e = errno;
-  dprintf(2, "mgcomm launch: rank %d: cannot run '%s': %s\n", rank, o->argv[0], strerror(e));
+  /* The exit status says it too, if stderr is gone. */
+  (void)dprintf(2, "mgcomm launch: rank %d: cannot run '%s': %s\n", rank, o->argv[0], strerror(e));
   _exit(e == ENOENT ? 127 : 126);
 }
 
@@ -305,18 +308,19 @@ static void emit_line(int fd, int rank, const char *line, size_t len) {
   free(b);
 }
 
-/* Reads what stream s (0 stdout, 1 stderr) of rank r has; emits whole lines. 0 at end of file. */
-static int pump(mg_rank_t *r, int rank, int s) {
+/* Reads what stream s (0 stdout, 1 stderr) of rank r has; emits whole lines; closes the stream at
+ * its end, after the last partial line. */
+static void pump(mg_rank_t *r, int rank, int s) {
   int fd = s == 0 ? r->out_fd : r->err_fd;
   char buf[8192];
   ssize_t n = read(fd, buf, sizeof buf);
-  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 1;
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
   if (n <= 0) {
     if (r->line_len[s] > 0) emit_line(s == 0 ? 1 : 2, rank, r->line[s], r->line_len[s]);
     r->line_len[s] = 0;
     close(fd); /* read end of our own pipe */
     if (s == 0) r->out_fd = -1; else r->err_fd = -1;
-    return 0;
+    return;
   }
   for (ssize_t k = 0; k < n; k++) {
     if (buf[k] == '\n' || r->line_len[s] == MG_LAUNCH_LINE_MAX) {
@@ -326,7 +330,6 @@ static int pump(mg_rank_t *r, int rank, int s) {
     }
     r->line[s][r->line_len[s]++] = buf[k];
   }
-  return 1;
 }
 
 /* ---- signals and the supervision loop ----------------------------------------------------- */
@@ -496,7 +499,7 @@ int mg_cli_launch(int argc, char **argv) {
     fprintf(stderr, "mgcomm launch: out of memory\n");
     return 1;
   }
-  fflush(NULL);
+  (void)fflush(NULL); /* so children do not repeat our buffered output; nothing is buffered yet */
   pid_t self = getpid();
   int total = o.nproc, started = 0;
   for (int r = 0; r < total; r++) {
