@@ -553,17 +553,20 @@ MG_EXTERN mg_status_t mg_store_close(mg_store_t *store);
  * for config's backend (MG_BACKEND_AUTO resolved on rank 0) and publishes it with the world size;
  * the other ranks connect (retrying until the deadline) and fetch it. Each rank checks that its
  * world size and backend agree with rank 0's and that no other process claimed its rank; then
- * they call mg_comm_init_rank. Every wait is bounded by config's timeout_s (else MGCOMM_TIMEOUT).
- * Collective: every process of the job calls it, the same number of times in the same order; the
- * communicators made by successive calls are distinct. Rank 0's store lives while any
- * communicator it made this way does: destroy the communicators of all ranks together.
+ * they call mg_comm_init_rank. The meeting at the store is bounded by config's timeout_s (else
+ * MGCOMM_TIMEOUT), and so is mg_comm_init_rank after it. Collective: every process of the job
+ * calls it, the same number of times in the same order; the communicators made by successive
+ * calls are distinct, also when earlier ones were destroyed. Rank 0's store lives while any
+ * communicator it made this way does; a rank that finds the store gone while it waits for the id
+ * connects again until the deadline (rank 0 may be serving a new one).
  *
  * Errors: MG_ERR_INVALID_ARGUMENT (out NULL; the environment as above; world size or backend
  * differ from rank 0's; a rank claimed twice), MG_ERR_INVALID_USAGE (config not initialised),
  * MG_ERR_TIMED_OUT (the store or rank 0's id did not come in time; the message names the address
- * and the key), MG_ERR_REMOTE (rank 0's store went away), MG_ERR_SYSTEM (rank 0 cannot bind the
- * address), and the errors of mg_unique_id_create and mg_comm_init_rank. On error *out is
- * untouched and nothing is left behind. */
+ * and the key), MG_ERR_REMOTE (rank 0's store went away, or the address is not an mgcomm
+ * store), MG_ERR_NOT_SUPPORTED (rank 0 runs another version of mgcomm), MG_ERR_SYSTEM (rank 0
+ * cannot bind the address), and the errors of mg_unique_id_create and mg_comm_init_rank. On error
+ * *out is untouched and nothing is left behind. */
 MG_EXTERN mg_status_t mg_comm_init_env(const mg_config_t *config, mg_comm_t **out);
 
 /* ---------------------------------------------------------------------------------------------

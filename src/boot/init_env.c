@@ -70,8 +70,9 @@ static mg_status_t mg__job_acquire(const mg__boot_env_t *env, double timeout_s, 
   if (job == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
   snprintf(job->address, sizeof job->address, "%s", env->address);
   job->rank = env->rank;
-  mg_status_t st = env->rank == 0 ? mg_store_serve(env->address, env->token, timeout_s, &job->store)
-                                  : mg_store_connect(env->address, env->token, timeout_s, &job->store);
+  mg_status_t st =
+      env->rank == 0 ? mg_store_serve(env->address, env->token, timeout_s, &job->store)
+                     : mg_store_connect(env->address, env->token, timeout_s, &job->store);
   if (st < 0) {
     mg__error_prefix("%s: rank %d of %d (%s: %s; store from %s, token from %s)", fn, env->rank,
                      env->size, env->launcher, env->rank_var, env->address_from, env->token_from);
@@ -160,14 +161,16 @@ static mg_status_t mg__meet(mg__boot_job_t *job, const mg__boot_env_t *env, uint
   }
   size_t len = 0;
   left = deadline - mg__now();
-  mg_status_t st = mg_store_get(job->store, key, rec, sizeof rec, &len, left > 0.001 ? left : 0.001);
+  mg_status_t st =
+      mg_store_get(job->store, key, rec, sizeof rec, &len, left > 0.001 ? left : 0.001);
   if (st < 0) {
     mg__error_prefix("%s: rank %d of %d waiting for rank 0's unique id", fn, env->rank, env->size);
     return st;
   }
   if (len != sizeof rec || memcmp(rec, "mgid", 4) != 0 || mg__get32(rec + 4) != 1)
-    return mg__error(MG_ERR_REMOTE, "%s: rank 0's record at %s is not an mgcomm id record", fn,
-                     key);
+    return mg__error(MG_ERR_NOT_SUPPORTED,
+                     "%s: rank 0's id record at %s is not of this version of mgcomm (%s)", fn, key,
+                     mg_version_string());
   int nranks0 = (int)mg__get32(rec + 8);
   mg_backend_t be0 = (mg_backend_t)mg__get32(rec + 12);
   if (nranks0 != env->size)
@@ -175,8 +178,9 @@ static mg_status_t mg__meet(mg__boot_job_t *job, const mg__boot_env_t *env, uint
                      "%s: this process has %s=%d but rank 0 has a world size of %d", fn,
                      env->size_var, env->size, nranks0);
   if (want != MG_BACKEND_AUTO && want != be0)
-    return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: this rank asks for the %s backend, rank 0 chose %s",
-                     fn, mg_backend_name(want) ? mg_backend_name(want) : "unknown",
+    return mg__error(MG_ERR_INVALID_ARGUMENT,
+                     "%s: this rank asks for the %s backend, rank 0 chose %s", fn,
+                     mg_backend_name(want) ? mg_backend_name(want) : "unknown",
                      mg_backend_name(be0) ? mg_backend_name(be0) : "unknown");
   memcpy(id->internal, rec + 16, MG_UNIQUE_ID_BYTES);
   *backend = be0;
@@ -221,15 +225,12 @@ mg_status_t mg_comm_init_env(const mg_config_t *config, mg_comm_t **out) {
   for (;;) {
     int fresh = 0;
     double left = deadline - mg__now();
-    st = mg__job_acquire(&env, left > 0.001 ? left : 0.001, fn, &job, &fresh);
-    if (st >= 0) {
-      st = mg__meet(job, &env, call, cfg.backend, deadline, fn, &id, &backend);
-      if (st >= 0) break;
-      mg__boot_release(job);
-      job = NULL;
-    } else {
-      fresh = 1;
-    }
+    /* Connecting retries by itself, also when a store closes during the handshake. */
+    MG_CHECK(mg__job_acquire(&env, left > 0.001 ? left : 0.001, fn, &job, &fresh));
+    st = mg__meet(job, &env, call, cfg.backend, deadline, fn, &id, &backend);
+    if (st >= 0) break;
+    mg__boot_release(job);
+    job = NULL;
     if (!(st == MG_ERR_REMOTE && fresh && env.rank != 0 && mg__now() < deadline)) return st;
     /* The store this call connected to closed: rank 0 may be replacing its old one. */
     MG_INFO(MG_SUBSYS_BOOT, "%s: the store %s went away (%s); connecting again", fn, env.address,

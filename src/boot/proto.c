@@ -92,7 +92,8 @@ int mg__proto_header(const uint8_t *hdr, int want_reply, uint8_t *opcode, uint32
   }
   uint8_t op = hdr[5];
   if (((op & MG__OP_REPLY) != 0) != (want_reply != 0)) {
-    *why = want_reply ? "a request where a reply was expected" : "a reply where a request was expected";
+    *why = want_reply ? "a request where a reply was expected"
+                      : "a reply where a request was expected";
     return MG__PROTO_BAD;
   }
   uint32_t max = mg__proto_body_max(op);
@@ -200,7 +201,8 @@ int mg__proto_decode_request(uint8_t op, const uint8_t *body, uint32_t len, mg__
   req->op = op;
   switch (op) {
     case MG__OP_HELLO:
-      req->key = mg__rd_bytes(&r, 1, MG_STORE_TOKEN_MAX, "token length out of 1..MG_STORE_TOKEN_MAX");
+      req->key =
+          mg__rd_bytes(&r, 1, MG_STORE_TOKEN_MAX, "token length out of 1..MG_STORE_TOKEN_MAX");
       break;
     case MG__OP_SET:
       req->key = mg__rd_key(&r);
@@ -259,7 +261,8 @@ int mg__proto_decode_reply(uint8_t op, const uint8_t *body, uint32_t len, mg__re
   }
   switch (op) {
     case MG__OP_GET:
-      rep->payload = mg__rd_bytes(&r, 0, MG_STORE_VALUE_MAX, "value longer than MG_STORE_VALUE_MAX");
+      rep->payload =
+          mg__rd_bytes(&r, 0, MG_STORE_VALUE_MAX, "value longer than MG_STORE_VALUE_MAX");
       break;
     case MG__OP_ADD:
       rep->number = mg__rd_i64(&r);

@@ -236,7 +236,9 @@ static void mg__barrier_leave(mg__store_server_t *s, mg__conn_t *c) {
 
 static void mg__conn_close(mg__store_server_t *s, mg__conn_t *c, const char *why) {
   if (c->state == MG__C_DEAD) return;
-  if (why != NULL) MG_INFO(MG_SUBSYS_BOOT, "store %s: closing the connection from %s: %s", s->name, c->peer, why);
+  if (why != NULL)
+    MG_INFO(MG_SUBSYS_BOOT, "store %s: closing the connection from %s: %s", s->name, c->peer,
+            why);
   if (c->state == MG__C_WAIT && c->barrier != NULL) mg__barrier_leave(s, c);
   close(c->fd); /* a dropped client: nothing left to deliver, so close's result does not matter */
   c->fd = -1;
@@ -743,8 +745,10 @@ static void *mg__server_main(void *arg) {
           break;
         case MG__C_WRITE:
           /* The state may have become WRITE in this round (woken); act on POLLOUT only. */
-          if (ev & POLLERR) mg__conn_close(s, c, "socket error");
-          else if (s->pfds[i + 2].events == POLLOUT && (ev & (POLLOUT | POLLHUP))) mg__conn_write(s, c);
+          if (ev & POLLERR)
+            mg__conn_close(s, c, "socket error");
+          else if (s->pfds[i + 2].events == POLLOUT && (ev & (POLLOUT | POLLHUP)))
+            mg__conn_write(s, c);
           break;
       }
     }

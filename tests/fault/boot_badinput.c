@@ -64,7 +64,8 @@ static double expect_closed(int fd, double max_s, uint8_t *got, size_t cap, size
     ssize_t r = recv(fd, buf, sizeof buf, 0);
     if (r == 0 || (r < 0 && errno == ECONNRESET)) break;
     ASSERT(r > 0);
-    if (got != NULL && have < cap) memcpy(got + have, buf, (size_t)r < cap - have ? (size_t)r : cap - have);
+    if (got != NULL && have < cap)
+      memcpy(got + have, buf, (size_t)r < cap - have ? (size_t)r : cap - have);
     have += (size_t)r;
   }
   close(fd);

@@ -111,7 +111,7 @@ static void test_stopped_server(void) {
   double t0 = mg__now();
   ASSERT_STATUS(MG_ERR_TIMED_OUT, mg_store_get(c, "never-set", buf, sizeof buf, &len, 0.5));
   double took = mg__now() - t0;
-  printf("server stopped: get with a 0.5 s deadline returned MG_ERR_TIMED_OUT after %.3f s\n", took);
+  printf("server stopped: get with a 0.5 s deadline: MG_ERR_TIMED_OUT after %.3f s\n", took);
   ASSERT(took >= 0.45 && took < 0.9);
   t0 = mg__now();
   ASSERT_STATUS(MG_ERR_TIMED_OUT, mg_store_set(c, "k", "v", 1, 0.3));
@@ -179,7 +179,8 @@ static void test_killed_client(void) {
   ASSERT_STATUS(MG_ERR_TIMED_OUT, a.got);
   /* three live parties pass */
   pthread_t t2[2];
-  barrier_arg_t a2[2] = {{addr, "kb", 3, 10, MG_ERR_INTERNAL}, {addr, "kb", 3, 10, MG_ERR_INTERNAL}};
+  barrier_arg_t a2[2] = {{addr, "kb", 3, 10, MG_ERR_INTERNAL},
+                         {addr, "kb", 3, 10, MG_ERR_INTERNAL}};
   for (int i = 0; i < 2; i++) ASSERT_EQ(pthread_create(&t2[i], NULL, barrier_thread, &a2[i]), 0);
   ASSERT_OK(mg_store_barrier(srv, "kb", 3, 10));
   for (int i = 0; i < 2; i++) {

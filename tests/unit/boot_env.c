@@ -80,7 +80,8 @@ static void test_launchers(void) {
                   "OMPI_COMM_WORLD_SIZE=4", STORE_AND_TOKEN}});
   ASSERT_STR_EQ(e.launcher, "Open MPI");
   ASSERT_EQ(e.local_rank, -1); /* Open MPI's local rank absent here */
-  e = ok((env_t){{"SLURM_PROCID=0", "SLURM_NTASKS=1", "PMI_RANK=1", "PMI_SIZE=2", STORE_AND_TOKEN}});
+  e = ok((env_t){
+      {"SLURM_PROCID=0", "SLURM_NTASKS=1", "PMI_RANK=1", "PMI_SIZE=2", STORE_AND_TOKEN}});
   ASSERT_STR_EQ(e.launcher, "PMI");
   /* an empty variable counts as unset */
   e = ok((env_t){{"MGCOMM_RANK=", "RANK=0", "WORLD_SIZE=1", STORE_AND_TOKEN}});

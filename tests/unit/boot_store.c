@@ -323,7 +323,8 @@ static void test_bad_arguments(mg_store_t *s) {
     ASSERT_CONTAINS(mg_last_error(), "mg_store_connect");
   }
   ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_store_serve(":0", TOKEN, 1, &out));
-  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_store_connect("no-such-host.invalid:5", TOKEN, 1, &out));
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT,
+                mg_store_connect("no-such-host.invalid:5", TOKEN, 1, &out));
   ASSERT(out == (mg_store_t *)&not_a_store); /* never written on failure */
 }
 

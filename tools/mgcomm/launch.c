@@ -380,8 +380,12 @@ static int supervise(const mg_launch_opts_t *o, mg_rank_t *ranks) {
     size_t np = 0;
     pfds[np++] = (struct pollfd){sig_pipe[0], POLLIN, 0};
     for (int i = 0; i < n; i++) {
-      if (ranks[i].out_fd >= 0) { who[np] = 2 * i; pfds[np++] = (struct pollfd){ranks[i].out_fd, POLLIN, 0}; }
-      if (ranks[i].err_fd >= 0) { who[np] = 2 * i + 1; pfds[np++] = (struct pollfd){ranks[i].err_fd, POLLIN, 0}; }
+      for (int k = 0; k < 2; k++) {
+        int fd = k == 0 ? ranks[i].out_fd : ranks[i].err_fd;
+        if (fd < 0) continue;
+        who[np] = 2 * i + k;
+        pfds[np++] = (struct pollfd){fd, POLLIN, 0};
+      }
     }
     open_pipes = (int)np - 1;
     double now = now_s();
