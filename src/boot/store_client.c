@@ -347,7 +347,7 @@ static mg_status_t mg__store_open(const char *address, const char *token, double
   if (out == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
   if (address == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: address is NULL", fn);
   MG_CHECK(mg__timeout_check(timeout_s, fn));
-  const char *tok;
+  const char *tok = NULL;
   MG_CHECK(mg__store_token(token, fn, &tok));
   char host[MG__NET_HOST_MAX];
   int port;
