@@ -2,7 +2,7 @@
 # deadlines, the launcher's exit codes and signal forwarding, and whole jobs started by
 # `mgcomm launch` and by mpirun.
 mg_test(NAME boot_badinput SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/boot_badinput.c LABELS fault
-        TIMEOUT 90 ENV MGCOMM_STORE_FRAME_TIMEOUT=1)
+        TIMEOUT 90 ENV MGCOMM_STORE_FRAME_TIMEOUT=2)
 mg_test(NAME boot_kill SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/boot_kill.c LABELS fault TIMEOUT 90)
 
 # boot_job is one rank of a job, run only under a launcher: built as mg_test builds its programs.

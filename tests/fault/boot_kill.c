@@ -140,7 +140,6 @@ static pid_t fork_client(const char *addr, const char *barrier, int n) {
   char r;
   ASSERT_EQ(read(p[0], &r, 1), 1);
   close(p[0]);
-  sleep_s(0.2); /* time for the barrier request to reach the server */
   return pid;
 }
 
@@ -167,6 +166,13 @@ static void test_killed_client(void) {
   ASSERT_OK(mg_store_serve("127.0.0.1:0", TOKEN, 10, &srv));
   ASSERT_OK(mg_store_address(srv, addr, sizeof addr));
   pid_t pid = fork_client(addr, "kb", 3);
+  /* Make sure the child is in the barrier: a short visit of ours must see 2 of 3 there. */
+  int seen = 0;
+  for (int i = 0; i < 100 && !seen; i++) {
+    ASSERT_STATUS(MG_ERR_TIMED_OUT, mg_store_barrier(srv, "kb", 3, 0.05));
+    seen = strstr(mg_last_error(), "2 of 3 parties") != NULL;
+  }
+  ASSERT(seen);
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   reap(pid, SIGKILL);
   sleep_s(0.1);
