@@ -230,14 +230,15 @@ static mg_status_t mg__dial(mg_store_t *s, double deadline, int retry, const cha
     mg__io_t io = mg__net_connect(s->host, s->port, until, &fd, &err);
     attempts++;
     if (io == MG__IO_OK) {
+      /* Published before the handshake, so that mg_store_close can shut it down. */
+      mg__set_fd(s, fd);
       mg_status_t st = mg__hello(s, fd, deadline, fn);
       if (st >= 0) {
-        mg__set_fd(s, fd);
         MG_INFO(MG_SUBSYS_BOOT, "%s: connected to the store at %s after %d attempt%s", fn,
                 s->address, attempts, attempts == 1 ? "" : "s");
         return MG_OK;
       }
-      close(fd); /* refused or failed handshake: nothing to flush */
+      mg__set_fd(s, -1); /* closes it: refused or failed handshake, nothing to flush */
       if (!(retry && s->last_eof)) return st;
       err = ECONNRESET; /* closed during the handshake: retried like a refusal */
       io = MG__IO_REFUSED;

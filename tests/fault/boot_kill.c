@@ -9,6 +9,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,6 +101,22 @@ static void test_killed_server(void) {
   ASSERT_OK(mg_store_close(idle));
 }
 
+typedef struct {
+  mg_store_t *c;
+  mg_status_t got;
+  double took;
+  atomic_int calling; /* set just before the call */
+} set_arg_t;
+
+static void *slow_set(void *arg) {
+  set_arg_t *a = arg;
+  double t0 = mg__now();
+  atomic_store(&a->calling, 1);
+  a->got = mg_store_set(a->c, "k", "v", 1, 30);
+  a->took = mg__now() - t0;
+  return NULL;
+}
+
 static void test_stopped_server(void) {
   char addr[128];
   pid_t pid = fork_server(addr, sizeof addr);
@@ -117,9 +134,21 @@ static void test_stopped_server(void) {
   ASSERT_STATUS(MG_ERR_TIMED_OUT, mg_store_set(c, "k", "v", 1, 0.3));
   took = mg__now() - t0;
   ASSERT(took >= 0.25 && took < 2.5);
+  /* The connection was dropped; the next call reconnects, and the stopped server's kernel still
+   * accepts, so it waits in the handshake: closing the handle must end that wait at once. */
+  pthread_t t;
+  set_arg_t a = {c, MG_ERR_INTERNAL, 0, 0};
+  ASSERT_EQ(pthread_create(&t, NULL, slow_set, &a), 0);
+  while (!atomic_load(&a.calling)) sleep_s(0.01);
+  sleep_s(0.5);
+  ASSERT_OK(mg_store_close(c));
+  ASSERT_EQ(pthread_join(t, NULL), 0);
+  printf("server stopped: close ended a reconnecting call (30 s deadline) after %.3f s: %s\n",
+         a.took, mg_status_name(a.got));
+  ASSERT_STATUS(MG_ERR_REMOTE, a.got);
+  ASSERT_LT(a.took, 5.0);
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   reap(pid, SIGKILL);
-  ASSERT_OK(mg_store_close(c));
 }
 
 /* A client process: connects, tells the parent, enters a barrier of n, and is killed there. */
