@@ -579,8 +579,8 @@ MG_EXTERN mg_status_t mg_comm_init_env(const mg_config_t *config, mg_comm_t **ou
 /* One MGCOMM_* environment parameter, as read (once) by the library. */
 typedef struct mg_param_info {
   const char *name;          /* "MGCOMM_TIMEOUT" */
-  const char *type;          /* "int", "double", "string" or "choice" */
-  const char *value;         /* the value in effect */
+  const char *type;          /* "int", "double", "string", "choice" or "secret" */
+  const char *value;         /* the value in effect; a secret shows "(set, not shown)" or "" */
   const char *default_value; /* the table's default */
   const char *source;        /* "environment" or "default" (a bad value falls back to default) */
   const char *allowed;       /* "NONE|WARN|INFO|TRACE", "0.001..1e+09", or "" */
