@@ -50,6 +50,9 @@
     "Host backend: bytes of each send/recv channel between two ranks")                         \
   X(HOST_SPIN_US, INT, "50", 0, 1000000, "",                                                   \
     "Host backend: microseconds a waiting rank spins before it sleeps on a futex")             \
+  X(CHECK_POINTERS, INT, "1", 0, 1, "",                                                        \
+    "NCCL backend: 1 checks every buffer with cuPointerGetAttributes before it is enqueued "   \
+    "(memory space, device, extent) and the stream's context; 0 skips these checks")          \
   MG__PARAM_TESTING_ROWS(X)
 
 typedef enum {
