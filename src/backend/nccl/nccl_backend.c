@@ -70,11 +70,8 @@ static void mg__nccl_drop(mg__ncclComm_t *nc) {
 /* ---- availability and ids ----------------------------------------------------------------- */
 
 mg_status_t mg__nccl_available(void) {
-  mg_status_t st = mg__device_init();
-  if (st < 0) {
-    mg__error_prefix("no usable CUDA driver");
-    return MG_ERR_BACKEND_UNAVAILABLE;
-  }
+  mg_status_t st = mg__device_init(); /* its message names the driver and what was tried */
+  if (st < 0) return MG_ERR_BACKEND_UNAVAILABLE;
   int n = 0;
   st = mg_device_count(&n);
   if (st < 0) {

@@ -62,7 +62,9 @@ mg_status_t mg__nccl_config_build(const mg_config_t *in, int version, mg__ncclCo
                                   const char *fn) {
   mg__nccl_config_init(out);
   /* NCCL reads only the fields this version announces: never more than the loaded one has. */
-  if (version < MG__NCCL_CONFIG_LAYOUT_VERSION) out->version = (unsigned)version;
+  out->version = (unsigned)(version < MG__NCCL_CONFIG_LAYOUT_VERSION
+                                ? version
+                                : MG__NCCL_CONFIG_LAYOUT_VERSION);
   out->blocking = 0; /* contract 4: every NCCL communicator is nonblocking */
   for (size_t i = 0; i < MG__NCFG_COUNT; i++) {
     const mg__ncfg_field_t *f = &mg__ncfg_fields[i];
