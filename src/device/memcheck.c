@@ -76,7 +76,7 @@ mg_status_t mg__device_check_buffer(const mg__ptr_attr_t *a, const void *p, size
 mg_status_t mg__device_check_ptr(const void *p, size_t bytes, int device, const char *fn,
                                  const char *arg) {
   if (bytes == 0) return MG_OK;
-  mg__ptr_attr_t a;
+  mg__ptr_attr_t a = {0, 0, 0, 0, 0};
   mg_status_t st = mg__device_ptr_attr(p, &a);
   if (st < 0) {
     mg__error_prefix("%s: %s %p: cannot ask the driver about it", fn, arg, p);

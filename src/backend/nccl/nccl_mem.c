@@ -51,7 +51,7 @@ mg_status_t mg__nccl_mem_free(void *ptr, int device) {
  * in its allocation (host memory has no extent the driver knows). */
 static mg_status_t mg__nccl_copy_side(const void *p, size_t bytes, const char *fn,
                                       const char *arg) {
-  mg__ptr_attr_t a;
+  mg__ptr_attr_t a = {0, 0, 0, 0, 0};
   mg_status_t st = mg__device_ptr_attr(p, &a);
   if (st < 0) {
     mg__error_prefix("%s: %s %p: cannot ask the driver about it", fn, arg, p);
