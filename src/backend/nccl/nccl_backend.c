@@ -231,7 +231,8 @@ static mg_status_t mg__nccl_child(mg_comm_t *comm, mg_comm_t *child, int shrink,
   mg_status_t st = mg__device_ctx_enter(px->ctx, &saved);
   if (st == MG_OK) {
     const char *call = shrink ? "ncclCommShrink" : "ncclCommSplit";
-    px->pending_child = NULL;
+    /* A communicator an earlier, timed-out split finished after all: freed, not overwritten. */
+    mg__nccl_drop(&px->pending_child);
     mg__ncclResult_t r =
         shrink ? mg__nccl.CommShrink(px->nc, exclude, nexclude, &px->pending_child, cfgp, flags)
                : mg__nccl.CommSplit(px->nc, color, key, &px->pending_child, cfgp);
