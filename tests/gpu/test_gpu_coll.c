@@ -28,6 +28,7 @@
  * Every mismatch prints the case, the rank, the index, both values and the allowed difference.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -57,6 +58,7 @@ static size_t cap_el;          /* elements of 8 bytes each buffer holds */
 static int on_host;            /* mode host: the "GPU" side is a second host-backend world */
 static long printed;           /* mismatch lines printed so far (capped) */
 static long cases_run[K_COUNT], wrong_total;
+static pthread_barrier_t ranks_done; /* mode all: the lifecycle threads meet before the end */
 
 /* The side under test: GPU buffers and streams, or host memory in mode host. */
 static void *buf_alloc(int r, size_t bytes) {
@@ -462,7 +464,12 @@ static void lifecycle_rank(int r, void *arg) {
       finalize_destroy(child, r, what);
     }
   }
-  /* The parent still works after its children came and went. */
+  /* The parent still works after its children came and went. One process driving every GPU
+   * waits first until each rank is done with its children: freeing a communicator's memory can
+   * wait for every GPU that maps it, and the last rank (not in the shrink) would otherwise have
+   * a kernel waiting on the others' parent all_reduce already, while they still free (CUDA's
+   * implicit synchronisation; NCCL's documented hazard of several GPUs per process). */
+  if (nlocal > 1) (void)pthread_barrier_wait(&ranks_done);
   snprintf(what, sizeof what, "parent after split and shrink, rank %d", r);
   ASSERT_EQ(allreduce_i64(comm, r, 2, what), 2 * nranks);
   finalize_destroy(comm, r, "parent");
@@ -536,7 +543,9 @@ static int mode_all(void) {
   setup_local();
   run_matrix();
   gu_run_ranks(nranks, mixed_group, NULL);
+  ASSERT_EQ(pthread_barrier_init(&ranks_done, NULL, (unsigned)nranks), 0);
   gu_run_ranks(nranks, lifecycle_rank, NULL);
+  ASSERT_EQ(pthread_barrier_destroy(&ranks_done), 0);
   long wrong = report(on_host ? "host (the test against itself)" : "all", t0);
   teardown_local();
   return wrong == 0 ? 0 : 1;
