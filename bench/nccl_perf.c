@@ -3,7 +3,10 @@
  * bench/nccl_vs_nccl_tests.sh (the same GPUs, the same call, the same method):
  *
  *   nccl_perf bw -g N [-c coll] [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-d dtype]
- *       One process, one thread, N GPUs (mg_comm_init_all). Per size: the warm-up iterations,
+ *                [--impl mgcomm|raw-nonblocking|raw-blocking]
+ *       One process, one thread, N GPUs (mg_comm_init_all; raw-*: NCCL called directly, its
+ *       communicators nonblocking as mgcomm's, or blocking as nccl-tests'), so that a gap to
+ *       nccl-tests can be told apart: NCCL's nonblocking mode, or mgcomm. Per size: the warm-up iterations,
  *       then the timed ones back to back, each one mg_group over the N ranks (nccl-tests -g N
  *       does one ncclGroup per iteration), then a wait for every stream; time = elapsed / iters
  *       on the host clock, as nccl-tests does without -G. Out of place, then in place where
@@ -111,12 +114,74 @@ static size_t parse_size(const char *s) {
 
 /* ---- bandwidth ------------------------------------------------------------------------------ */
 
+enum { IMPL_MGCOMM, IMPL_RAW_NONBLOCKING, IMPL_RAW_BLOCKING };
+static const char *const impl_name[] = {"mgcomm", "raw-nonblocking", "raw-blocking"};
+
 typedef struct {
   mg_bench_coll_t coll;
   size_t minb, maxb, factor;
   int iters, warmup;
   mg_dtype_t dtype;
+  int impl;
 } bw_opts_t;
+
+static mg__ncclComm_t raw[MAXG];
+
+static void nccl_ok(mg__ncclResult_t r, mg__ncclComm_t c, const char *what) {
+  if (r != MG__ncclSuccess && r != MG__ncclInProgress) die(what, mg__nccl_error(r, what, c));
+}
+
+/* Polls c until it leaves ncclInProgress (what a user of nonblocking NCCL must do). */
+static void nccl_settle(mg__ncclComm_t c, const char *what) {
+  for (;;) {
+    mg__ncclResult_t state = MG__ncclSuccess;
+    nccl_ok(mg__nccl.CommGetAsyncError(c, &state), c, "ncclCommGetAsyncError");
+    if (state == MG__ncclSuccess) return;
+    if (state != MG__ncclInProgress) die(what, mg__nccl_error(state, what, c));
+  }
+}
+
+/* Raw communicators of every GPU in one group, as mgcomm's init_all makes them. */
+static void raw_init(int blocking) {
+  mg__ncclUniqueId id;
+  nccl_ok(mg__nccl.GetUniqueId(&id), NULL, "ncclGetUniqueId");
+  mg__ncclConfig_t cfg;
+  mg__nccl_config_init(&cfg);
+  cfg.blocking = blocking;
+  if (mg__lib_version(MG_LIB_NCCL) >= 22800) cfg.nvlinkCentricSched = 1; /* as nccl-tests */
+  nccl_ok(mg__nccl.GroupStart(), NULL, "ncclGroupStart");
+  for (int r = 0; r < ngpus; r++) {
+    CU(mg__cuda.CtxSetCurrent(gpus[r].ctx), "cuCtxSetCurrent");
+    nccl_ok(mg__nccl.CommInitRankConfig(&raw[r], ngpus, id, r, &cfg), NULL, "ncclCommInitRankConfig");
+  }
+  nccl_ok(mg__nccl.GroupEnd(), NULL, "ncclGroupEnd");
+  for (int r = 0; r < ngpus && !blocking; r++) nccl_settle(raw[r], "ncclCommInitRankConfig");
+}
+
+/* One raw NCCL call of collective c for rank r (inside the caller's group). */
+static void raw_call(mg_bench_coll_t c, const void *s, void *d, size_t count, mg_dtype_t dt,
+                     int r) {
+  const mg__ncclComm_t nc = raw[r];
+  const mg__CUstream st = gpus[r].stream;
+  const mg__ncclDataType_t t = (mg__ncclDataType_t)dt;
+  mg__ncclResult_t res = MG__ncclSuccess;
+  switch (c) {
+    case MG_BENCH_ALL_REDUCE: res = mg__nccl.AllReduce(s, d, count, t, MG__ncclSum, nc, st); break;
+    case MG_BENCH_ALL_GATHER: res = mg__nccl.AllGather(s, d, count, t, nc, st); break;
+    case MG_BENCH_REDUCE_SCATTER: res = mg__nccl.ReduceScatter(s, d, count, t, MG__ncclSum, nc, st); break;
+    case MG_BENCH_ALL_TO_ALL:
+      if (!mg__feature(MG_FEATURE_NCCL_COLLECTIVES_2_28)) die("raw all_to_all needs NCCL 2.28", MG_ERR_NOT_SUPPORTED);
+      res = mg__nccl.AlltoAll(s, d, count, t, nc, st);
+      break;
+    case MG_BENCH_BROADCAST: res = mg__nccl.Broadcast(s, d, count, t, 0, nc, st); break;
+    case MG_BENCH_SENDRECV:
+      res = mg__nccl.Send(s, count, t, (r + 1) % ngpus, nc, st);
+      if (res == MG__ncclSuccess) res = mg__nccl.Recv(d, count, t, (r - 1 + ngpus) % ngpus, nc, st);
+      break;
+    default: die("this collective has no raw form here", MG_ERR_INVALID_ARGUMENT);
+  }
+  nccl_ok(res, nc, "a raw NCCL collective");
+}
 
 /* One timed point: seconds per iteration. */
 static double bw_point(const bw_opts_t *o, mg_comm_t **comms, void **sb, void **rb,
@@ -126,6 +191,18 @@ static double bw_point(const bw_opts_t *o, mg_comm_t **comms, void **sb, void **
     const int n = pass == 0 ? o->warmup : o->iters;
     const double t0 = now_s();
     for (int i = 0; i < n; i++) {
+      if (o->impl != IMPL_MGCOMM) {
+        nccl_ok(mg__nccl.GroupStart(), NULL, "ncclGroupStart");
+        for (int r = 0; r < ngpus; r++) {
+          char *send = inplace ? (char *)rb[r] + (size_t)r * g->send_ip_off * e : sb[r];
+          char *recv = (char *)rb[r] + (inplace ? (size_t)r * g->recv_ip_off * e : 0);
+          raw_call(o->coll, send, recv, g->count, o->dtype, r);
+        }
+        nccl_ok(mg__nccl.GroupEnd(), NULL, "ncclGroupEnd");
+        for (int r = 0; r < ngpus && o->impl == IMPL_RAW_NONBLOCKING; r++)
+          nccl_settle(raw[r], "ncclGroupEnd");
+        continue;
+      }
       mg_status_t st = mg_group_begin();
       for (int r = 0; r < ngpus && st == MG_OK; r++) {
         char *send = inplace ? (char *)rb[r] + (size_t)r * g->send_ip_off * e : sb[r];
@@ -149,9 +226,13 @@ static int run_bw(const bw_opts_t *o) {
   mg_library_info_t li;
   if (mg_library_info(MG_LIB_NCCL, &li) == MG_OK && li.version >= 22800)
     cfg.nccl_nvlink_centric_sched = 1; /* as nccl-tests sets it */
-  mg_comm_t *comms[MAXG];
-  mg_status_t st = mg_comm_init_all(&cfg, ngpus, NULL, comms);
-  if (st != MG_OK) die("mg_comm_init_all", st);
+  mg_comm_t *comms[MAXG] = {NULL};
+  if (o->impl == IMPL_MGCOMM) {
+    mg_status_t st = mg_comm_init_all(&cfg, ngpus, NULL, comms);
+    if (st != MG_OK) die("mg_comm_init_all", st);
+  } else {
+    raw_init(o->impl == IMPL_RAW_BLOCKING);
+  }
   size_t smax = 16, rmax = 16;
   for (size_t b = o->minb;; b *= o->factor) {
     mg_bench_geom_t g = mg_bench_geometry(o->coll, b, o->dtype, ngpus);
@@ -162,8 +243,8 @@ static int run_bw(const bw_opts_t *o) {
   }
   void *sb[MAXG], *rb[MAXG];
   for (int r = 0; r < ngpus; r++) sb[r] = gpu_zeroed(r, smax), rb[r] = gpu_zeroed(r, rmax);
-  printf("# nccl_perf bw: mgcomm %s, NCCL backend, %d GPUs of one process, %s, -n %d -w %d\n",
-         mg_version_string(), ngpus, li.version_string, o->iters, o->warmup);
+  printf("# nccl_perf bw: %s (mgcomm %s), %d GPUs of one process, NCCL %s, -n %d -w %d\n",
+         impl_name[o->impl], mg_version_string(), ngpus, li.version_string, o->iters, o->warmup);
   printf("# Collective test starting: %s_perf\n", mg_bench_coll_name(o->coll));
   printf("#       size         count      type   redop    root     time   algbw   busbw #wrong"
          "     time   algbw   busbw #wrong\n");
@@ -188,7 +269,14 @@ static int run_bw(const bw_opts_t *o) {
   }
   for (int r = 0; r < ngpus; r++) {
     gpu_release(r, sb[r]), gpu_release(r, rb[r]);
-    if (mg_comm_destroy(comms[r]) != MG_OK) die("mg_comm_destroy", MG_ERR_INTERNAL);
+    if (o->impl == IMPL_MGCOMM && mg_comm_destroy(comms[r]) != MG_OK)
+      die("mg_comm_destroy", MG_ERR_INTERNAL);
+  }
+  /* Raw communicators: one group of ncclCommDestroy (a collective of the node's ranks). */
+  if (o->impl != IMPL_MGCOMM) {
+    nccl_ok(mg__nccl.GroupStart(), NULL, "ncclGroupStart");
+    for (int r = 0; r < ngpus; r++) nccl_ok(mg__nccl.CommDestroy(raw[r]), raw[r], "ncclCommDestroy");
+    nccl_ok(mg__nccl.GroupEnd(), NULL, "ncclGroupEnd");
   }
   return 0;
 }
@@ -205,24 +293,11 @@ typedef struct {
   mg__ncclUniqueId id_b, id_nb;
   mg_comm_t *mg[MAXG];
   double *samples[MAXG][V_COUNT];
+  double check_ptr_s[MAXG], check_stream_s[MAXG]; /* mean cost of one check, seconds */
   pthread_barrier_t barrier;
 } ovh_t;
 
 static ovh_t ovh;
-
-static void nccl_ok(mg__ncclResult_t r, mg__ncclComm_t c, const char *what) {
-  if (r != MG__ncclSuccess && r != MG__ncclInProgress) die(what, mg__nccl_error(r, what, c));
-}
-
-/* Polls c until it leaves ncclInProgress (what a user of nonblocking NCCL must do). */
-static void nccl_settle(mg__ncclComm_t c, const char *what) {
-  for (;;) {
-    mg__ncclResult_t state = MG__ncclSuccess;
-    nccl_ok(mg__nccl.CommGetAsyncError(c, &state), c, "ncclCommGetAsyncError");
-    if (state == MG__ncclSuccess) return;
-    if (state != MG__ncclInProgress) die(what, mg__nccl_error(state, what, c));
-  }
-}
 
 static void *ovh_rank(void *arg) {
   const int r = (int)(intptr_t)arg;
@@ -246,6 +321,17 @@ static void *ovh_rank(void *arg) {
     if (m != MG_OK) die("mg_all_reduce", m);
     gpu_wait(r);
   }
+  /* What the pointer checks cost alone (mgcomm makes one per buffer, one per stream). */
+  const int nchk = 10000;
+  double tc0 = now_s();
+  for (int i = 0; i < nchk; i++)
+    if (mg__device_check_ptr(s, count * 4, r, "nccl_perf", "send") != MG_OK) die("check", MG_ERR_INTERNAL);
+  double tc1 = now_s();
+  for (int i = 0; i < nchk; i++)
+    if (mg__device_check_stream(st, gpus[r].ctx, r, "nccl_perf") != MG_OK) die("check", MG_ERR_INTERNAL);
+  double tc2 = now_s();
+  ovh.check_ptr_s[r] = (tc1 - tc0) / nchk;
+  ovh.check_stream_s[r] = (tc2 - tc1) / nchk;
   (void)pthread_barrier_wait(&ovh.barrier);
   for (int i = 0; i < ovh.calls; i++) {
     double t0 = now_s();
@@ -313,6 +399,10 @@ static int run_overhead(int calls, size_t bytes) {
     printf("  %-36s %10.3f %10.3f %10.3f\n", vname[v], med[v] * 1e6, all[total / 10] * 1e6,
            all[total * 9 / 10] * 1e6);
   }
+  double cp = 0, cs = 0;
+  for (int r = 0; r < ngpus; r++) cp += ovh.check_ptr_s[r] / ngpus, cs += ovh.check_stream_s[r] / ngpus;
+  printf("  %-36s %10.3f\n", "one buffer check (cuPointerGetAttributes)", cp * 1e6);
+  printf("  %-36s %10.3f\n", "one stream check (cuStreamGetCtx)", cs * 1e6);
   printf("overhead_us_vs_nonblocking %.3f\n", (med[V_MGCOMM] - med[V_RAW_NONBLOCKING]) * 1e6);
   printf("overhead_us_vs_blocking %.3f\n", (med[V_MGCOMM] - med[V_RAW_BLOCKING]) * 1e6);
   free(all);
@@ -326,7 +416,7 @@ static int run_overhead(int calls, size_t bytes) {
 static void usage(void) {
   fprintf(stderr,
           "usage: nccl_perf bw -g N [-c coll] [-b min] [-e max] [-f factor] [-n iters] "
-          "[-w warmup] [-d dtype]\n"
+          "[-w warmup] [-d dtype] [--impl mgcomm|raw-nonblocking|raw-blocking]\n"
           "       nccl_perf overhead -g N [-n calls] [-B bytes]\n");
   exit(2);
 }
@@ -335,7 +425,7 @@ int main(int argc, char **argv) {
   if (argc < 2) usage();
   const int bw = strcmp(argv[1], "bw") == 0;
   if (!bw && strcmp(argv[1], "overhead") != 0) usage();
-  bw_opts_t o = {MG_BENCH_ALL_REDUCE, 8, (size_t)128 << 20, 2, 20, 5, MG_FLOAT32};
+  bw_opts_t o = {MG_BENCH_ALL_REDUCE, 8, (size_t)128 << 20, 2, 20, 5, MG_FLOAT32, IMPL_MGCOMM};
   int calls = 20000;
   size_t bytes = 8;
   for (int i = 2; i + 1 < argc; i += 2) {
@@ -351,6 +441,12 @@ int main(int argc, char **argv) {
     else if (strcmp(a, "-n") == 0) o.iters = calls = atoi(v);
     else if (strcmp(a, "-w") == 0) o.warmup = atoi(v);
     else if (strcmp(a, "-B") == 0) bytes = parse_size(v);
+    else if (strcmp(a, "--impl") == 0) {
+      o.impl = -1;
+      for (int k = 0; k < 3; k++)
+        if (strcmp(v, impl_name[k]) == 0) o.impl = k;
+      if (o.impl < 0) usage();
+    }
     else if (strcmp(a, "-d") == 0) {
       if (mg_dtype_from_name(v, &o.dtype) != MG_OK) usage();
     } else usage();

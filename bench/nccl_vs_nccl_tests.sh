@@ -8,14 +8,17 @@
 #      Python wheels' nvidia/nccl/include);
 #   2. for each GPU count (default: 2, and 4 where there are 4 GPUs) and collective (all_reduce,
 #      all_gather, reduce_scatter, all_to_all, broadcast, sendrecv), runs nccl-tests'
-#      <coll>_perf and mgcomm's bench/nccl_perf alternately, $REPEATS times each, over the same
-#      sizes (-b 8 -e 4G -f 2) and iterations, without data checks (the GPU tests check);
+#      <coll>_perf, raw NCCL with nonblocking communicators (bench/nccl_perf --impl
+#      raw-nonblocking: what contract 4 costs by itself) and mgcomm (bench/nccl_perf) in turn,
+#      -R times each, over the same sizes (-b 8 -e 4G -f 2) and iterations, without data checks
+#      (the GPU tests check);
 #   3. measures the host-side cost of one 8-byte all_reduce against raw NCCL (nccl_perf
 #      overhead), with mgcomm's pointer checks on and off;
 #   4. writes under $OUT (default $BUILD/bench-out):
 #        nccl-vs-nccl-tests.md   the tables, ready for bench/results/ (medians of the repeats;
-#                                the ratio busbw mgcomm / nccl-tests per size; sizes >= 64 MiB
-#                                must reach 0.99)
+#                                the ratios busbw mgcomm / nccl-tests and mgcomm / raw
+#                                nonblocking NCCL per size; sizes >= 64 MiB must reach 0.99
+#                                against nccl-tests)
 #        bench-logs.tar.gz       every run's output
 #
 #   bench/nccl_vs_nccl_tests.sh [-g "2 4"] [-R repeats] [-n iters] [-w warmup] [-e maxbytes]
@@ -102,6 +105,9 @@ for g in $gpu_counts; do
       "$nt" -g "$g" -b 8 -e "$maxb" -f 2 -n "$iters" -w "$warmup" -c 0 \
         >"$logs/nt-$g-$c-$r.txt" 2>&1 || { tail -20 "$logs/nt-$g-$c-$r.txt" >&2; fail "nccl-tests $c failed"; }
       "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b 8 -e "$maxb" -f 2 -n "$iters" -w "$warmup" \
+        --impl raw-nonblocking >"$logs/nb-$g-$c-$r.txt" 2>&1 ||
+        { tail -20 "$logs/nb-$g-$c-$r.txt" >&2; fail "nccl_perf --impl raw-nonblocking $c failed"; }
+      "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b 8 -e "$maxb" -f 2 -n "$iters" -w "$warmup" \
         >"$logs/mg-$g-$c-$r.txt" 2>&1 || { tail -20 "$logs/mg-$g-$c-$r.txt" >&2; fail "nccl_perf $c failed"; }
     done
   done
@@ -148,20 +154,29 @@ doc = ["# mgcomm (NCCL backend) vs nccl-tests", "",
 missed = []
 for g in counts:
     doc += ["## %s GPUs: bus bandwidth (GB/s)" % g, "",
-            "| collective | size (B) | nccl-tests oop | mgcomm oop | ratio | nccl-tests ip | mgcomm ip | ratio | target |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+            "oop: out of place, ip: in place; nb: raw NCCL with nonblocking communicators; ratios "
+            "are mgcomm / nccl-tests, and mgcomm / nb for the cost of mgcomm itself.", "",
+            "| collective | size (B) | nccl-tests oop | nb oop | mgcomm oop | ratio | vs nb | nccl-tests ip | mgcomm ip | ratio | target |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for c in colls:
         nt = [rows(p) for p in sorted(glob.glob(f"{logs}/nt-{g}-{c}-*.txt"))]
+        nb = [rows(p) for p in sorted(glob.glob(f"{logs}/nb-{g}-{c}-*.txt"))]
         mg = [rows(p) for p in sorted(glob.glob(f"{logs}/mg-{g}-{c}-*.txt"))]
         sizes = sorted(set().union(*[set(x) for x in nt]) & set().union(*[set(x) for x in mg]))
+        fmt = lambda v: "%.2f" % v if v is not None else "N/A"
         for s in sizes:
             cells, ratios = [], []
             for k in (1, 3):
                 a = med([x[s][k] for x in nt if s in x]); b = med([x[s][k] for x in mg if s in x])
                 r = b / a if a and b else None
                 if r is not None: ratios.append(r)
-                cells += ["%.2f" % a if a is not None else "N/A", "%.2f" % b if b is not None else "N/A",
-                          "%.3f" % r if r is not None else ""]
+                if k == 1:
+                    n_ = med([x[s][k] for x in nb if s in x])
+                    rn = b / n_ if n_ and b else None
+                    cells += [fmt(a), fmt(n_), fmt(b), "%.3f" % r if r is not None else "",
+                              "%.3f" % rn if rn is not None else ""]
+                else:
+                    cells += [fmt(a), fmt(b), "%.3f" % r if r is not None else ""]
             verdict = ""
             if s >= 64 << 20 and ratios:
                 ok = min(ratios) >= 0.99
@@ -178,6 +193,9 @@ for chk in ("1", "0"):
         m = re.match(r"\s+(raw NCCL, blocking comm|raw NCCL, nonblocking comm \+ poll|mgcomm)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
         if m:
             doc.append(f"| {'on' if chk == '1' else 'off'} | {m.group(1)} | {m.group(2)} | {m.group(3)} | {m.group(4)} |")
+        m = re.match(r"\s+(one (buffer|stream) check [^0-9]*?)\s+([\d.]+)$", line)
+        if m and chk == "1":
+            doc.append(f"| (alone) | {m.group(1)} | {m.group(3)} | | |")
         m = re.match(r"overhead_us_vs_(\w+) ([-\d.]+)", line)
         if m: over[(chk, m.group(1))] = float(m.group(2))
 doc.append("")

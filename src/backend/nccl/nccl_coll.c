@@ -56,7 +56,7 @@ void mg__nccl_backoff(mg__nccl_backoff_t *b, double now) {
     b->sleep_ns = 20000;
   }
   if (now - b->start < MG__NCCL_SPIN_S) {
-    for (int k = 0; k < 16; k++) mg__nccl_relax();
+    mg__nccl_relax(); /* one pause: a poll must see NCCL's answer within a fraction of a us */
   } else if (now - b->start < MG__NCCL_YIELD_S) {
     sched_yield();
   } else {
