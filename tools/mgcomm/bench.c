@@ -45,6 +45,7 @@ static const char mg_bench_usage[] =
     "Exit code: 0 ok, 1 a wrong result or a failure while running, 2 bad input.\n";
 
 /* One line on stderr; returns 2, the exit code of bad input. */
+static int mg_bench_bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int mg_bench_bad(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -31,7 +31,6 @@
 
 #include "backend/nccl/nccl.h"
 #include "core/clock.h"
-#include "core/log.h"
 
 /* ---- waiting -------------------------------------------------------------------------------- */
 
@@ -66,8 +65,15 @@ void mg__nccl_backoff(mg__nccl_backoff_t *b, double now) {
   }
 }
 
-mg_status_t mg__nccl_wait(mg_comm_t *const *comms, int n, double deadline, const char *what) {
+static const char *mg__nccl_what(mg__op_t *const *ops, int n, const char *call, char *buf,
+                                 size_t len);
+
+/* mg__nccl_wait, naming the launch of ops[0..nops) in its messages when ops is not NULL (the
+ * text is made only when an error needs it: formatting costs a microsecond). */
+static mg_status_t mg__nccl_poll(mg_comm_t *const *comms, int n, double deadline,
+                                 const char *call, mg__op_t *const *ops, int nops) {
   mg__nccl_backoff_t b = {0, 0};
+  char w[400];
   for (;;) {
     int pending = 0;
     for (int i = 0; i < n; i++) {
@@ -78,7 +84,7 @@ mg_status_t mg__nccl_wait(mg_comm_t *const *comms, int n, double deadline, const
       if (state == MG__ncclInProgress) {
         pending++;
       } else if (state != MG__ncclSuccess) {
-        mg_status_t st = mg__nccl_error(state, what, nc);
+        mg_status_t st = mg__nccl_error(state, mg__nccl_what(ops, nops, call, w, sizeof w), nc);
         mg__error_prefix("rank %d of %d (device %d)", comms[i]->rank, comms[i]->nranks,
                          comms[i]->device);
         return st;
@@ -90,7 +96,7 @@ mg_status_t mg__nccl_wait(mg_comm_t *const *comms, int n, double deadline, const
         return mg__error(MG_ERR_ABORTED,
                          "rank %d of %d (device %d): %s: the communicator was aborted while NCCL "
                          "was still at work", comms[i]->rank, comms[i]->nranks, comms[i]->device,
-                         what);
+                         mg__nccl_what(ops, nops, call, w, sizeof w));
     const double now = mg__now();
     if (now > deadline) {
       const mg_comm_t *c = comms[0];
@@ -99,10 +105,15 @@ mg_status_t mg__nccl_wait(mg_comm_t *const *comms, int n, double deadline, const
                        "%d communicators still in progress); NCCL waits here for peers that have "
                        "not posted the matching call (the first send/recv between two ranks, "
                        "init, split, finalize)",
-                       c->rank, c->nranks, c->device, what, c->timeout_s, pending, n);
+                       c->rank, c->nranks, c->device, mg__nccl_what(ops, nops, call, w, sizeof w),
+                       c->timeout_s, pending, n);
     }
     mg__nccl_backoff(&b, now);
   }
+}
+
+mg_status_t mg__nccl_wait(mg_comm_t *const *comms, int n, double deadline, const char *what) {
+  return mg__nccl_poll(comms, n, deadline, what, NULL, 0);
 }
 
 /* ---- issuing one operation ---------------------------------------------------------------- */
@@ -118,6 +129,18 @@ static const char *mg__nccl_desc(const mg__op_t *op, char *buf, size_t len) {
              mg__opkind_name(op->kind), (unsigned long long)op->seq,
              op->kind == MG_OPK_SEND ? "to" : "from", op->root, mg_dtype_name(op->dtype),
              op->count, c->rank, c->nranks, c->device);
+  return buf;
+}
+
+/* "<call>: <first op> [and N more operations of its group]"; just call without ops. */
+static const char *mg__nccl_what(mg__op_t *const *ops, int n, const char *call, char *buf,
+                                 size_t len) {
+  if (ops == NULL) return call;
+  size_t at = (size_t)snprintf(buf, len, "%s%s", call != NULL ? call : "", call != NULL ? ": " : "");
+  if (at < len) mg__nccl_desc(ops[0], buf + at, len - at);
+  at = strlen(buf);
+  if (n > 1 && at < len)
+    snprintf(buf + at, len - at, " and %d more operation%s of its group", n - 1, n > 2 ? "s" : "");
   return buf;
 }
 
@@ -261,13 +284,7 @@ mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
       return mg__error(MG_ERR_OUT_OF_MEMORY, "NCCL backend: out of memory for a group of %d", n);
     }
   }
-  char what[320];
-  mg__nccl_desc(ops[0], what, sizeof what);
-  if (n > 1) {
-    size_t len = strlen(what);
-    snprintf(what + len, sizeof what - len, " and %d more operation%s of its group", n - 1,
-             n > 2 ? "s" : "");
-  }
+  char what[400];
   const int native = mg__feature(MG_FEATURE_NCCL_COLLECTIVES_2_28);
   double deadline = ops[0]->deadline;
   int ncomms = 0;
@@ -284,7 +301,7 @@ mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
   mg__CUcontext saved = NULL, ctx = mg__ncomm(ops[0]->comm)->ctx;
   mg_status_t st = mg__device_ctx_enter(ctx, &saved);
   if (st < 0) {
-    mg__error_prefix("%s", what);
+    mg__error_prefix("%s", mg__nccl_what(ops, n, NULL, what, sizeof what));
     goto out;
   }
 
@@ -313,7 +330,7 @@ mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
     mg__ncclResult_t r = grouped ? mg__nccl.GroupStart() : MG__ncclSuccess;
     if (r != MG__ncclSuccess) {
       st = mg__nccl_error(r, "ncclGroupStart", NULL);
-      mg__error_prefix("%s", what);
+      mg__error_prefix("%s", mg__nccl_what(ops, n, NULL, what, sizeof what));
     } else {
       for (int i = 0; i < n; i++) {
         const char *call = NULL;
@@ -329,18 +346,16 @@ mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
         r = mg__nccl.GroupEnd();
         if (r != MG__ncclSuccess && r != MG__ncclInProgress && st == MG_OK) {
           st = mg__nccl_error(r, "ncclGroupEnd", NULL);
-          mg__error_prefix("%s", what);
+          mg__error_prefix("%s", mg__nccl_what(ops, n, NULL, what, sizeof what));
         }
       }
-      if (st == MG_OK) {
-        char w[400];
-        snprintf(w, sizeof w, "%s: %s", grouped ? "ncclGroupEnd" : "the NCCL call", what);
-        st = mg__nccl_wait(comms, ncomms, deadline, w);
-      }
+      if (st == MG_OK)
+        st = mg__nccl_poll(comms, ncomms, deadline, grouped ? "ncclGroupEnd" : "the NCCL call",
+                           ops, n);
     }
   }
 
-  for (int i = 0; i < made && i < n; i++)
+  for (int i = 0; i < made; i++)
     if (ops[i]->redop.premul)
       /* Fails only for an op NCCL does not know, which cannot be: nothing to undo. */
       (void)mg__nccl.RedOpDestroy(rops[i], mg__ncomm(ops[i]->comm)->nc);
@@ -348,8 +363,6 @@ mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
 out:
   /* One NCCL group succeeds or fails as a whole. */
   for (int i = 0; i < n; i++) ops[i]->status = st;
-  if (st < 0) MG_INFO(MG_SUBSYS_COLL, "NCCL launch of %d operation%s failed: %s", n,
-                      n == 1 ? "" : "s", mg_last_error());
   if (rops != rops_inline) free(rops);
   if (comms != comms_inline) free(comms);
   return st;
