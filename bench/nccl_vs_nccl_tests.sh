@@ -68,13 +68,18 @@ if [ -z "$gpu_counts" ]; then
   [ "$ngpu" -ge 4 ] && gpu_counts="2 4"
 fi
 for g in $gpu_counts; do [ "$g" -le "$ngpu" ] || fail "-g $g: this machine has $ngpu GPUs"; done
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+hdr="" hdr_code=""
+# A run stopped from outside (timeout sends TERM) still writes the report of what ran.
+trap 'say "stopped: the report covers what ran"; report partial; exit 124' TERM INT
 
 # ---- 1. build ---------------------------------------------------------------------------------
 say "building mgcomm in $build"
 { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release && cmake --build "$build" -j "$jobs" --target nccl_perf; } \
   >"$logs/build-mgcomm.log" 2>&1 || { tail -30 "$logs/build-mgcomm.log" >&2; fail "mgcomm did not build"; }
 
-hdr=""
 for d in /usr/include "$cuda_home/include" /opt/*/.venv/lib/python3*/site-packages/nvidia/nccl/include \
          /usr/local/lib/python3*/dist-packages/nvidia/nccl/include; do
   if [ -f "$d/nccl.h" ] && [ -f "$d/nccl_device.h" ]; then hdr=$d; break; fi
@@ -120,12 +125,11 @@ for chk in 1 0; do
     >"$logs/overhead-$chk.txt" 2>&1 || { tail -20 "$logs/overhead-$chk.txt" >&2; fail "nccl_perf overhead failed"; }
 done
 
-# ---- 4. report --------------------------------------------------------------------------------
-gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
-commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
-set +e
-python3 - "$logs" "$out/nccl-vs-nccl-tests.md" "$repeats" "$gpu_counts" "$colls" <<EOF
+# ---- 4. report (also of a run stopped early: TERM and INT write what ran) -------------------
+report() {
+  local partial=${1:-}
+  set +e
+  python3 - "$logs" "$out/nccl-vs-nccl-tests.md" "$repeats" "$gpu_counts" "$colls" <<EOF
 import glob, os, re, statistics, sys
 logs, dst, R, counts, colls = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(), sys.argv[5].split(",")
 def rows(path):
@@ -141,12 +145,12 @@ def med(vals):
     vals = [v for v in vals if v is not None]
     return statistics.median(vals) if vals else None
 def lib_of(path, pat):
-    m = re.search(pat, open(path).read())
+    m = re.search(pat, open(path).read()) if path else None
     return m.group(1) if m else "?"
 doc = ["# mgcomm (NCCL backend) vs nccl-tests", "",
        "- date: $(date -u '+%Y-%m-%d %H:%M UTC'), host $(hostname), $ngpu x $gpu_name, driver $driver",
        "- NCCL: $nccl_lib, loaded by both (nccl-tests: library %s, built against headers %s in $hdr)" %
-       (lib_of(glob.glob(logs + "/nt-*")[0], r"nccl-library=(\d+)"), "$hdr_code"),
+       (lib_of((glob.glob(logs + "/nt-*") or [None])[0], r"nccl-library=(\d+)"), "$hdr_code"),
        "- mgcomm $commit: bench/nccl_perf; nccl-tests $(cat "$src/COMMIT" 2>/dev/null | cut -c1-12): <coll>_perf; "
        "-b 8 -e $maxb -f 2 -n $iters -w $warmup, no data check; medians of %d alternated runs each" % R,
        "- NCCL_NVLS_ENABLE=0; mgcomm's communicators are nonblocking (ARCHITECTURE.md contract 4), "
@@ -189,7 +193,7 @@ doc += ["## Host-side cost of one call (all_reduce of 8 B, 2 GPUs, one thread pe
 over = {}
 for chk in ("1", "0"):
     p = f"{logs}/overhead-{chk}.txt"
-    for line in open(p):
+    for line in (open(p) if os.path.exists(p) else []):
         m = re.match(r"\s+(raw NCCL, blocking comm|raw NCCL, nonblocking comm \+ poll|mgcomm)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
         if m:
             doc.append(f"| {'on' if chk == '1' else 'off'} | {m.group(1)} | {m.group(2)} | {m.group(3)} | {m.group(4)} |")
@@ -201,16 +205,23 @@ for chk in ("1", "0"):
 doc.append("")
 for chk in ("1", "0"):
     nb, b = over.get((chk, "nonblocking")), over.get((chk, "blocking"))
+    if nb is None or b is None:
+        doc.append(f"- checks {'on' if chk == '1' else 'off'}: not measured")
+        missed.append(f"host cost, checks {chk}: not measured")
+        continue
     doc.append(f"- checks {'on' if chk == '1' else 'off'}: mgcomm over raw nonblocking NCCL {nb:+.3f} us "
-               f"(target <= 1 us: {'ok' if nb is not None and nb <= 1 else '**MISSED**'}); over raw blocking NCCL {b:+.3f} us")
-    if nb is None or nb > 1: missed.append(f"host cost, checks {chk}: {nb} us")
+               f"(target <= 1 us: {'ok' if nb <= 1 else '**MISSED**'}); over raw blocking NCCL {b:+.3f} us")
+    if nb > 1: missed.append(f"host cost, checks {chk}: {nb:.3f} us")
 doc += ["", "Targets: " + ("all met." if not missed else "missed: " + "; ".join(missed)), ""]
+if "$partial": doc.insert(2, "- **partial**: the run was stopped before it finished; what ran is below")
 open(dst, "w").write("\n".join(doc))
 sys.exit(1 if missed else 0)
 EOF
-verdict=$?
-set -e
-tar -czf "$out/bench-logs.tar.gz" -C "$logs" .
-cat "$out/nccl-vs-nccl-tests.md"
-say "done in $(($(date +%s) - t0)) s; $out/nccl-vs-nccl-tests.md, $out/bench-logs.tar.gz"
-exit $verdict
+  local verdict=$?
+  tar -czf "$out/bench-logs.tar.gz" -C "$logs" .
+  cat "$out/nccl-vs-nccl-tests.md"
+  say "done in $(($(date +%s) - t0)) s; $out/nccl-vs-nccl-tests.md, $out/bench-logs.tar.gz"
+  return $verdict
+}
+report
+exit $?
