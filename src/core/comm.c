@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "boot/boot.h"
 #include "core/clock.h"
 #include "core/comm.h"
 #include "core/handle.h"
@@ -101,6 +102,7 @@ void mg__comm_free(mg_comm_t *comm) {
     free(c);
   }
   mg__reg_free_all(comm);
+  mg__boot_release(comm->boot);
   comm->magic = MG__COMM_DEAD;
   pthread_mutex_destroy(&comm->lock);
   pthread_mutex_destroy(&comm->err_lock);

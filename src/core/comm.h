@@ -45,6 +45,8 @@ struct mg_comm {
   mg__custom_op_t *custom_ops;    /* custom reduction ops of this comm */
   uint64_t split_seq;             /* number of split/shrink calls made (under lock) */
   struct mg_reg *regs;            /* registrations of buffers (mem.c; under lock), owned */
+  struct mg__boot_job *boot;      /* mg_comm_init_env: a reference on the job's store (rank 0
+                                     serves it); released by mg__comm_free; else NULL */
   void *priv;                     /* backend state, comm_priv_size bytes */
 };
 

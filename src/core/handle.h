@@ -10,6 +10,7 @@
 
 typedef enum mg__handle_kind {
   MG__HANDLE_COMM = 1,
+  MG__HANDLE_STORE = 2, /* mg_store_t (src/boot/) */
 } mg__handle_kind_t;
 
 /* MG_OK, or MG_ERR_OUT_OF_MEMORY. */
