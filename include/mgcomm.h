@@ -18,8 +18,8 @@
  *
  * Divisions of this file: export macro and version; status codes and errors; data types and
  * reduction operations; configuration; communicators; operations and groups; custom ops;
- * rendezvous (the store, mg_comm_init_env); diagnostics (parameters, libraries, features,
- * devices).
+ * memory; rendezvous (the store, mg_comm_init_env); diagnostics (parameters, libraries,
+ * features, devices).
  */
 #ifndef MGCOMM_H
 #define MGCOMM_H
@@ -192,11 +192,19 @@ MG_EXTERN mg_status_t mg_backend_resolve(mg_backend_t requested, mg_backend_t *o
                                          size_t reason_len);
 
 #define MG_UNDEF_INT INT_MIN
-#define MG_CONFIG_VERSION 1
+#define MG_CONFIG_VERSION 2
 
 /* Parameters of a communicator. Initialise with MG_CONFIG_INIT, then set the fields you want;
  * a config that was not initialised that way (bad size or version) is MG_ERR_INVALID_USAGE.
- * A NULL config means all defaults. New fields are only ever appended. */
+ * A NULL config means all defaults. New fields are only ever appended.
+ *
+ * The nccl_* fields are the fields of NCCL's ncclConfig_t, passed to NCCL as they are when set
+ * (MG_UNDEF_INT or NULL: NCCL's default; NCCL checks the values). Each needs the NCCL version
+ * written next to it: setting a field that the loaded NCCL does not have is MG_ERR_NOT_SUPPORTED
+ * at init (or split, shrink), naming the version that has it. The strings are read during that
+ * call only. Split and shrink with a NULL config inherit the parent's. The host backend ignores
+ * them. NCCL's `blocking` is not among them: mgcomm's communicators are always nonblocking
+ * (ARCHITECTURE.md contract 4). */
 typedef struct mg_config {
   size_t size;          /* sizeof(mg_config_t), set by MG_CONFIG_INIT */
   unsigned int version; /* MG_CONFIG_VERSION, set by MG_CONFIG_INIT */
@@ -204,9 +212,25 @@ typedef struct mg_config {
   double timeout_s;     /* deadline of every wait on this communicator, seconds; 0 = MGCOMM_TIMEOUT */
   int device;           /* NCCL backend, mg_comm_init_rank: CUDA device ordinal of this rank;
                            MG_UNDEF_INT = the local rank (mg_comm_init_env) or device 0 */
+  int nccl_cga_cluster_size;       /* cgaClusterSize, NCCL >= 2.17 */
+  int nccl_min_ctas;               /* minCTAs, NCCL >= 2.17 */
+  int nccl_max_ctas;               /* maxCTAs, NCCL >= 2.17 */
+  const char *nccl_net_name;       /* netName, NCCL >= 2.17 */
+  int nccl_split_share;            /* splitShare, NCCL >= 2.18 */
+  int nccl_traffic_class;          /* trafficClass, NCCL >= 2.26 */
+  const char *nccl_comm_name;      /* commName, NCCL >= 2.27 */
+  int nccl_collnet_enable;         /* collnetEnable, NCCL >= 2.27 */
+  int nccl_cta_policy;             /* CTAPolicy, NCCL >= 2.27 */
+  int nccl_shrink_share;           /* shrinkShare, NCCL >= 2.27 */
+  int nccl_nvls_ctas;              /* nvlsCTAs, NCCL >= 2.27 */
+  int nccl_nchannels_per_net_peer; /* nChannelsPerNetPeer, NCCL >= 2.28 */
+  int nccl_nvlink_centric_sched;   /* nvlinkCentricSched, NCCL >= 2.28 */
 } mg_config_t;
 
-#define MG_CONFIG_INIT {sizeof(mg_config_t), MG_CONFIG_VERSION, MG_BACKEND_AUTO, 0.0, MG_UNDEF_INT}
+#define MG_CONFIG_INIT                                                                    \
+  {sizeof(mg_config_t), MG_CONFIG_VERSION, MG_BACKEND_AUTO, 0.0, MG_UNDEF_INT,            \
+   MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, NULL, MG_UNDEF_INT, MG_UNDEF_INT, NULL,       \
+   MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT}
 
 /* ---------------------------------------------------------------------------------------------
  * Communicators
@@ -234,7 +258,10 @@ typedef struct mg_unique_id {
 
 /* Creates a new unique id for backend (MG_BACKEND_AUTO is resolved as for init). For the host
  * backend the id carries a random, unguessable shared-memory name (from getrandom). For NCCL it is
- * ncclGetUniqueId's. Errors: MG_ERR_INVALID_ARGUMENT (id NULL, unknown backend),
+ * ncclGetUniqueId's, which needs libnccl but no GPU, so a launcher without a GPU can make ids
+ * for GPU ranks (it passes MG_BACKEND_NCCL: AUTO would pick host there); NCCL's bootstrap root
+ * then runs in the creating process, which must stay alive until the ranks have met.
+ * Errors: MG_ERR_INVALID_ARGUMENT (id NULL, unknown backend),
  * MG_ERR_BACKEND_UNAVAILABLE, MG_ERR_SYSTEM (no randomness), MG_ERR_BACKEND. Thread-safe. */
 MG_EXTERN mg_status_t mg_unique_id_create(mg_backend_t backend, mg_unique_id_t *id);
 
@@ -288,7 +315,13 @@ MG_EXTERN mg_status_t mg_comm_finalize(mg_comm_t *comm);
 MG_EXTERN mg_status_t mg_comm_abort(mg_comm_t *comm);
 
 /* Releases comm. Not finalized and not aborted: the communicator is aborted first (pending
- * operations end with MG_ERR_ABORTED). NULL is MG_OK. After the call the handle is invalid. */
+ * operations end with MG_ERR_ABORTED). NULL is MG_OK. After the call the handle is invalid, and
+ * so are its registrations and custom ops.
+ * NCCL backend: a graceful end is mg_comm_finalize (every rank; it waits, within the deadline,
+ * for the work issued) and then destroy, which is then local. Destroy without finalize aborts
+ * (ncclCommAbort: local, bounded) instead of calling ncclCommDestroy, which would be a
+ * collective of every rank of the node that hangs when one of them does not come: work of this
+ * rank still in flight is cancelled, so synchronise the streams first. */
 MG_EXTERN mg_status_t mg_comm_destroy(mg_comm_t *comm);
 
 typedef enum mg_comm_state {
@@ -413,6 +446,64 @@ MG_EXTERN mg_status_t mg_op_create_premul_sum(mg_comm_t *comm, const void *scala
 /* Destroys a custom op of comm. Operations already posted with it are unaffected. A built-in op,
  * or an op not of this comm, is MG_ERR_INVALID_ARGUMENT. Ops are destroyed with their comm. */
 MG_EXTERN mg_status_t mg_op_destroy(mg_comm_t *comm, mg_op_t op);
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory
+ *
+ * Buffers that suit a communicator, and their registration with it. On the NCCL backend these
+ * are ncclMemAlloc, ncclCommRegister and ncclCommWindowRegister; on the host backend they do
+ * what lets the same program run unchanged: host memory, and registrations that are checked and
+ * recorded but change nothing.
+ */
+
+/* Allocates bytes (> 0) of memory for comm's operations and sets *ptr. NCCL backend: ncclMemAlloc
+ * on comm's device (CUDA VMM memory that every peer GPU may access; the only kind that symmetric
+ * registration accepts; the size is rounded up to the allocation granularity by NCCL). Host
+ * backend: host memory aligned to 4096 bytes. Uninitialised. comm may be in any state; the
+ * memory does not belong to comm and may outlive it. Errors: MG_ERR_INVALID_USAGE (bad comm),
+ * MG_ERR_INVALID_ARGUMENT (bytes 0, ptr NULL), MG_ERR_OUT_OF_MEMORY, MG_ERR_NOT_SUPPORTED (NCCL
+ * < 2.19), MG_ERR_BACKEND. Thread-safe. */
+MG_EXTERN mg_status_t mg_mem_alloc(mg_comm_t *comm, size_t bytes, void **ptr);
+/* Frees memory from mg_mem_alloc, whether or not its communicator still exists. NULL is MG_OK. A
+ * pointer that mg_mem_alloc did not return, or that was freed already, is
+ * MG_ERR_INVALID_ARGUMENT (nothing is freed). The caller makes sure that no operation still
+ * uses the memory. Thread-safe. */
+MG_EXTERN mg_status_t mg_mem_free(void *ptr);
+/* Copies bytes from src to dst and returns when the copy is complete, within comm's deadline.
+ * NCCL backend: either side may be memory of comm's device (or any memory the device can reach)
+ * or host memory; the copy runs on a stream of its own, not ordered with any stream of the
+ * caller's: wait for the operations that write src or read dst first. Host backend: memcpy.
+ * dst and src must not overlap. For programs and tools without a CUDA binding of their own.
+ * Errors: MG_ERR_INVALID_USAGE (bad comm), MG_ERR_INVALID_ARGUMENT (NULL with bytes > 0, a
+ * device buffer too short), MG_ERR_TIMED_OUT, MG_ERR_BACKEND. */
+MG_EXTERN mg_status_t mg_memcpy(mg_comm_t *comm, void *dst, const void *src, size_t bytes);
+
+/* A registration of a buffer with a communicator. */
+typedef struct mg_reg mg_reg_t;
+
+enum {
+  MG_REGISTER_LOCAL = 0,     /* ncclCommRegister (NCCL >= 2.19): local to this rank; lets NCCL
+                                use the buffer in place (zero copy) where it can */
+  MG_REGISTER_SYMMETRIC = 1  /* ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC (NCCL >= 2.27):
+                                collective (every rank registers its buffer, in the same order);
+                                buffers from mg_mem_alloc only; operations that use the buffers at
+                                the same offset on every rank take NCCL's symmetric kernels */
+};
+
+/* Registers [buf, buf + bytes) with comm (READY) as flags says, and sets *reg. The buffer must
+ * be memory of comm's device (NCCL backend). A buffer already registered symmetrically may not be
+ * registered symmetrically again (NCCL leaves that undefined). Errors: MG_ERR_INVALID_USAGE (bad
+ * comm, comm not ready), MG_ERR_INVALID_ARGUMENT (buf NULL, bytes 0, reg NULL, unknown flags, a
+ * buffer that is not memory of comm's device or is too short, overlapping symmetric
+ * registrations), MG_ERR_NOT_SUPPORTED (the NCCL version, or NCCL has no symmetric support for
+ * this buffer and system), MG_ERR_TIMED_OUT (symmetric: the other ranks did not register),
+ * MG_ERR_BACKEND. A registration ends with mg_comm_deregister or with its communicator. */
+MG_EXTERN mg_status_t mg_comm_register(mg_comm_t *comm, void *buf, size_t bytes, int flags,
+                                       mg_reg_t **reg);
+/* Ends a registration of comm (comm in any state; after an abort it only frees the handle).
+ * Local. No operation may use the buffer through it any more. Errors: MG_ERR_INVALID_USAGE (bad
+ * comm), MG_ERR_INVALID_ARGUMENT (reg NULL or not a registration of comm), MG_ERR_BACKEND. */
+MG_EXTERN mg_status_t mg_comm_deregister(mg_comm_t *comm, mg_reg_t *reg);
 
 /* ---------------------------------------------------------------------------------------------
  * Rendezvous: the store and mg_comm_init_env

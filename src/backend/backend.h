@@ -68,6 +68,8 @@ typedef struct mg__op {
                              send/recv: per-peer sequence number */
   double deadline;        /* absolute (mg__now()) time by which the operation must complete */
   mg_status_t status;     /* outcome, set by the backend's launch */
+  size_t send_bytes;      /* bytes this rank reads from send / writes to recv (0 where it does */
+  size_t recv_bytes;      /* not use the buffer), set by validation for the backend's checks */
 } mg__op_t;
 
 #define MG__BACKEND_VERSION 1
@@ -123,9 +125,24 @@ typedef struct mg__backend {
    * returns the first error. Each op carries its own deadline. Communicators whose operation
    * failed are marked by the caller. */
   mg_status_t (*launch)(mg__op_t *const *ops, int n);
+
+  /* Memory (mgcomm.h, "Memory"). The core checks the arguments and keeps the records: which
+   * pointers mem_alloc returned (mem_free gets only those, with the device of the comm they
+   * were made for) and which registrations exist (mem_deregister gets only those). */
+  mg_status_t (*mem_alloc)(mg_comm_t *comm, size_t bytes, void **ptr);
+  mg_status_t (*mem_free)(void *ptr, int device);
+  /* Called with comm->lock held. */
+  mg_status_t (*mem_copy)(mg_comm_t *comm, void *dst, const void *src, size_t bytes,
+                          double deadline);
+  /* Called with comm->lock held, comm READY; flags is MG_REGISTER_*. *handle is the backend's. */
+  mg_status_t (*mem_register)(mg_comm_t *comm, void *buf, size_t bytes, int flags,
+                              double deadline, void **handle);
+  /* Called with comm->lock held, in any state (after abort too). */
+  mg_status_t (*mem_deregister)(mg_comm_t *comm, void *handle, int flags);
 } mg__backend_t;
 
 extern const mg__backend_t mg__backend_host;
+extern const mg__backend_t mg__backend_nccl;
 
 /* The backend for a concrete id, or NULL when it is not built into this library. */
 const mg__backend_t *mg__backend_get(mg_backend_t id);

@@ -101,6 +101,7 @@ void mg__comm_free(mg_comm_t *comm) {
     n = c->next;
     free(c);
   }
+  mg__reg_free_all(comm);
   mg__boot_release(comm->boot);
   comm->magic = MG__COMM_DEAD;
   pthread_mutex_destroy(&comm->lock);
@@ -145,13 +146,23 @@ static mg_status_t mg__config_backend(const mg_config_t *config, const char *fn,
 
 mg_status_t mg_unique_id_create(mg_backend_t backend, mg_unique_id_t *id) {
   if (id == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "mg_unique_id_create: id is NULL");
-  mg_backend_t resolved;
-  mg_status_t st = mg_backend_resolve(backend, &resolved, NULL, 0);
-  if (st < 0) {
-    mg__error_prefix("mg_unique_id_create");
-    return st;
+  /* A backend asked for by name makes its id with what it needs for that alone (NCCL: the
+   * library, no GPU), so that a launcher without a GPU can make ids for GPU ranks. AUTO has to
+   * resolve as init will. */
+  mg_backend_t resolved = backend;
+  if (backend == MG_BACKEND_AUTO || mg_backend_name(backend) == NULL) {
+    mg_status_t st = mg_backend_resolve(backend, &resolved, NULL, 0);
+    if (st < 0) {
+      mg__error_prefix("mg_unique_id_create");
+      return st;
+    }
   }
-  return mg__backend_get(resolved)->unique_id(id);
+  const mg__backend_t *be = mg__backend_get(resolved);
+  if (be == NULL)
+    return mg__error(MG_ERR_BACKEND_UNAVAILABLE,
+                     "mg_unique_id_create: the %s backend is not built into this version of "
+                     "mgcomm", mg_backend_name(resolved));
+  return be->unique_id(id);
 }
 
 mg_status_t mg_comm_init_rank(const mg_config_t *config, int nranks, const mg_unique_id_t *id,

@@ -51,6 +51,9 @@
     "Host backend: bytes of each send/recv channel between two ranks")                         \
   X(HOST_SPIN_US, INT, "50", 0, 1000000, "",                                                   \
     "Host backend: microseconds a waiting rank spins before it sleeps on a futex")             \
+  X(CHECK_POINTERS, INT, "1", 0, 1, "",                                                        \
+    "NCCL backend: 1 checks every buffer with cuPointerGetAttributes before it is enqueued "   \
+    "(memory space, device, extent) and the stream's context; 0 skips these checks")          \
   X(RANK, STRING, "", 0, 0, "",                                                                \
     "mg_comm_init_env: this process's rank (set by mgcomm launch; before RANK, "               \
     "OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID)")                                           \
