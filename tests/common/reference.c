@@ -165,3 +165,29 @@ const char *ref_show(const void *p, size_t i, mg_dtype_t dt, char *buf, size_t l
     snprintf(buf, len, "%.9g", get_f(p, i, dt));
   return buf;
 }
+
+double ref_value(const void *p, size_t i, mg_dtype_t dt) {
+  if (!is_int(dt)) return get_f(p, i, dt);
+  uint64_t v = get_u(p, i, dt);
+  return is_signed(dt) ? (double)(int64_t)v : (double)v;
+}
+
+uint64_t ref_case_seed(const ref_case_t *c, int rank) {
+  return c->seed * 1000003u + (uint64_t)rank * 7919u + 17;
+}
+
+size_t ref_a2av_count(const ref_case_t *c, int i, int j) {
+  uint64_t st = c->seed ^ ((uint64_t)i << 20) ^ ((uint64_t)j << 40);
+  uint64_t r = ref_rand(&st);
+  return (r & 3) == 0 ? 0 : (size_t)(r % (c->count + 1));
+}
+
+void ref_a2av_layout(const ref_case_t *c, int nranks, int me, size_t *sc, size_t *sd, size_t *rc,
+                     size_t *rd, size_t *sext, size_t *rext) {
+  size_t so = 0, ro = 0;
+  for (int p = 0; p < nranks; p++) {
+    sc[p] = ref_a2av_count(c, me, p), sd[p] = so, so += sc[p] + 3;
+    rc[p] = ref_a2av_count(c, p, me), rd[p] = ro, ro += rc[p] + 3;
+  }
+  *sext = so, *rext = ro;
+}

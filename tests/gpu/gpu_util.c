@@ -2,6 +2,7 @@
  * gpu_util.c -- see gpu_util.h.
  */
 #include "gpu_util.h"
+#include "reference.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -145,23 +146,6 @@ void gu_run_ranks(int n, void (*fn)(int rank, void *arg), void *arg) {
 
 static int gu_is_float(mg_dtype_t dt) { return dt >= MG_FLOAT16; }
 
-double gu_get_f(const void *p, size_t i, mg_dtype_t dt) {
-  switch (dt) {
-    case MG_INT8: return ((const int8_t *)p)[i];
-    case MG_UINT8: return ((const uint8_t *)p)[i];
-    case MG_INT32: return ((const int32_t *)p)[i];
-    case MG_UINT32: return ((const uint32_t *)p)[i];
-    case MG_INT64: return (double)((const int64_t *)p)[i];
-    case MG_UINT64: return (double)((const uint64_t *)p)[i];
-    case MG_FLOAT16: return mg__f16_to_f32(((const uint16_t *)p)[i]);
-    case MG_BFLOAT16: return mg__bf16_to_f32(((const uint16_t *)p)[i]);
-    case MG_FLOAT8_E4M3: return mg__e4m3_to_f32(((const uint8_t *)p)[i]);
-    case MG_FLOAT8_E5M2: return mg__e5m2_to_f32(((const uint8_t *)p)[i]);
-    case MG_FLOAT32: return ((const float *)p)[i];
-    default: return ((const double *)p)[i];
-  }
-}
-
 double gu_unit_roundoff(mg_dtype_t dt) {
   switch (dt) {
     case MG_FLOAT16: return ldexp(1, -11);
@@ -199,7 +183,7 @@ long gu_compare(const void *got, const void *want, size_t n, mg_dtype_t dt, cons
   long bad = 0;
   for (size_t i = 0; i < n; i++) {
     if (memcmp((const char *)got + i * es, (const char *)want + i * es, es) == 0) continue;
-    const double g = gu_get_f(got, i, dt), w = gu_get_f(want, i, dt);
+    const double g = ref_value(got, i, dt), w = ref_value(want, i, dt);
     const double allowed = bound != NULL && gu_is_float(dt) ? bound[i] : 0.0;
     if (gu_is_float(dt)) {
       if (g == w || (isnan(g) && isnan(w))) continue; /* +0 and -0; NaN payloads */

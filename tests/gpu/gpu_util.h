@@ -62,9 +62,6 @@ long gu_compare(const void *got, const void *want, size_t n, mg_dtype_t dt, cons
  * integers. */
 double gu_unit_roundoff(mg_dtype_t dt);
 double gu_min_subnormal(mg_dtype_t dt);
-/* Element i of p as a double (integers and floats). */
-double gu_get_f(const void *p, size_t i, mg_dtype_t dt);
-
 double gu_now(void);
 
 #endif

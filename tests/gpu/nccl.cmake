@@ -4,12 +4,12 @@
 # Multicast stays off on the shared GPU machines (ARCHITECTURE.md section 7).
 set(_mg_dir ${CMAKE_CURRENT_LIST_DIR})
 set(MG_GPU_ENV NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1)
-set(MG_GPU_UTIL ${_mg_dir}/gpu_util.c)
+set(MG_GPU_UTIL ${_mg_dir}/gpu_util.c ${MG_TEST_COMMON}/reference.c)
 
 foreach(n 2 4)
   foreach(mode all procs)
     mg_test(NAME gpu_coll_${mode}_${n} EXE test_gpu_coll
-            SOURCES ${_mg_dir}/test_gpu_coll.c ${MG_GPU_UTIL} ${MG_TEST_COMMON}/reference.c
+            SOURCES ${_mg_dir}/test_gpu_coll.c ${MG_GPU_UTIL}
             ARGS ${mode} ${n} LABELS gpu TIMEOUT 900 ENV ${MG_GPU_ENV})
   endforeach()
   mg_test(NAME gpu_mem_${n} EXE test_gpu_mem SOURCES ${_mg_dir}/test_gpu_mem.c ${MG_GPU_UTIL}

@@ -84,32 +84,7 @@ static void rank_sync(int r, const char *what) {
 }
 static mg_stream_t rank_stream(int r) { return on_host ? NULL : (mg_stream_t)dev[r].stream; }
 
-typedef struct {
-  int kind, dtype, op, inplace, root;
-  size_t count;
-  uint64_t seed;
-} tcase_t;
-
-static uint64_t seed_of(const tcase_t *c, int rank) {
-  return c->seed * 1000003u + (uint64_t)rank * 7919u + 17;
-}
-
-/* all_to_allv: elements rank i sends to rank j (a quarter of the pairs send nothing). */
-static size_t a2av_count(const tcase_t *c, int i, int j) {
-  uint64_t st = c->seed ^ ((uint64_t)i << 20) ^ ((uint64_t)j << 40);
-  uint64_t r = ref_rand(&st);
-  return (r & 3) == 0 ? 0 : (size_t)(r % (c->count + 1));
-}
-/* Displacements: packed with a gap of 3 elements after each block (the gaps stay poisoned). */
-static void a2av_layout(const tcase_t *c, int me, size_t *sc, size_t *sd, size_t *rc, size_t *rd,
-                        size_t *sext, size_t *rext) {
-  size_t so = 0, ro = 0;
-  for (int p = 0; p < nranks; p++) {
-    sc[p] = a2av_count(c, me, p), sd[p] = so, so += sc[p] + 3;
-    rc[p] = a2av_count(c, p, me), rd[p] = ro, ro += rc[p] + 3;
-  }
-  *sext = so, *rext = ro;
-}
+typedef ref_case_t tcase_t;
 
 static int is_rooted(int k) { return k == K_BROADCAST || k == K_REDUCE || k == K_GATHER || k == K_SCATTER; }
 static int is_reduction(int k) { return k == K_ALL_REDUCE || k == K_REDUCE || k == K_REDUCE_SCATTER; }
@@ -134,7 +109,7 @@ static layout_t layout(const tcase_t *c, int me) {
     case K_ALL_TO_ALL: L.s_el = L.r_el = n * cnt; break;
     case K_ALL_TO_ALLV: {
       size_t sc[MAXR], sd[MAXR], rc[MAXR], rd[MAXR];
-      a2av_layout(c, me, sc, sd, rc, rd, &L.s_el, &L.r_el);
+      ref_a2av_layout(c, nranks, me, sc, sd, rc, rd, &L.s_el, &L.r_el);
       break;
     }
     case K_SENDRECV: L.s_el = L.r_el = 2 * cnt; break; /* to the right neighbour, to myself */
@@ -166,7 +141,7 @@ static layout_t layout(const tcase_t *c, int me) {
 static void build(const tcase_t *c, int me, const layout_t *L) {
   const mg_dtype_t dt = (mg_dtype_t)c->dtype;
   const size_t es = mg_dtype_size(dt);
-  ref_fill(in[me], L->s_el, dt, seed_of(c, me));
+  ref_fill(in[me], L->s_el, dt, ref_case_seed(c, me));
   memset(rimg[me], 0xA5, L->r_el * es);
   if (L->sp_in_recv) memcpy(rimg[me] + L->sp_off * es, in[me], L->s_el * es);
 }
@@ -187,7 +162,7 @@ static mg_status_t post(const tcase_t *c, int me, mg_comm_t *comm, const void *s
     case K_SCATTER: return mg_scatter(sp, rp, cnt, dt, c->root, comm, s);
     case K_ALL_TO_ALLV: {
       size_t sc[MAXR], sd[MAXR], rc[MAXR], rd[MAXR], se, re;
-      a2av_layout(c, me, sc, sd, rc, rd, &se, &re);
+      ref_a2av_layout(c, nranks, me, sc, sd, rc, rd, &se, &re);
       return mg_all_to_allv(sp, sc, sd, rp, rc, rd, dt, comm, s);
     }
     case K_SENDRECV: {
@@ -226,13 +201,13 @@ static double *bounds(const tcase_t *c, int me, const layout_t *L, const unsigne
   double *b = malloc(sizeof *b * (L->chk_el ? L->chk_el : 1));
   ASSERT(b != NULL);
   const double u = gu_unit_roundoff(dt), tiny = gu_min_subnormal(dt), k = 2.0 * (nranks + 1);
-  const double s = c->op >= MG_OP_BUILTIN_COUNT ? gu_get_f(scalar, 0, dt)
+  const double s = c->op >= MG_OP_BUILTIN_COUNT ? ref_value(scalar, 0, dt)
                    : c->op == MG_AVG ? 1.0 / nranks : 1.0;
   const size_t base = c->kind == K_REDUCE_SCATTER ? (size_t)me * c->count : 0;
   for (size_t i = 0; i < L->chk_el; i++) {
     double acc = c->op == MG_PROD ? 1.0 : 0.0;
     for (int r = 0; r < nranks; r++) {
-      const double x = fabs(gu_get_f(in[r], base + i, dt));
+      const double x = fabs(ref_value(in[r], base + i, dt));
       acc = c->op == MG_PROD ? acc * x : acc + fabs(s) * x;
     }
     b[i] = k * u * acc + k * tiny;

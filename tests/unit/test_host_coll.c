@@ -31,32 +31,7 @@ static int big;
 static mg_comm_t *tcomms[16];
 static mg_unique_id_t uid;
 
-typedef struct {
-  int kind, dtype, op, inplace, root;
-  size_t count;
-  uint64_t seed;
-} tcase_t;
-
-static uint64_t seed_of(const tcase_t *c, int rank) {
-  return c->seed * 1000003u + (uint64_t)rank * 7919u + 17;
-}
-
-/* all_to_allv: elements rank i sends to rank j in case c (0 for some pairs). */
-static size_t a2av_count(const tcase_t *c, int i, int j) {
-  uint64_t st = c->seed ^ ((uint64_t)i << 20) ^ ((uint64_t)j << 40);
-  uint64_t r = ref_rand(&st);
-  return (r & 3) == 0 ? 0 : (size_t)(r % (c->count + 1));
-}
-/* Displacements: packed with a gap of 3 elements after each block. */
-static void a2av_layout(const tcase_t *c, int me, size_t *sc, size_t *sd, size_t *rc, size_t *rd,
-                        size_t *sext, size_t *rext) {
-  size_t so = 0, ro = 0;
-  for (int p = 0; p < nranks; p++) {
-    sc[p] = a2av_count(c, me, p), sd[p] = so, so += sc[p] + 3;
-    rc[p] = a2av_count(c, p, me), rd[p] = ro, ro += rc[p] + 3;
-  }
-  *sext = so, *rext = ro;
-}
+typedef ref_case_t tcase_t;
 
 static int is_rooted(int k) {
   return k == K_BROADCAST || k == K_REDUCE || k == K_GATHER || k == K_SCATTER;
@@ -71,7 +46,7 @@ static void sizes(const tcase_t *c, int me, size_t *s, size_t *r) {
     case K_ALL_TO_ALL: *s = *r = n * cnt; break;
     case K_ALL_TO_ALLV: {
       size_t sc[16], sd[16], rc[16], rd[16];
-      a2av_layout(c, me, sc, sd, rc, rd, s, r);
+      ref_a2av_layout(c, nranks, me, sc, sd, rc, rd, s, r);
       break;
     }
     case K_SENDRECV: *s = *r = 2 * cnt; break; /* ring message, then self message */
@@ -88,7 +63,7 @@ static void expected(const tcase_t *c, int me, unsigned char *exp, size_t rlen) 
     size_t s, rr;
     sizes(c, r, &s, &rr);
     in[r] = malloc(s * es + 1);
-    ref_fill(in[r], s, dt, seed_of(c, r));
+    ref_fill(in[r], s, dt, ref_case_seed(c, r));
   }
   unsigned char scalar[8];
   const void *pre = NULL;
@@ -120,10 +95,10 @@ static void expected(const tcase_t *c, int me, unsigned char *exp, size_t rlen) 
     case K_ALL_TO_ALLV: {
       memset(exp, 0xA5, rlen * es); /* the gaps stay poisoned */
       size_t sc[16], sd[16], rc[16], rd[16], se, re;
-      a2av_layout(c, me, sc, sd, rc, rd, &se, &re);
+      ref_a2av_layout(c, nranks, me, sc, sd, rc, rd, &se, &re);
       for (int p = 0; p < nranks; p++) {
         size_t psc[16], psd[16], prc[16], prd[16], pse, pre_;
-        a2av_layout(c, p, psc, psd, prc, prd, &pse, &pre_);
+        ref_a2av_layout(c, nranks, p, psc, psd, prc, prd, &pse, &pre_);
         memcpy(exp + rd[p] * es, in[p] + psd[me] * es, rc[p] * es);
       }
       break;
@@ -150,7 +125,7 @@ static long run_case(mg_comm_t *comm, const tcase_t *c) {
   unsigned char *send = malloc(slen * es + 8), *recv = malloc(rlen * es + 8);
   unsigned char *exp = malloc(rlen * es + 8);
   ASSERT(send && recv && exp);
-  ref_fill(send, slen, dt, seed_of(c, me));
+  ref_fill(send, slen, dt, ref_case_seed(c, me));
   memset(recv, 0xA5, rlen * es);
   const int root = c->root, is_root = root == me;
   /* In place: the input goes where the operation expects it inside recv. */
@@ -207,7 +182,7 @@ static long run_case(mg_comm_t *comm, const tcase_t *c) {
       break;
     case K_ALL_TO_ALLV: {
       size_t sc[16], sd[16], rc[16], rd[16], se, re;
-      a2av_layout(c, me, sc, sd, rc, rd, &se, &re);
+      ref_a2av_layout(c, nranks, me, sc, sd, rc, rd, &se, &re);
       st = mg_all_to_allv(send, sc, sd, recv, rc, rd, dt, comm, NULL);
       break;
     }
