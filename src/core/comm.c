@@ -38,6 +38,10 @@ mg_status_t mg__comm_check(const mg_comm_t *comm, const char *fn) {
 
 mg_status_t mg__comm_check_ready(mg_comm_t *comm, const char *fn) {
   MG_CHECK(mg__comm_check(comm, fn));
+  return mg__comm_check_state(comm, fn);
+}
+
+mg_status_t mg__comm_check_state(mg_comm_t *comm, const char *fn) {
   int state = atomic_load(&comm->state);
   if (state == MG_COMM_READY) return MG_OK;
   if (state == MG_COMM_ERROR) {

@@ -54,6 +54,9 @@ struct mg_comm {
 mg_status_t mg__comm_check(const mg_comm_t *comm, const char *fn);
 /* mg__comm_check plus state READY. */
 mg_status_t mg__comm_check_ready(mg_comm_t *comm, const char *fn);
+/* State READY only, for a handle already checked by this call (a destroy that came since has
+ * aborted it first, so the state tells). */
+mg_status_t mg__comm_check_state(mg_comm_t *comm, const char *fn);
 /* Copies the calling thread's last error into comm's last error. */
 void mg__comm_save_error(mg_comm_t *comm);
 /* Moves comm to MG_COMM_ERROR with status as its async error (first error wins). */

@@ -60,7 +60,7 @@ static mg_status_t mg__launch(mg__op_t **ops, int n) {
 
   mg_status_t st = MG_OK;
   for (int i = 0; i < nc && st == MG_OK; i++) /* an abort may have come since validation */
-    st = mg__comm_check_ready(comms[i], mg__opkind_name(ops[0]->kind));
+    st = mg__comm_check_state(comms[i], mg__opkind_name(ops[0]->kind));
   if (st == MG_OK) {
     double now = mg__now();
     for (int i = 0; i < n; i++) {

@@ -176,6 +176,7 @@ static void mg__params_read(void) {
 static void mg__params_ensure_quiet(void) { pthread_once(&mg__params_once, mg__params_read); }
 
 void mg__params_flush_warnings(void) {
+  if (atomic_load_explicit(&mg__warnings_flushed, memory_order_acquire)) return; /* hot path */
   mg__params_ensure_quiet();
   if (atomic_exchange(&mg__warnings_flushed, 1)) return;
   for (int i = 0; i < mg__nwarnings; i++) MG_WARN("%s", mg__warnings[i]);

@@ -81,7 +81,7 @@ static inline void mg__cpu_relax(void) {
 }
 
 static void mg__publish(mg__hshm_t *s, _Atomic uint64_t *counter, uint64_t v) {
-  atomic_store_explicit(counter, v, memory_order_release);
+  atomic_store(counter, v); /* sequentially consistent: see mg__hshm_wake */
   mg__hshm_wake(s);
 }
 
@@ -242,11 +242,13 @@ static void mg__coll_announce(mg__hx_t *x) {
     for (int p = 0; p < x->n; p++) if (op->v[p] > count) count = op->v[p];
   }
   mg__hshm_desc_t *d = &x->s->ranks[x->me].desc[x->s0 & 1];
-  atomic_store(&d->count, count);
-  atomic_store(&d->kind, (int32_t)op->kind);
-  atomic_store(&d->dtype, (int32_t)op->dtype);
-  atomic_store(&d->root, (int32_t)op->root);
-  atomic_store(&d->redop, op->redop.premul ? -1 : (int32_t)op->redop.op);
+  /* Relaxed: the release of seq1, and the posted counter after it, publish them. */
+  atomic_store_explicit(&d->count, count, memory_order_relaxed);
+  atomic_store_explicit(&d->kind, (int32_t)op->kind, memory_order_relaxed);
+  atomic_store_explicit(&d->dtype, (int32_t)op->dtype, memory_order_relaxed);
+  atomic_store_explicit(&d->root, (int32_t)op->root, memory_order_relaxed);
+  atomic_store_explicit(&d->redop, op->redop.premul ? -1 : (int32_t)op->redop.op,
+                        memory_order_relaxed);
   atomic_store_explicit(&d->seq1, op->seq + 1, memory_order_release);
   x->announced = 1;
 }
@@ -522,11 +524,11 @@ static int mg__p2p_progress(mg__hx_t *x) {
     if (send) {
       memcpy(ring + at, (const unsigned char *)op->send + x->moved, first);
       memcpy(ring, (const unsigned char *)op->send + x->moved + first, nb - first);
-      atomic_store_explicit(&ch->head, head + nb, memory_order_release);
+      atomic_store(&ch->head, head + nb); /* sequentially consistent: see mg__hshm_wake */
     } else {
       memcpy((unsigned char *)op->recv + x->moved, ring + at, first);
       memcpy((unsigned char *)op->recv + x->moved + first, ring, nb - first);
-      atomic_store_explicit(&ch->tail, tail + nb, memory_order_release);
+      atomic_store(&ch->tail, tail + nb);
     }
     mg__hshm_wake(x->s);
     x->moved += nb;
@@ -564,11 +566,29 @@ static int mg__hx_progress(mg__hx_t *x) {
   return mg__opkind_is_collective(x->op->kind) ? mg__coll_progress(x) : mg__p2p_progress(x);
 }
 
+/* Advances every pending operation once. 1 when anything moved. */
+static int mg__pass(mg__hx_t *xs, int n, int *remaining, mg_status_t *st, char *first_err) {
+  int progressed = 0;
+  for (int i = 0; i < n; i++) {
+    mg__hx_t *x = &xs[i];
+    if (x->done) continue;
+    if (mg__hx_progress(x) != 0) progressed = 1;
+    if (x->done) {
+      (*remaining)--;
+      if (x->op->status < 0 && *st == MG_OK) {
+        *st = x->op->status;
+        mg_last_error_copy(first_err, MG__ERROR_LEN);
+      }
+    }
+  }
+  return progressed;
+}
+
 mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
   mg__hx_t inline_x[4];
   mg__hx_t *xs = n <= 4 ? inline_x : calloc((size_t)n, sizeof *xs);
   if (xs == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "host backend: out of memory");
-  if (xs == inline_x) memset(inline_x, 0, sizeof inline_x);
+  if (xs == inline_x) memset(inline_x, 0, sizeof inline_x[0] * (size_t)n);
   mg_status_t st = MG_OK;
   for (int i = 0; i < n; i++) {
     mg__hx_t *x = &xs[i];
@@ -588,39 +608,21 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     for (int j = i - 1; j >= 0 && x->after == NULL; j--)
       if (mg__same_lane(ops[j], ops[i])) x->after = &xs[j];
   }
-  const double spin = (double)mg__param_int(MG_PARAM_HOST_SPIN_US) * 1e-6;
+  static _Atomic double spin_s = -1; /* MGCOMM_HOST_SPIN_US, read once */
+  double spin = atomic_load_explicit(&spin_s, memory_order_relaxed);
+  if (spin < 0) {
+    spin = (double)mg__param_int(MG_PARAM_HOST_SPIN_US) * 1e-6;
+    atomic_store_explicit(&spin_s, spin, memory_order_relaxed);
+  }
   double idle_since = -1;
   int remaining = n;
   char first_err[MG__ERROR_LEN] = "";
   while (remaining > 0) {
-    /* The segment to sleep on, read before the pass so that no publication is missed. */
-    mg__hshm_t *sleep_on = NULL;
-    int several = 0;
-    for (int i = 0; i < n; i++) {
-      if (xs[i].done) continue;
-      if (sleep_on == NULL) sleep_on = xs[i].s;
-      else if (xs[i].s != sleep_on) several = 1;
-    }
-    uint32_t seen = atomic_load(&sleep_on->hdr->wake);
-    int progressed = 0;
-    for (int i = 0; i < n; i++) {
-      mg__hx_t *x = &xs[i];
-      if (x->done) continue;
-      int r = mg__hx_progress(x);
-      if (r != 0) progressed = 1;
-      if (x->done) {
-        remaining--;
-        if (x->op->status < 0 && st == MG_OK) {
-          st = x->op->status;
-          mg_last_error_copy(first_err, sizeof first_err);
-        }
-      }
-    }
-    if (remaining == 0) break;
-    if (progressed) {
+    if (mg__pass(xs, n, &remaining, &st, first_err)) {
       idle_since = -1;
       continue;
     }
+    if (remaining == 0) break;
     double now = mg__now();
     if (idle_since < 0) idle_since = now;
     for (int i = 0; i < n; i++) {
@@ -637,8 +639,22 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
       for (int i = 0; i < 32; i++) mg__cpu_relax();
       continue;
     }
-    /* Several segments: a wake on another one is not seen here, so sleep briefly. */
-    mg__hshm_sleep(sleep_on, seen, several ? 0.001 : 0.05);
+    /* Sleep on the segment of the first pending operation; with several segments a wake on
+     * another one is not seen here, so sleep briefly. Announce the sleep, then look once more
+     * (mg__hshm_sleep_begin's contract), so that no publication is missed. */
+    mg__hshm_t *sleep_on = NULL;
+    int several = 0;
+    for (int i = 0; i < n; i++) {
+      if (xs[i].done) continue;
+      if (sleep_on == NULL) sleep_on = xs[i].s;
+      else if (xs[i].s != sleep_on) several = 1;
+    }
+    uint32_t seen = mg__hshm_sleep_begin(sleep_on);
+    int aborting = 0; /* an abort also bumps the word only for announced sleepers */
+    for (int i = 0; i < n; i++) aborting |= !xs[i].done && atomic_load(&xs[i].comm->aborting);
+    if (!aborting && !mg__pass(xs, n, &remaining, &st, first_err) && remaining > 0)
+      mg__hshm_sleep(sleep_on, seen, several ? 0.001 : 0.05);
+    mg__hshm_sleep_end(sleep_on);
   }
   for (int i = 0; i < n; i++) if (xs[i].in != xs[i].in_inline) free(xs[i].in);
   if (xs != inline_x) free(xs);

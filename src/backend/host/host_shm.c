@@ -214,7 +214,7 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   rb->starttime = mg__proc_start(s->mypid, NULL);
   atomic_store(&rb->cause, -1);
   atomic_store(&rb->pid, (int32_t)s->mypid);
-  atomic_store_explicit(&rb->state, MG__HRANK_ATTACHED, memory_order_release);
+  atomic_store(&rb->state, MG__HRANK_ATTACHED);
   uint32_t n = atomic_fetch_add(&s->hdr->attached, 1) + 1;
   if (n == (uint32_t)nranks) {
     /* Every rank has it mapped: the name is no longer needed. */
@@ -255,7 +255,6 @@ mg_status_t mg__hshm_wait_all(mg__hshm_t *s, double deadline, const atomic_int *
                               const char *fn) {
   double next_check = mg__now() + 0.1;
   for (;;) {
-    uint32_t seen = atomic_load(&s->hdr->wake);
     int ready = 0, missing = 0;
     for (int r = 0; r < s->nranks; r++) {
       int st = atomic_load_explicit(&s->ranks[r].state, memory_order_acquire);
@@ -286,27 +285,37 @@ mg_status_t mg__hshm_wait_all(mg__hshm_t *s, double deadline, const atomic_int *
                        "%s: timed out waiting for rank%s %s of %d to join (%d of %d arrived)", fn,
                        missing > 1 ? "s" : "", list, s->nranks, s->nranks - missing, s->nranks);
     }
-    mg__hshm_sleep(s, seen, 0.05);
+    uint32_t seen = mg__hshm_sleep_begin(s);
+    int all = 1;
+    for (int r = 0; r < s->nranks && all; r++)
+      all = atomic_load(&s->ranks[r].state) == MG__HRANK_ATTACHED;
+    if (!all) mg__hshm_sleep(s, seen, 0.05);
+    mg__hshm_sleep_end(s);
   }
 }
 
 /* ---- futex ------------------------------------------------------------------------------- */
 
 void mg__hshm_wake(mg__hshm_t *s) {
+  if (atomic_load(&s->hdr->sleepers) == 0) return;
   atomic_fetch_add(&s->hdr->wake, 1);
-  if (atomic_load(&s->hdr->sleepers) > 0)
-    syscall(SYS_futex, &s->hdr->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0); /* wakes or no-op */
+  syscall(SYS_futex, &s->hdr->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0); /* wakes or no-op */
+}
+
+uint32_t mg__hshm_sleep_begin(mg__hshm_t *s) {
+  atomic_fetch_add(&s->hdr->sleepers, 1);
+  return atomic_load(&s->hdr->wake);
 }
 
 void mg__hshm_sleep(mg__hshm_t *s, uint32_t seen, double timeout_s) {
   struct timespec ts;
   ts.tv_sec = (time_t)timeout_s;
   ts.tv_nsec = (long)((timeout_s - (double)ts.tv_sec) * 1e9);
-  atomic_fetch_add(&s->hdr->sleepers, 1);
   /* Returns at once if the word already changed; EINTR and timeouts are just early returns. */
   syscall(SYS_futex, &s->hdr->wake, FUTEX_WAIT, seen, &ts, NULL, 0);
-  atomic_fetch_sub(&s->hdr->sleepers, 1);
 }
+
+void mg__hshm_sleep_end(mg__hshm_t *s) { atomic_fetch_sub(&s->hdr->sleepers, 1); }
 
 /* ---- liveness ---------------------------------------------------------------------------- */
 

@@ -124,10 +124,18 @@ static inline unsigned char *mg__hshm_slot(const mg__hshm_t *s, int rank, uint64
   return s->slots + ((size_t)rank * 2 + (size_t)(step & 1)) * s->hdr->slot_bytes;
 }
 
-/* Wakes every thread sleeping on this segment (after a publication). */
+/* Sleeping and waking without a lost wake-up, and without a shared write on the hot path:
+ *  - a publisher stores its counter (sequentially consistent), then calls mg__hshm_wake, which
+ *    bumps the wake word and wakes sleepers only if some thread announced a sleep;
+ *  - a waiter calls mg__hshm_sleep_begin (announces itself, returns the wake word), looks at
+ *    the counters once more, and only if nothing changed calls mg__hshm_sleep with that word;
+ *    then mg__hshm_sleep_end.
+ * Either the publisher sees the announcement and bumps the word (the futex then returns at
+ * once), or the waiter's second look sees the counter. */
 void mg__hshm_wake(mg__hshm_t *s);
-/* Sleeps until the segment's wake word differs from seen, or timeout_s passes. */
+uint32_t mg__hshm_sleep_begin(mg__hshm_t *s);
 void mg__hshm_sleep(mg__hshm_t *s, uint32_t seen, double timeout_s);
+void mg__hshm_sleep_end(mg__hshm_t *s);
 
 /* MG_OK when rank r of the segment is alive (or is in this process); otherwise fills why with
  * "rank 2 (pid 4711) exited" / "rank 2 aborted or lost its communicator", sets *culprit to the
