@@ -199,7 +199,9 @@ typedef struct mg__backend {
    * mark_record, after the last query and wait, and after mg__mark_signal if the mark was armed
    * (the core keeps an armed mark alive until it is signalled, so a host function queued on a
    * stream that never runs it keeps one request's memory: CUDA skips host functions after a
-   * context fault). The communicator may be destroyed already: do not use mark->comm. */
+   * context fault). The communicator may be destroyed already: do not use mark->comm. It may
+   * run on any thread, a CUDA host-function thread included (from within mg__mark_signal): it
+   * must not call CUDA there (NCCL: return the event to a pool that a library thread drains). */
   void (*mark_release)(mg__mark_t *mark);
 
   /* ---- progress (MG__CAP_PROGRESS: all three are provided) ---- */

@@ -39,7 +39,9 @@ static struct {
   int running, joinable, stop;
   pthread_t th;
   double next_errors;   /* next poll of the communicators' asynchronous errors */
-} mg__wd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0, 0, 0};
+  double wake_at;       /* when the sleeping thread wakes up next */
+  int added;            /* a request was listed since the thread's last scan */
+} mg__wd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
 
 /* ---- the list -------------------------------------------------------------------------------- */
 
@@ -84,8 +86,13 @@ mg_status_t mg__wd_add(mg_request_t *req, mg_comm_t *comm) {
       MG_WARN("cannot start the watchdog thread; requests expire only when waited for or tested");
     }
   }
-  /* A new deadline or poll may be earlier than the thread's next wake-up. */
-  pthread_cond_signal(&mg__wd.cv);
+  /* Wake the thread only for a deadline or poll before its next wake-up (not per request). */
+  double first = req->kind == MG__REQ_RECORD && req->strategy != MG_COMPLETION_HOSTFN &&
+                         req->next_poll < req->deadline
+                     ? req->next_poll
+                     : req->deadline;
+  mg__wd.added = 1;
+  if (first < mg__wd.wake_at) pthread_cond_signal(&mg__wd.cv);
   pthread_mutex_unlock(&mg__wd.lock);
   return MG_OK;
 }
@@ -245,6 +252,7 @@ static void *mg__wd_main(void *arg) {
     const double interval = mg__param_double(MG_PARAM_WATCHDOG_INTERVAL);
     double now = mg__now();
     double wake = now + interval;
+    mg__wd.added = 0;
     const int check_errors = now >= mg__wd.next_errors;
     if (check_errors) mg__wd.next_errors = now + interval;
     mg_comm_t *seen[64];
@@ -277,7 +285,8 @@ static void *mg__wd_main(void *arg) {
     pthread_mutex_lock(&mg__wd.lock);
     if (mg__wd.stop || (mg__wd.n == 0 && mg__now() - idle_since >= MG__WD_IDLE_S)) break;
     double wait = wake - mg__now();
-    if (wait > 0) {
+    mg__wd.wake_at = wake;
+    if (wait > 0 && !mg__wd.added) { /* listed while it worked: scan again first */
       struct timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
       double t = (double)ts.tv_nsec * 1e-9 + wait;
@@ -289,6 +298,7 @@ static void *mg__wd_main(void *arg) {
   }
   mg__wd.running = 0;
   mg__wd.joinable = 1;
+  mg__wd.wake_at = 0;
   pthread_mutex_unlock(&mg__wd.lock);
   return NULL;
 }
