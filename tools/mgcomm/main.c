@@ -14,6 +14,7 @@ static const struct {
 } mg_commands[] = {
     {"info", mg_cli_info, "libraries, devices, features and parameters ([--json] [--config])"},
     {"bench", mg_cli_bench, "nccl-tests-compatible benchmark of the collectives, with checks"},
+    {"trace", mg_cli_trace, "merge flight-recorder dumps and name where the ranks diverge"},
 };
 
 static void usage(FILE *f) {
