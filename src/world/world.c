@@ -325,10 +325,12 @@ mg_status_t mg_world_destroy(mg_world_t *w) {
                      (void *)w);
   pthread_mutex_lock(&w->lock);
   w->state = MG__WORLD_DEAD;
+  pthread_mutex_unlock(&w->lock);
+  mg__wd_abort(NULL, w->gen, UINT64_MAX, "the world was destroyed");
+  atomic_store(&w->gen->current, UINT64_MAX);
+  pthread_mutex_lock(&w->lock);
   mg__world_abort_comms(w);
   pthread_mutex_unlock(&w->lock);
-  atomic_store(&w->gen->current, UINT64_MAX);
-  mg__wd_abort(NULL, w->gen, UINT64_MAX, "the world was destroyed");
   mg__world_free(w, w->n);
   return MG_OK;
 }
@@ -340,11 +342,14 @@ mg_status_t mg_world_abort(mg_world_t *w) {
     pthread_mutex_unlock(&w->lock);
     return MG_OK;
   }
-  w->state = MG__WORLD_ABORTED;
-  mg__world_abort_comms(w);
+  w->state = MG__WORLD_ABORTED; /* refuses new work from now on */
   pthread_mutex_unlock(&w->lock);
   MG_INFO(MG_SUBSYS_WORLD, "mg_world_abort: %d ranks", w->n);
+  /* The requests end first, so that none ends with what the aborted communicators answer. */
   mg__wd_abort(NULL, w->gen, UINT64_MAX, "the world was aborted");
+  pthread_mutex_lock(&w->lock);
+  mg__world_abort_comms(w);
+  pthread_mutex_unlock(&w->lock);
   return MG_OK;
 }
 
@@ -364,11 +369,13 @@ mg_status_t mg_world_rebuild(mg_world_t *w) {
   w->state = MG__WORLD_REBUILDING;
   const uint64_t gen = atomic_load(&w->gen->current) + 1;
   atomic_store(&w->gen->current, gen);
-  mg__world_abort_comms(w);
   pthread_mutex_unlock(&w->lock);
   char msg[96];
   snprintf(msg, sizeof msg, "the world was rebuilt (generation %llu)", (unsigned long long)gen);
-  mg__wd_abort(NULL, w->gen, gen, msg);
+  mg__wd_abort(NULL, w->gen, gen, msg); /* before the comms answer with their own errors */
+  pthread_mutex_lock(&w->lock);
+  mg__world_abort_comms(w);
+  pthread_mutex_unlock(&w->lock);
   MG_INFO(MG_SUBSYS_WORLD, "%s: generation %llu", fn, (unsigned long long)gen);
   mg_status_t st = mg__world_job(w, 1, gen, fn);
   pthread_mutex_lock(&w->lock);

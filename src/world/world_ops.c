@@ -133,12 +133,15 @@ static void mg__wbatch_expire_world(void *wp, void *arg) {
   mg__wexp_t *x = arg;
   pthread_mutex_lock(&w->lock);
   if (x->abort) {
-    if (w->state == MG__WORLD_READY || w->state == MG__WORLD_ERROR) {
-      w->state = MG__WORLD_ABORTED;
-      mg__world_abort_comms(w);
-    }
+    int now = w->state == MG__WORLD_READY || w->state == MG__WORLD_ERROR;
+    if (now) w->state = MG__WORLD_ABORTED;
     pthread_mutex_unlock(&w->lock);
+    if (!now) return;
+    /* As mg_world_abort: the requests end before the communicators do. */
     mg__wd_abort(NULL, w->gen, UINT64_MAX, "the world was aborted after a request timed out");
+    pthread_mutex_lock(&w->lock);
+    mg__world_abort_comms(w);
+    pthread_mutex_unlock(&w->lock);
     return;
   }
   size_t o = 0;
@@ -258,14 +261,17 @@ static mg__wbatch_t *mg__wbatch_new(mg_world_t *w, const mg__op_t *ops, const in
     for (int i = 0; i < n && !has; i++) has = rank_of[i] == r;
     nparts += has;
   }
-  mg__wbatch_t *b = calloc(1, sizeof *b + sizeof(mg__op_t) * (size_t)n +
-                                  sizeof(mg__wpart_t) * (size_t)nparts);
+  /* One block: the batch, its parts (whose marks want 16-byte alignment), its ops. */
+  const size_t a = _Alignof(mg__wpart_t);
+  const size_t parts_off = (sizeof(mg__wbatch_t) + a - 1) / a * a;
+  const size_t ops_off = parts_off + sizeof(mg__wpart_t) * (size_t)nparts;
+  mg__wbatch_t *b = calloc(1, ops_off + sizeof(mg__op_t) * (size_t)n);
   if (b == NULL) {
     mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     return NULL;
   }
-  b->ops = (mg__op_t *)(b + 1);
-  b->parts = (mg__wpart_t *)(b->ops + n);
+  b->parts = (mg__wpart_t *)((char *)b + parts_off);
+  b->ops = (mg__op_t *)((char *)b + ops_off);
   b->nops = n;
   b->nparts = nparts;
   b->w = w;

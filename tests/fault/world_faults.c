@@ -169,7 +169,7 @@ static void test_watchdog(void) {
   }
   ASSERT_STATUS(MG_ERR_TIMED_OUT, mg_request_wait(req[0], 0));
   double dt = mg__now() - t0;
-  ASSERT(dt >= 0.9 && dt < 1.6);
+  ASSERT(dt >= 0.9 && dt < 2.0);
   const char *m = mg_last_error();
   ASSERT_CONTAINS(m, "mg_record on rank 0 of 2 timed out after 1 s waiting for all_reduce #1 "
                      "(int64 x 1): ranks 0,1 waiting");
@@ -210,7 +210,7 @@ static void test_mismatch(int counts) {
     ASSERT_OK(mg_request_free(req[r]));
   }
   ASSERT(named >= 1);
-  ASSERT(mg__now() - t0 < 1.5);
+  ASSERT(mg__now() - t0 < 2.0);
   for (int r = 0; r < 3; r++) ASSERT_OK(mg_comm_dump_trace(comms[r], dir));
   const char *o = run_trace(dir);
   ASSERT_CONTAINS(o, "first divergence at collective #0: all_reduce (int64 x 1) enqueued by ranks 0,2");
@@ -252,7 +252,7 @@ static void test_killed_rank(void) {
     ASSERT_STATUS(MG_ERR_REMOTE, mg_request_wait(req, 0));
     ASSERT_CONTAINS(mg_last_error(), "rank 2 (pid ");
     ASSERT_CONTAINS(mg_last_error(), "exited during all_reduce #9 (int64 x 1)");
-    ASSERT(mg__now() - t0 < 1.5);
+    ASSERT(mg__now() - t0 < 2.0);
     ASSERT_OK(mg_request_free(req));
     /* Recovery in the process: the survivors shrink and go on. */
     int dead = 2;
@@ -319,7 +319,7 @@ static void test_world_timeout(void) {
   ASSERT_OK(mg_world_all_reduce(w, xp, yp, 1, MG_INT64, MG_SUM, &late));
   ASSERT_STATUS(MG_ERR_TIMED_OUT, mg_request_wait(late, 0));
   double dt = mg__now() - t0;
-  ASSERT(dt >= 0.9 && dt < 1.6);
+  ASSERT(dt >= 0.9 && dt < 2.0);
   ASSERT_CONTAINS(mg_last_error(), "mg_world_all_reduce (int64 x 1) timed out");
   ASSERT_CONTAINS(mg_last_error(), "rank 1 has not completed its part");
   ASSERT_OK(mg_request_free(late));
