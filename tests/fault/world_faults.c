@@ -14,10 +14,10 @@
  *   names the operation and the ranks; the policy aborts the comm, and the peer's request fails
  *   naming rank 0; the automatic dump is written.
  * mismatch / count_mismatch: rank 1 enqueues all_gather (or a different count) where the others
- *   enqueue all_reduce: every request fails within a second (no hang, no corruption: ASan), the
+ *   enqueue all_reduce: every request fails within 2 s (no hang, no corruption: ASan), the
  *   message names the mismatch, and `mgcomm trace` names rank 1 and the operation.
  * killed_rank: process rank 2 of 3 is killed while the others wait on a host stream: their
- *   requests end with MG_ERR_REMOTE naming rank 2 within 1.5 s; they shrink to 2 ranks and get
+ *   requests end with MG_ERR_REMOTE naming rank 2 within 2 s; they shrink to 2 ranks and get
  *   correct results on new streams.
  * world_timeout: a world request whose part cannot run (the worker is held by a callback) ends
  *   with MG_ERR_TIMED_OUT naming the rank; the world is aborted by the policy and refuses work;
