@@ -69,7 +69,7 @@ static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
   mg_comm_t **comms = n == 1 ? one : malloc(sizeof *comms * (size_t)n);
   if (comms == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "mg_group_end: out of memory");
   for (int i = 0; i < n; i++) comms[i] = ops[i]->comm;
-  qsort(comms, (size_t)n, sizeof *comms, mg__ptr_cmp);
+  if (n > 1) qsort(comms, (size_t)n, sizeof *comms, mg__ptr_cmp);
   int nc = 0;
   for (int i = 0; i < n; i++)
     if (nc == 0 || comms[nc - 1] != comms[i]) comms[nc++] = comms[i];

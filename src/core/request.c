@@ -10,7 +10,6 @@
  * Lock order: see request.h. The callback thread's lock is a leaf.
  */
 #include <math.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +124,13 @@ mg_status_t mg__request_done(int kind, mg_on_timeout_t on_timeout, mg_request_t 
   mg__request_complete(req, MG_OK, NULL, 0);
   *out = req;
   return MG_OK;
+}
+
+void mg__request_what(const mg_request_t *req, char *buf, size_t len) {
+  if (req->oops != NULL)
+    req->oops->what(req->octx, buf, len);
+  else
+    snprintf(buf, len, "%s", req->what);
 }
 
 /* ---- the callback thread ------------------------------------------------------------------ */
@@ -379,17 +385,17 @@ mg_status_t mg_request_wait(mg_request_t *req, double timeout_s) {
                    "would wait for itself", fn);
     goto out;
   }
+  static atomic_llong spin_us = -1; /* MGCOMM_WAIT_SPIN_US, read once */
+  long long us = atomic_load_explicit(&spin_us, memory_order_relaxed);
+  if (us < 0) atomic_store_explicit(&spin_us, us = mg__param_int(MG_PARAM_WAIT_SPIN_US),
+                                    memory_order_relaxed);
   const double start = mg__now();
   const double until = timeout_s > 0 ? start + timeout_s : INFINITY;
   /* Spin a little first: a request of the host backend often completes within microseconds. */
-  const double spin_until = start + (double)mg__param_int(MG_PARAM_WAIT_SPIN_US) * 1e-6;
+  const double spin_until = start + (double)us * 1e-6;
   for (unsigned i = 0; atomic_load_explicit(&req->state, memory_order_acquire) == MG__REQ_PENDING;
-       i++) {
-    if ((i & 63) == 63) {
-      if (mg__now() >= spin_until) break;
-      sched_yield(); /* let the thread that completes it run, on a busy machine */
-    }
-  }
+       i++)
+    if (!mg__spin_round(i, spin_until)) break;
   while (atomic_load_explicit(&req->state, memory_order_acquire) == MG__REQ_PENDING) {
     double now = mg__now();
     if (now >= req->deadline) {
@@ -397,9 +403,11 @@ mg_status_t mg_request_wait(mg_request_t *req, double timeout_s) {
       continue;
     }
     if (now >= until) {
+      char what[160];
+      mg__request_what(req, what, sizeof what);
       st = mg__error(MG_ERR_TIMED_OUT,
                      "%s: %s is still pending after %g s (its own deadline is %.3g s away)", fn,
-                     req->what, timeout_s, req->deadline - now);
+                     what, timeout_s, req->deadline - now);
       goto out;
     }
     double stop = until < req->deadline ? until : req->deadline;

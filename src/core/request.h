@@ -20,9 +20,11 @@
 #define MG_CORE_REQUEST_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "backend/backend.h"
+#include "core/clock.h"
 #include "core/comm.h"
 
 #define MG__REQ_MAGIC 0x6d677271u /* "mgrq" */
@@ -44,6 +46,8 @@ void mg__gen_unref(mg__gen_t *g);
 
 /* What a world request needs from its world (src/world/world.c), without the core knowing it. */
 typedef struct mg__req_owner_ops {
+  /* What the request is, for messages ("mg_world_all_reduce (float32 x 8)"). */
+  void (*what)(const void *ctx, char *buf, size_t len);
   /* The request passed its deadline: describe what is missing into buf and, when abort is 1,
    * abort the world. ctx stays valid until release(ctx). Runs on the watchdog thread or a
    * waiter, holding no library lock. */
@@ -67,7 +71,8 @@ struct mg_request {
   void *cb_arg;
   double deadline;            /* absolute mg__now() time; expiry is MG_ERR_TIMED_OUT */
   mg_on_timeout_t on_timeout; /* resolved */
-  char what[160];             /* what it is, for messages: "mg_record on rank 1 of 3" */
+  char what[160];             /* what it is, for messages: "mg_record on rank 1 of 3"; world
+                                 requests say it through oops->what */
   /* MG__REQ_RECORD */
   mg_comm_t *comm;            /* only touched while the comm is known to be registered */
   const mg__backend_t *be;    /* comm's backend, for mark_release after comm is gone */
@@ -88,6 +93,17 @@ struct mg_request {
   /* the callback thread's queue (under its lock) */
   struct mg_request *cb_next;
 };
+
+/* One round of a bounded spin-wait: 1 while the caller may keep spinning (until `until`, an
+ * mg__now() time), 0 once it should sleep instead. Every 64 rounds a look at the clock and a
+ * sched_yield, so that on a machine with fewer cores than busy threads the thread being waited
+ * for can take this core (a pause instruction would keep it). */
+static inline int mg__spin_round(unsigned i, double until) {
+  if ((i & 63) != 63) return 1;
+  if (mg__now() >= until) return 0;
+  sched_yield();
+  return 1;
+}
 
 /* ---- request.c ---- */
 
@@ -112,6 +128,8 @@ void mg__request_unref(mg_request_t *req);
 /* Queries req's mark (RECORD, not complete) and completes req when the mark is reached or
  * failed. The caller holds a reference and guarantees that req->comm stays valid. */
 void mg__request_poll(mg_request_t *req, int inline_cb);
+/* What req is, for messages (req->what, or its owner's description). */
+void mg__request_what(const mg_request_t *req, char *buf, size_t len);
 /* 1 when the calling thread is one of the library's (a rank worker, the callback thread). */
 int mg__on_library_thread(void);
 /* Marks the calling thread as a library thread with worker set wowner (stream.c's workers). */

@@ -7,7 +7,6 @@
  * and nothing runs under them but queue and counter updates. Items run with no lock held.
  */
 #include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,12 +63,8 @@ static void *mg__worker_main(void *arg) {
       uint_fast64_t seen = atomic_load(&w->pushed);
       pthread_mutex_unlock(&w->lock);
       double until = mg__now() + spin;
-      for (unsigned i = 0; atomic_load_explicit(&w->pushed, memory_order_relaxed) == seen; i++) {
-        if ((i & 63) == 63) {
-          if (mg__now() >= until) break;
-          sched_yield(); /* a busy machine: let the submitting thread run */
-        }
-      }
+      for (unsigned i = 0; atomic_load_explicit(&w->pushed, memory_order_relaxed) == seen; i++)
+        if (!mg__spin_round(i, until)) break;
       pthread_mutex_lock(&w->lock);
       while (w->head == NULL && !w->quit) {
         w->sleeping = 1;

@@ -143,9 +143,10 @@ void mg__request_expire(mg_request_t *req, int inline_cb) {
     if (!mg__handle_with(req->comm, MG__HANDLE_COMM, mg__expire_comm, &x))
       snprintf(msg, sizeof msg, "%s timed out (its communicator was destroyed)", req->what);
   } else {
-    char where[MG__ERROR_LEN - 200];
+    char where[MG__ERROR_LEN - 200], what[160];
     req->oops->expire(req->octx, 0, where, sizeof where);
-    snprintf(msg, sizeof msg, "%s timed out: %s", req->what, where);
+    mg__request_what(req, what, sizeof what);
+    snprintf(msg, sizeof msg, "%s timed out: %s", what, where);
   }
   /* Complete first: the policy's abort must not turn this request into an aborted one. */
   if (!mg__request_complete(req, MG_ERR_TIMED_OUT, msg, inline_cb)) {

@@ -33,8 +33,33 @@ typedef struct {
   atomic_int done;        /* 1 once the part has completed */
 } mg__wpart_t;
 
+/* What a world call is, kept as its parts and formatted only for a message. */
+typedef struct {
+  const char *fn;         /* "mg_world_all_reduce" (static storage) */
+  mg__opkind_t kind;
+  mg_dtype_t dtype;
+  size_t count;
+  int rank, peer;         /* send/recv: the rank and its peer */
+  int nops;               /* a world group: its number of operations (fn etc.: the first) */
+} mg__wwhat_t;
+
+static void mg__wwhat_format(const mg__wwhat_t *w, char *buf, size_t len) {
+  const char *dt = mg_dtype_name(w->dtype) ? mg_dtype_name(w->dtype) : "?";
+  char one[128];
+  if (w->kind == MG_OPK_SEND || w->kind == MG_OPK_RECV)
+    snprintf(one, sizeof one, "%s (rank %d %s rank %d, %s x %zu)", w->fn, w->rank,
+             w->kind == MG_OPK_SEND ? "to" : "from", w->peer, dt, w->count);
+  else
+    snprintf(one, sizeof one, "%s (%s x %zu)", w->fn, dt, w->count);
+  if (w->nops > 1)
+    snprintf(buf, len, "world group of %d operations (first: %s)", w->nops, one);
+  else
+    snprintf(buf, len, "%s", one);
+}
+
 struct mg__wbatch {
   atomic_int refs;        /* 1 for the parts together (until the last is done) + 1 for req */
+  mg__wwhat_t what;
   mg_world_t *w;          /* alive while parts run (destroy stops the workers first) */
   uint64_t gen;
   mg_request_t *req;      /* the batch's reference, dropped when the last part is done */
@@ -169,7 +194,12 @@ static void mg__wbatch_expire(void *ctx, int abort, char *buf, size_t len) {
 
 static void mg__wbatch_release(void *ctx) { mg__wbatch_unref(ctx); }
 
-const mg__req_owner_ops_t mg__wbatch_ops = {mg__wbatch_expire, mg__wbatch_release};
+static void mg__wbatch_what(const void *ctx, char *buf, size_t len) {
+  mg__wwhat_format(&((const mg__wbatch_t *)ctx)->what, buf, len);
+}
+
+const mg__req_owner_ops_t mg__wbatch_ops = {mg__wbatch_what, mg__wbatch_expire,
+                                            mg__wbatch_release};
 
 /* ---- submission ------------------------------------------------------------------------------ */
 
@@ -189,7 +219,7 @@ typedef struct {
   int n, cap;
   mg_status_t err;      /* first error inside the group */
   char errmsg[MG__ERROR_LEN];
-  char what[96];        /* the first operation's name, for the request */
+  mg__wwhat_t what;     /* the first operation, for the request */
 } mg__wgroup_t;
 
 static _Thread_local mg__wgroup_t mg__wg;
@@ -219,16 +249,18 @@ static mg_status_t mg__wvalidate(mg_world_t *w, mg__wop_t *wops, int n, mg__op_t
                                  const char *fn) {
   for (int i = 0; i < n; i++) {
     const int r = wops[i].rank;
-    char fnr[96];
-    snprintf(fnr, sizeof fnr, "%s: rank %d", fn, r);
     mg__op_t *op = &out[i];
     *op = wops[i].op;
     op->comm = w->comms[r];
-    mg_status_t st = mg__op_validate(op, wops[i].v_in, fnr);
-    if (st >= 0) st = op->comm->backend->check_op(op, fnr);
+    mg_status_t st = mg__op_validate(op, wops[i].v_in, fn);
+    if (st >= 0) st = op->comm->backend->check_op(op, fn);
     if (st < 0) {
       for (int k = 0; k <= i; k++) mg__op_release(&out[k]);
-      return st;
+      /* "fn: what" becomes "fn: rank r: what" (formatted only on this path). */
+      char msg[MG__ERROR_LEN];
+      mg_last_error_copy(msg, sizeof msg);
+      size_t skip = strncmp(msg, fn, strlen(fn)) == 0 && msg[strlen(fn)] == ':' ? strlen(fn) + 2 : 0;
+      return mg__error(st, "%s: rank %d: %s", fn, r, msg + skip);
     }
   }
   return MG_OK;
@@ -254,7 +286,7 @@ static mg_status_t mg__wready(const mg_world_t *w, const char *fn) {
  * listed with the watchdog; nothing is sent yet. The batch's copies of the ops share their `v`:
  * once the batch is sent it owns them. */
 static mg__wbatch_t *mg__wbatch_new(mg_world_t *w, const mg__op_t *ops, const int *rank_of,
-                                    int n, const char *what, const char *fn) {
+                                    int n, const mg__wwhat_t *what, const char *fn) {
   int nparts = 0;
   for (int r = 0; r < w->n; r++) {
     int has = 0;
@@ -299,8 +331,8 @@ static mg__wbatch_t *mg__wbatch_new(mg_world_t *w, const mg__op_t *ops, const in
     free(b);
     return NULL;
   }
+  b->what = *what;
   mg_request_t *req = b->req;
-  snprintf(req->what, sizeof req->what, "%s", what);
   req->gen_src = w->gen;
   atomic_fetch_add(&w->gen->refs, 1);
   req->gen = b->gen;
@@ -326,7 +358,7 @@ static void mg__wbatch_discard(mg__wbatch_t *b) {
 /* Sends a batch made of ops[0..n) (validated under w->lock, which the caller holds and which
  * this releases) and returns its request. */
 static mg_status_t mg__wsend(mg_world_t *w, mg__op_t *ops, const int *rank_of, int n,
-                             const char *what, const char *fn, mg_request_t **out) {
+                             const mg__wwhat_t *what, const char *fn, mg_request_t **out) {
   pthread_mutex_unlock(&w->lock);
   /* The request is made outside the world's lock (the registry comes first, see world.h). */
   mg__wbatch_t *b = mg__wbatch_new(w, ops, rank_of, n, what, fn);
@@ -363,8 +395,8 @@ static mg_status_t mg__world_check_live(mg_world_t *w, const char *fn) {
 
 /* Validates and sends (or, inside a world group, records) the world call wops[0..n). */
 static mg_status_t mg__wsubmit(mg_world_t *w, mg__wop_t *wops, int n, const char *fn,
-                               const char *what, mg_request_t **req) {
-  mg_status_t st = mg__world_check_live(w, fn);
+                               const mg__wwhat_t *what, mg_request_t **req) {
+  mg_status_t st = MG_OK; /* the caller checked the handle */
   const int grouped = mg__wg.depth > 0;
   if (st == MG_OK && grouped && mg__wg.w != w)
     st = mg__error(MG_ERR_INVALID_USAGE, "%s: the calling thread is in a group of another world", fn);
@@ -415,7 +447,7 @@ static mg_status_t mg__wsubmit(mg_world_t *w, mg__wop_t *wops, int n, const char
       }
     }
     if (st == MG_OK) {
-      if (mg__wg.n == 0) snprintf(mg__wg.what, sizeof mg__wg.what, "%s", what);
+      if (mg__wg.n == 0) mg__wg.what = *what;
       memcpy(mg__wg.ops + mg__wg.n, ops, sizeof *ops * (size_t)n);
       memcpy(mg__wg.rank_of + mg__wg.n, rank_of, sizeof *rank_of * (size_t)n);
       mg__wg.n += n;
@@ -458,8 +490,8 @@ mg_status_t mg_world_group_end(mg_world_t *w, mg_request_t **req) {
   } else if (mg__wg.n == 0) {
     st = mg__request_done(MG__REQ_WORLD, w->on_timeout, req, fn);
   } else {
-    char what[128];
-    snprintf(what, sizeof what, "world group of %d operations (first: %s)", mg__wg.n, mg__wg.what);
+    mg__wwhat_t what = mg__wg.what;
+    what.nops = mg__wg.n;
     st = mg__world_check_live(w, fn);
     if (st == MG_OK) {
       pthread_mutex_lock(&w->lock);
@@ -469,7 +501,7 @@ mg_status_t mg_world_group_end(mg_world_t *w, mg_request_t **req) {
         if (mg__wg.ops[i].comm != w->comms[mg__wg.rank_of[i]])
           st = mg__error(MG_ERR_INVALID_USAGE, "%s: the world was rebuilt during the group", fn);
       if (st == MG_OK) {
-        st = mg__wsend(w, mg__wg.ops, mg__wg.rank_of, mg__wg.n, what, fn, req);
+        st = mg__wsend(w, mg__wg.ops, mg__wg.rank_of, mg__wg.n, &what, fn, req);
         mg__wg.n = 0; /* sent or released by mg__wsend */
       } else {
         pthread_mutex_unlock(&w->lock);
@@ -510,10 +542,8 @@ static mg_status_t mg__wall(mg_world_t *w, const char *fn, mg__opkind_t kind,
     wops[r].op = MG__WOP(kind, send[r], recv[r], count, dtype, op, root);
     for (int i = 0; i < 4; i++) wops[r].v_in[i] = v != NULL ? v[i][r] : NULL;
   }
-  char what[128];
-  snprintf(what, sizeof what, "%s (%s x %zu)", fn, mg_dtype_name(dtype) ? mg_dtype_name(dtype) : "?",
-           count);
-  mg_status_t st = mg__wsubmit(w, wops, w->n, fn, what, req);
+  const mg__wwhat_t what = {fn, kind, dtype, count, -1, -1, 1};
+  mg_status_t st = mg__wsubmit(w, wops, w->n, fn, &what, req);
   if (wops != one) free(wops);
   return st;
 }
@@ -587,11 +617,8 @@ static mg_status_t mg__wp2p(mg_world_t *w, const char *fn, mg__opkind_t kind, in
     return mg__wg_note(mg__error(MG_ERR_INVALID_ARGUMENT, "%s: rank %d is out of [0, %d)", fn,
                                  rank, w->n));
   mg__wop_t wop = {rank, MG__WOP(kind, send, recv, count, dtype, MG_SUM, peer), {NULL}};
-  char what[128];
-  snprintf(what, sizeof what, "%s (rank %d %s rank %d, %s x %zu)", fn, rank,
-           kind == MG_OPK_SEND ? "to" : "from", peer,
-           mg_dtype_name(dtype) ? mg_dtype_name(dtype) : "?", count);
-  return mg__wsubmit(w, &wop, 1, fn, what, req);
+  const mg__wwhat_t what = {fn, kind, dtype, count, rank, peer, 1};
+  return mg__wsubmit(w, &wop, 1, fn, &what, req);
 }
 
 mg_status_t mg_world_send(mg_world_t *w, int rank, const void *send, size_t count,

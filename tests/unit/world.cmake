@@ -14,3 +14,7 @@ endforeach()
 mg_test(NAME world_exactly_once EXE world ARGS exactly_once 8 10000 TIMEOUT 600 LABELS host world)
 # `mgcomm trace` on hand-made dumps (the fault tests run it on real ones).
 mg_cli_test(NAME trace_cli COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/trace_cli.sh)
+# bench/world_cost.c: what the world and the watchdog cost (bench/results/). Built with the tests
+# (it measures internal functions too); the test only proves that it runs and every call works.
+mg_test(NAME world_cost_smoke EXE world_cost SOURCES ${PROJECT_SOURCE_DIR}/bench/world_cost.c
+        ARGS --iters 200 --runs 1 TIMEOUT 120 LABELS host world bench)
