@@ -2,17 +2,18 @@
  * world_faults.c -- failures of requests, streams and the world on the host backend: each comes
  * back as a status on the right request, bounded in time, named, and recoverable.
  *
- *   world_faults never_submits | watchdog | mismatch | count_mismatch | killed_rank |
- *                world_timeout | injected | comm_abort
+ *   world_faults never_submits | watchdog | watchdog_report | mismatch | count_mismatch |
+ *                killed_rank | world_timeout | injected | comm_abort
  *
  * never_submits: rank 2 of 3 never enqueues all_reduce #1: the requests of ranks 0 and 1 fail with
  *   MG_ERR_TIMED_OUT within the deadline + 1 s, naming the operation and rank 2; they dumped their
  *   flight recorders into MGCOMM_TRACE_DIR; with rank 2's dump, `mgcomm trace` names #1 as the
  *   first divergence and rank 2 as the one that never enqueued it.
- * watchdog: rank 0's worker is held by a long callback, so its queued all_reduce cannot even
- *   start: the watchdog ends the request at its deadline (+ its interval) with a message that
- *   names the operation and the ranks; the policy aborts the comm, and the peer's request fails
- *   naming rank 0; the automatic dump is written.
+ * watchdog / watchdog_report: rank 0's worker is held by a long callback, so its queued
+ *   all_reduce cannot even start: the watchdog ends the request at its deadline (+ its interval)
+ *   with a message that names the operation and the ranks; the automatic dump is written. The
+ *   abort policy aborts the comm (the peer's request fails naming rank 0); the report policy
+ *   moves it to the error state with the timeout as its error and message.
  * mismatch / count_mismatch: rank 1 enqueues all_gather (or a different count) where the others
  *   enqueue all_reduce: every request fails within 2 s (no hang, no corruption: ASan), the
  *   message names the mismatch, and `mgcomm trace` names rank 1 and the operation.
@@ -40,6 +41,8 @@
 #include "core/clock.h"
 #include "loader/fault.h"
 #include "test.h"
+
+#define MG_ERROR_BUF 1024
 
 static mg_config_t config(double timeout) {
   mg_config_t cfg = MG_CONFIG_INIT;
@@ -147,10 +150,10 @@ static void hold_cb(mg_request_t *req, mg_status_t status, void *arg) {
   ASSERT_OK(mg_request_free(req));
 }
 
-static void test_watchdog(void) {
+static void test_watchdog(mg_on_timeout_t policy) {
   const char *dir = trace_dir();
   mg_config_t cfg = config(1.0);
-  cfg.on_timeout = MG_ON_TIMEOUT_ABORT;
+  cfg.on_timeout = policy;
   setup(2, &cfg);
   int64_t v[2] = {1, 2}, out[2];
   /* Hold rank 0's worker in a callback for 2.5 s: the callback is registered before its marker
@@ -173,14 +176,27 @@ static void test_watchdog(void) {
   const char *m = mg_last_error();
   ASSERT_CONTAINS(m, "mg_record on rank 0 of 2 timed out after 1 s waiting for all_reduce #1 "
                      "(int64 x 1): ranks 0,1 waiting");
-  /* Rank 1's request: its all_reduce notices that rank 0 aborted (the policy). */
+  /* Rank 1's request: under abort its all_reduce notices that rank 0 aborted; under report it
+   * times out on its own (rank 0's all_reduce never started). */
   mg_status_t st = mg_request_wait(req[1], 0);
-  ASSERT(st == MG_ERR_REMOTE || st == MG_ERR_TIMED_OUT);
-  if (st == MG_ERR_REMOTE) ASSERT_CONTAINS(mg_last_error(), "rank 0 aborted");
+  if (policy == MG_ON_TIMEOUT_ABORT) {
+    ASSERT(st == MG_ERR_REMOTE || st == MG_ERR_TIMED_OUT);
+    if (st == MG_ERR_REMOTE) ASSERT_CONTAINS(mg_last_error(), "rank 0 aborted");
+  } else {
+    ASSERT_EQ(st, MG_ERR_TIMED_OUT);
+  }
   ASSERT(mg__now() - t0 < 2.0);
   mg_comm_state_t cs;
   ASSERT_OK(mg_comm_state(comms[0], &cs));
-  ASSERT_EQ(cs, MG_COMM_ABORTED);
+  ASSERT_EQ(cs, policy == MG_ON_TIMEOUT_ABORT ? MG_COMM_ABORTED : MG_COMM_ERROR);
+  mg_status_t async;
+  ASSERT_OK(mg_comm_async_error(comms[0], &async));
+  ASSERT_EQ(async, policy == MG_ON_TIMEOUT_ABORT ? MG_ERR_ABORTED : MG_ERR_TIMED_OUT);
+  if (policy == MG_ON_TIMEOUT_REPORT) { /* the comm's message is the timeout's */
+    char msg[MG_ERROR_BUF];
+    mg_comm_last_error(comms[0], msg, sizeof msg);
+    ASSERT_CONTAINS(msg, "timed out after 1 s waiting for all_reduce #1");
+  }
   ASSERT(count_dumps(dir) >= 1);
   for (int r = 0; r < 2; r++) ASSERT_OK(mg_request_free(req[r]));
   teardown(2); /* waits for the callback (the worker finishes its queue) */
@@ -449,7 +465,8 @@ int main(int argc, char **argv) {
   if (argc < 2) FAIL("usage: %s TEST", argv[0]);
   const char *t = argv[1];
   if (strcmp(t, "never_submits") == 0) test_never_submits();
-  else if (strcmp(t, "watchdog") == 0) test_watchdog();
+  else if (strcmp(t, "watchdog") == 0) test_watchdog(MG_ON_TIMEOUT_ABORT);
+  else if (strcmp(t, "watchdog_report") == 0) test_watchdog(MG_ON_TIMEOUT_REPORT);
   else if (strcmp(t, "mismatch") == 0) test_mismatch(0);
   else if (strcmp(t, "count_mismatch") == 0) test_mismatch(1);
   else if (strcmp(t, "killed_rank") == 0) test_killed_rank();
