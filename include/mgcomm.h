@@ -499,9 +499,11 @@ MG_EXTERN mg_status_t mg_stream_sync(mg_stream_t stream, double timeout_s);
  * completed (as cuEventRecord), with the stream's error: on a host stream, the sticky error; on
  * the host backend with stream NULL the operations completed before they returned, so the
  * request is already complete (MG_OK). How the request learns of it is the config's completion
- * strategy. Errors: MG_ERR_INVALID_USAGE (bad comm or comm not ready), MG_ERR_INVALID_ARGUMENT
- * (req NULL, a stream of another communicator or, on the host backend, not a host stream),
- * MG_ERR_OUT_OF_MEMORY, MG_ERR_BACKEND. On error *req is untouched. Thread-safe. */
+ * strategy. A communicator in the error state still records (the request reports the stream's
+ * error). Errors: MG_ERR_INVALID_USAGE (bad comm; comm aborted or finalized),
+ * MG_ERR_INVALID_ARGUMENT (req NULL, a stream of another communicator or, on the host backend,
+ * not a host stream), MG_ERR_OUT_OF_MEMORY, MG_ERR_BACKEND. On error *req is untouched.
+ * Thread-safe. */
 MG_EXTERN mg_status_t mg_record(mg_comm_t *comm, mg_stream_t stream, mg_request_t **req);
 
 /* Waits until req has completed and returns its outcome (its message in mg_last_error()).
