@@ -485,7 +485,8 @@ MG_EXTERN mg_status_t mg_stream_create(mg_comm_t *comm, mg_stream_t *stream);
 
 /* Releases a host stream. Work already submitted to it still runs and its requests still
  * complete; the handle is invalid afterwards. NULL is MG_OK; a bad handle is
- * MG_ERR_INVALID_USAGE. Thread-safe. */
+ * MG_ERR_INVALID_USAGE. Thread-safe. (mg_comm_destroy of its communicator aborts what is queued
+ * and stops the worker, waiting for a callback that runs on it to return.) */
 MG_EXTERN mg_status_t mg_stream_destroy(mg_stream_t stream);
 
 /* Waits until everything submitted to the host stream before the call has run, and returns the
@@ -566,8 +567,9 @@ MG_EXTERN mg_status_t mg_world_create(const mg_config_t *config, int nranks, con
 
 /* Aborts every rank's communicator, ends every pending request of the world with MG_ERR_ABORTED
  * (before returning; their callbacks run on a library thread), stops the workers and releases
- * everything. NULL is MG_OK. Must not be called from a callback running on one of the world's
- * workers (MG_ERR_INVALID_USAGE). */
+ * everything. A callback running on a worker is waited for (a callback that never returns keeps
+ * this call too). NULL is MG_OK. Must not be called from a callback running on one of the
+ * world's workers (MG_ERR_INVALID_USAGE). */
 MG_EXTERN mg_status_t mg_world_destroy(mg_world_t *world);
 
 /* Aborts every rank's communicator; every pending request of the world ends with MG_ERR_ABORTED
