@@ -105,9 +105,12 @@ static void mg__wpart_done(mg__wpart_t *p, mg_status_t st, const char *msg) {
 static void mg__wpart_signalled(mg__mark_t *mark, mg_status_t st, const char *msg) {
   mg__wpart_t *p = mark->owner;
   mg__wbatch_t *b = p->b;
+  /* Read before the part is done: on a foreign thread (a CUDA host function) the worker may
+   * destroy the communicator right after. */
+  const mg__backend_t *be = mark->comm->backend;
   atomic_fetch_add(&b->refs, 1); /* the mark lives in the batch: keep it until released */
   mg__wpart_done(p, st, msg);
-  mark->comm->backend->mark_release(mark);
+  be->mark_release(mark);
   mg__wbatch_unref(b);
 }
 
@@ -141,8 +144,17 @@ static void mg__wpart_run(mg__item_t *it) {
   p->mark.owner = p;
   p->mark.on_signal = mg__wpart_signalled;
   st = comm->backend->mark_record(&p->mark);
-  if (st == MG_OK) st = comm->backend->mark_notify(&p->mark); /* signals, maybe at once */
-  if (st < 0) mg__wpart_done(p, st, mg_last_error());
+  if (st < 0) {
+    mg__wpart_done(p, st, mg_last_error());
+    return;
+  }
+  st = comm->backend->mark_notify(&p->mark); /* signals, maybe at once */
+  if (st < 0) { /* nothing armed: the mark is ours to release */
+    char msg[MG__ERROR_LEN];
+    mg_last_error_copy(msg, sizeof msg);
+    comm->backend->mark_release(&p->mark);
+    mg__wpart_done(p, st, msg);
+  }
 }
 
 /* Describes what a timed-out batch still waits for, and aborts the world when abort is 1. */
