@@ -9,6 +9,8 @@
  *    mg_request_free; the time of the three, median over N.
  *    Both are run R times, alternating, and the medians of the R medians are reported, so that
  *    both see the same load.
+ *    For scale: one round trip of a flag between two threads, the floor of any hand-off to a
+ *    worker on this machine (the world makes one per call).
  * 3. the watchdog, per request: listing and unlisting a request (mg__wd_add + the removal in its
  *    completion) against completing an unlisted one, median over N of batches of 100.
  * 4. the watchdog thread's CPU use at the default interval (MGCOMM_WATCHDOG_INTERVAL) with 10,000
@@ -18,7 +20,9 @@
  * Exit 0 when every call succeeded. Prints a Markdown table (bench/results/ keeps dated ones).
  */
 #include <dirent.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +122,34 @@ static double run_world(mg_world_t *w, double *times) {
   return median(times, iters);
 }
 
+/* ---- a thread round trip: what any hand-off to a worker costs here ---- */
+
+static atomic_int baton;
+
+static void *bounce(void *arg) {
+  for (int i = 0; i < iters; i++) {
+    for (unsigned k = 0; atomic_load(&baton) != 1; k++) (void)mg__spin_round(k, INFINITY);
+    atomic_store(&baton, 0);
+  }
+  return NULL;
+}
+
+/* One round trip of a flag between this thread and another, spinning as the library's waits do
+ * (mg__spin_round); median over iters. */
+static double run_handoff(double *times) {
+  pthread_t th;
+  atomic_store(&baton, 0);
+  pthread_create(&th, NULL, bounce, NULL);
+  for (int i = 0; i < iters; i++) {
+    double t0 = mg__now();
+    atomic_store(&baton, 1);
+    for (unsigned k = 0; atomic_load(&baton) != 0; k++) (void)mg__spin_round(k, INFINITY);
+    times[i] = mg__now() - t0;
+  }
+  pthread_join(th, NULL);
+  return median(times, iters);
+}
+
 /* ---- the watchdog, per request ---- */
 
 static double wd_batch(int listed) {
@@ -212,6 +244,7 @@ int main(int argc, char **argv) {
   }
   mg_world_destroy(w); /* a live world: cannot fail */
   double dm = median(d, runs), wm = median(wv, runs);
+  double hand = run_handoff(times);
   double listed[101], unlisted[101], per_req = 0, cpu = -1;
   if (watchdog) {
     for (int i = 0; i < 101; i++) {
@@ -229,6 +262,8 @@ int main(int argc, char **argv) {
   printf("| world submit + wait + free, 8 B, %d ranks (median of %d x %d) | %.2f us |\n", nranks,
          runs, iters, wm * 1e6);
   printf("| world - direct | %+.2f us (target <= +2 us) |\n", (wm - dm) * 1e6);
+  printf("| a round trip between two threads (spin, yield every 64 rounds) | %.2f us |\n",
+         hand * 1e6);
   if (watchdog) printf("| watchdog: listing + unlisting one request | %.0f ns |\n", per_req * 1e9);
   if (!watchdog)
     ;

@@ -86,7 +86,8 @@ static void mg__wpart_done(mg__wpart_t *p, mg_status_t st, const char *msg) {
   if (st < 0) {
     char full[MG__ERROR_LEN];
     snprintf(full, sizeof full, "rank %d: %s", p->rank, msg != NULL ? msg : mg_status_string(st));
-    mg__world_part_failed(b->w, st, full);
+    /* A part of an older generation (signalled late) says nothing about the current one. */
+    if (atomic_load(&b->w->gen->current) == b->gen) mg__world_part_failed(b->w, st, full);
     pthread_mutex_lock(&b->lock);
     if (b->err == MG_OK) {
       b->err = st;
