@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/clock.h"
 #include "core/handle.h"
@@ -209,6 +210,18 @@ static void mg__world_free(mg_world_t *w, int nworkers) {
   }
   for (int r = 0; r < nworkers; r++)
     if (w->workers[r] != NULL) mg__worker_stop(w->workers[r]);
+  /* Parts whose marks a backend signals on its own thread (NCCL host functions) may still be
+   * out: their communicators are aborted, so they come soon. The host backend has none left. */
+  const double deadline = mg__now() + w->timeout_s;
+  while (atomic_load(&w->inflight) > 0) {
+    if (mg__now() > deadline) {
+      MG_WARN("mg_world_destroy: %d parts were never signalled; the world's memory is kept",
+              atomic_load(&w->inflight));
+      return;
+    }
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL); /* an early wake-up only shortens the nap */
+  }
   atomic_store(&w->gen->current, UINT64_MAX);
   mg__gen_unref(w->gen);
   pthread_mutex_destroy(&w->lock);
@@ -273,6 +286,7 @@ mg_status_t mg_world_create(const mg_config_t *config, int nranks, const int *de
     w->devices[r] = backend == MG_BACKEND_HOST ? -1 : devices != NULL ? devices[r] : r;
   atomic_init(&w->gen->current, 1);
   atomic_init(&w->gen->refs, 1);
+  atomic_init(&w->inflight, 0);
   pthread_mutex_init(&w->lock, NULL);
   w->state = MG__WORLD_REBUILDING;
   w->magic = MG__WORLD_MAGIC;

@@ -41,6 +41,8 @@ struct mg_world {
   mg_on_timeout_t on_timeout;
   mg__gen_t *gen;           /* the generation, shared with the requests */
   mg__worker_t **workers;   /* [n] */
+  atomic_int inflight;      /* parts sent and not yet done: a part's mark may be signalled on a
+                               foreign thread (NCCL) after its worker stopped; free waits */
   pthread_mutex_t lock;     /* the fields below */
   int state;                /* MG__WORLD_* */
   mg_status_t error;        /* why it is in MG__WORLD_ERROR */

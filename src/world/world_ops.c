@@ -83,11 +83,12 @@ static void mg__wbatch_unref(mg__wbatch_t *b) {
 /* A part is done: record its error; the last part completes the request. */
 static void mg__wpart_done(mg__wpart_t *p, mg_status_t st, const char *msg) {
   mg__wbatch_t *b = p->b;
+  mg_world_t *w = b->w; /* not used once inflight is decremented: the world may go */
   if (st < 0) {
     char full[MG__ERROR_LEN];
     snprintf(full, sizeof full, "rank %d: %s", p->rank, msg != NULL ? msg : mg_status_string(st));
     /* A part of an older generation (signalled late) says nothing about the current one. */
-    if (atomic_load(&b->w->gen->current) == b->gen) mg__world_part_failed(b->w, st, full);
+    if (atomic_load(&w->gen->current) == b->gen) mg__world_part_failed(w, st, full);
     pthread_mutex_lock(&b->lock);
     if (b->err == MG_OK) {
       b->err = st;
@@ -96,6 +97,7 @@ static void mg__wpart_done(mg__wpart_t *p, mg_status_t st, const char *msg) {
     pthread_mutex_unlock(&b->lock);
   }
   atomic_store(&p->done, 1);
+  atomic_fetch_sub(&w->inflight, 1);
   if (atomic_fetch_sub(&b->left, 1) != 1) return;
   mg__request_complete(b->req, b->err, b->errmsg, mg__on_library_thread());
   mg__request_unref(b->req);
@@ -392,6 +394,7 @@ static mg_status_t mg__wsend(mg_world_t *w, mg__op_t *ops, const int *rank_of, i
   mg_request_t *req = b->req;
   w->submitted++;
   /* One order on every worker: all parts go out under the world's lock. */
+  atomic_fetch_add(&w->inflight, b->nparts);
   for (int i = 0; i < b->nparts; i++) mg__worker_push(w->workers[b->parts[i].rank], &b->parts[i].item);
   pthread_mutex_unlock(&w->lock);
   *out = req;
