@@ -25,10 +25,10 @@ test-gpu: build
 	cd $(BUILD) && ctest --output-on-failure -L gpu
 
 asan:
-	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DMGCOMM_ASAN=ON -DCMAKE_BUILD_TYPE=Debug"
+	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DMGCOMM_ASAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"
 
 tsan:
-	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS="-DMGCOMM_TSAN=ON -DCMAKE_BUILD_TYPE=Debug"
+	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS="-DMGCOMM_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"
 
 # Installs a release build (no fault-injection seam) under PREFIX.
 install:

@@ -18,8 +18,8 @@
  *
  * Divisions of this file: export macro and version; status codes and errors; data types and
  * reduction operations; configuration; communicators; operations and groups; custom ops;
- * requests and streams; world; flight recorder; diagnostics (parameters, libraries, features,
- * devices).
+ * memory; rendezvous (the store, mg_comm_init_env); requests and streams; world; flight
+ * recorder; diagnostics (parameters, libraries, features, devices).
  */
 #ifndef MGCOMM_H
 #define MGCOMM_H
@@ -192,7 +192,7 @@ MG_EXTERN mg_status_t mg_backend_resolve(mg_backend_t requested, mg_backend_t *o
                                          size_t reason_len);
 
 #define MG_UNDEF_INT INT_MIN
-#define MG_CONFIG_VERSION 1
+#define MG_CONFIG_VERSION 3
 
 /* How a request learns that a stream has passed the point it waits for (mg_record), the seeds'
  * three strategies. All are bounded by the request's deadline (the watchdog). */
@@ -217,7 +217,15 @@ typedef enum mg_on_timeout {
 
 /* Parameters of a communicator. Initialise with MG_CONFIG_INIT, then set the fields you want;
  * a config that was not initialised that way (bad size or version) is MG_ERR_INVALID_USAGE.
- * A NULL config means all defaults. New fields are only ever appended. */
+ * A NULL config means all defaults. New fields are only ever appended.
+ *
+ * The nccl_* fields are the fields of NCCL's ncclConfig_t, passed to NCCL as they are when set
+ * (MG_UNDEF_INT or NULL: NCCL's default; NCCL checks the values). Each needs the NCCL version
+ * written next to it: setting a field that the loaded NCCL does not have is MG_ERR_NOT_SUPPORTED
+ * at init (or split, shrink), naming the version that has it. The strings are read during that
+ * call only. Split and shrink with a NULL config inherit the parent's. The host backend ignores
+ * them. NCCL's `blocking` is not among them: mgcomm's communicators are always nonblocking
+ * (ARCHITECTURE.md contract 4). */
 typedef struct mg_config {
   size_t size;          /* sizeof(mg_config_t), set by MG_CONFIG_INIT */
   unsigned int version; /* MG_CONFIG_VERSION, set by MG_CONFIG_INIT */
@@ -225,8 +233,20 @@ typedef struct mg_config {
   double timeout_s;     /* deadline of every wait on this communicator, seconds; 0 = MGCOMM_TIMEOUT */
   int device;           /* NCCL backend, mg_comm_init_rank: CUDA device ordinal of this rank;
                            MG_UNDEF_INT = the local rank (mg_comm_init_env) or device 0 */
-  /* Appended with requests, the world and the flight recorder. A config whose size ends at
-   * `device` (compiled against an older header) is accepted: these fields take their defaults. */
+  int nccl_cga_cluster_size;       /* cgaClusterSize, NCCL >= 2.17 */
+  int nccl_min_ctas;               /* minCTAs, NCCL >= 2.17 */
+  int nccl_max_ctas;               /* maxCTAs, NCCL >= 2.17 */
+  const char *nccl_net_name;       /* netName, NCCL >= 2.17 */
+  int nccl_split_share;            /* splitShare, NCCL >= 2.18 */
+  int nccl_traffic_class;          /* trafficClass, NCCL >= 2.26 */
+  const char *nccl_comm_name;      /* commName, NCCL >= 2.27 */
+  int nccl_collnet_enable;         /* collnetEnable, NCCL >= 2.27 */
+  int nccl_cta_policy;             /* CTAPolicy, NCCL >= 2.27 */
+  int nccl_shrink_share;           /* shrinkShare, NCCL >= 2.27 */
+  int nccl_nvls_ctas;              /* nvlsCTAs, NCCL >= 2.27 */
+  int nccl_nchannels_per_net_peer; /* nChannelsPerNetPeer, NCCL >= 2.28 */
+  int nccl_nvlink_centric_sched;   /* nvlinkCentricSched, NCCL >= 2.28 */
+  /* Requests, the world and the flight recorder (MG_CONFIG_VERSION 3). */
   int trace_entries;    /* flight-recorder ring of the communicator, in operations; 0 =
                            MGCOMM_TRACE_ENTRIES (2048); -1 = no recorder */
   mg_completion_t completion; /* MG_COMPLETION_DEFAULT = MGCOMM_COMPLETION */
@@ -235,9 +255,11 @@ typedef struct mg_config {
   mg_on_timeout_t on_timeout; /* MG_ON_TIMEOUT_DEFAULT = MGCOMM_ON_TIMEOUT */
 } mg_config_t;
 
-#define MG_CONFIG_INIT                                                                          \
-  {sizeof(mg_config_t), MG_CONFIG_VERSION, MG_BACKEND_AUTO, 0.0, MG_UNDEF_INT, 0,                 \
-   MG_COMPLETION_DEFAULT, 0.0, MG_ON_TIMEOUT_DEFAULT}
+#define MG_CONFIG_INIT                                                                    \
+  {sizeof(mg_config_t), MG_CONFIG_VERSION, MG_BACKEND_AUTO, 0.0, MG_UNDEF_INT,            \
+   MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, NULL, MG_UNDEF_INT, MG_UNDEF_INT, NULL,       \
+   MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT,    \
+   0, MG_COMPLETION_DEFAULT, 0.0, MG_ON_TIMEOUT_DEFAULT}
 
 /* ---------------------------------------------------------------------------------------------
  * Communicators
@@ -265,7 +287,10 @@ typedef struct mg_unique_id {
 
 /* Creates a new unique id for backend (MG_BACKEND_AUTO is resolved as for init). For the host
  * backend the id carries a random, unguessable shared-memory name (from getrandom). For NCCL it is
- * ncclGetUniqueId's. Errors: MG_ERR_INVALID_ARGUMENT (id NULL, unknown backend),
+ * ncclGetUniqueId's, which needs libnccl but no GPU, so a launcher without a GPU can make ids
+ * for GPU ranks (it passes MG_BACKEND_NCCL: AUTO would pick host there); NCCL's bootstrap root
+ * then runs in the creating process, which must stay alive until the ranks have met.
+ * Errors: MG_ERR_INVALID_ARGUMENT (id NULL, unknown backend),
  * MG_ERR_BACKEND_UNAVAILABLE, MG_ERR_SYSTEM (no randomness), MG_ERR_BACKEND. Thread-safe. */
 MG_EXTERN mg_status_t mg_unique_id_create(mg_backend_t backend, mg_unique_id_t *id);
 
@@ -319,7 +344,13 @@ MG_EXTERN mg_status_t mg_comm_finalize(mg_comm_t *comm);
 MG_EXTERN mg_status_t mg_comm_abort(mg_comm_t *comm);
 
 /* Releases comm. Not finalized and not aborted: the communicator is aborted first (pending
- * operations end with MG_ERR_ABORTED). NULL is MG_OK. After the call the handle is invalid. */
+ * operations end with MG_ERR_ABORTED). NULL is MG_OK. After the call the handle is invalid, and
+ * so are its registrations and custom ops.
+ * NCCL backend: a graceful end is mg_comm_finalize (every rank; it waits, within the deadline,
+ * for the work issued) and then destroy, which is then local. Destroy without finalize aborts
+ * (ncclCommAbort: local, bounded) instead of calling ncclCommDestroy, which would be a
+ * collective of every rank of the node that hangs when one of them does not come: work of this
+ * rank still in flight is cancelled, so synchronise the streams first. */
 MG_EXTERN mg_status_t mg_comm_destroy(mg_comm_t *comm);
 
 typedef enum mg_comm_state {
@@ -447,6 +478,219 @@ MG_EXTERN mg_status_t mg_op_create_premul_sum(mg_comm_t *comm, const void *scala
 /* Destroys a custom op of comm. Operations already posted with it are unaffected. A built-in op,
  * or an op not of this comm, is MG_ERR_INVALID_ARGUMENT. Ops are destroyed with their comm. */
 MG_EXTERN mg_status_t mg_op_destroy(mg_comm_t *comm, mg_op_t op);
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory
+ *
+ * Buffers that suit a communicator, and their registration with it. On the NCCL backend these
+ * are ncclMemAlloc, ncclCommRegister and ncclCommWindowRegister; on the host backend they do
+ * what lets the same program run unchanged: host memory, and registrations that are checked and
+ * recorded but change nothing.
+ */
+
+/* Allocates bytes (> 0) of memory for comm's operations and sets *ptr. NCCL backend: ncclMemAlloc
+ * on comm's device (CUDA VMM memory that every peer GPU may access; the only kind that symmetric
+ * registration accepts; the size is rounded up to the allocation granularity by NCCL). Host
+ * backend: host memory aligned to 4096 bytes. Uninitialised. comm may be in any state; the
+ * memory does not belong to comm and may outlive it. Errors: MG_ERR_INVALID_USAGE (bad comm),
+ * MG_ERR_INVALID_ARGUMENT (bytes 0, ptr NULL), MG_ERR_OUT_OF_MEMORY, MG_ERR_NOT_SUPPORTED (NCCL
+ * < 2.19), MG_ERR_BACKEND. Thread-safe. */
+MG_EXTERN mg_status_t mg_mem_alloc(mg_comm_t *comm, size_t bytes, void **ptr);
+/* Frees memory from mg_mem_alloc, whether or not its communicator still exists. NULL is MG_OK. A
+ * pointer that mg_mem_alloc did not return, or that was freed already, is
+ * MG_ERR_INVALID_ARGUMENT (nothing is freed). The caller makes sure that no operation still
+ * uses the memory. Thread-safe. */
+MG_EXTERN mg_status_t mg_mem_free(void *ptr);
+/* Copies bytes from src to dst and returns when the copy is complete, within comm's deadline.
+ * NCCL backend: either side may be memory of comm's device (or any memory the device can reach)
+ * or host memory; the copy runs on a stream of its own, not ordered with any stream of the
+ * caller's: wait for the operations that write src or read dst first. Host backend: memcpy.
+ * dst and src must not overlap. For programs and tools without a CUDA binding of their own.
+ * Errors: MG_ERR_INVALID_USAGE (bad comm), MG_ERR_INVALID_ARGUMENT (NULL with bytes > 0, a
+ * device buffer too short), MG_ERR_TIMED_OUT, MG_ERR_BACKEND. */
+MG_EXTERN mg_status_t mg_memcpy(mg_comm_t *comm, void *dst, const void *src, size_t bytes);
+
+/* A registration of a buffer with a communicator. */
+typedef struct mg_reg mg_reg_t;
+
+enum {
+  MG_REGISTER_LOCAL = 0,     /* ncclCommRegister (NCCL >= 2.19): local to this rank; lets NCCL
+                                use the buffer in place (zero copy) where it can */
+  MG_REGISTER_SYMMETRIC = 1  /* ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC (NCCL >= 2.27):
+                                collective (every rank registers its buffer, in the same order);
+                                buffers from mg_mem_alloc only; operations that use the buffers at
+                                the same offset on every rank take NCCL's symmetric kernels */
+};
+
+/* Registers [buf, buf + bytes) with comm (READY) as flags says, and sets *reg. The buffer must
+ * be memory of comm's device (NCCL backend). A buffer already registered symmetrically may not be
+ * registered symmetrically again (NCCL leaves that undefined). Errors: MG_ERR_INVALID_USAGE (bad
+ * comm, comm not ready), MG_ERR_INVALID_ARGUMENT (buf NULL, bytes 0, reg NULL, unknown flags, a
+ * buffer that is not memory of comm's device or is too short, overlapping symmetric
+ * registrations), MG_ERR_NOT_SUPPORTED (the NCCL version, or NCCL has no symmetric support for
+ * this buffer and system), MG_ERR_TIMED_OUT (symmetric: the other ranks did not register),
+ * MG_ERR_BACKEND. A registration ends with mg_comm_deregister or with its communicator. */
+MG_EXTERN mg_status_t mg_comm_register(mg_comm_t *comm, void *buf, size_t bytes, int flags,
+                                       mg_reg_t **reg);
+/* Ends a registration of comm (comm in any state; after an abort it only frees the handle).
+ * Local. No operation may use the buffer through it any more. Errors: MG_ERR_INVALID_USAGE (bad
+ * comm), MG_ERR_INVALID_ARGUMENT (reg NULL or not a registration of comm), MG_ERR_BACKEND. */
+MG_EXTERN mg_status_t mg_comm_deregister(mg_comm_t *comm, mg_reg_t *reg);
+
+/* ---------------------------------------------------------------------------------------------
+ * Rendezvous: the store and mg_comm_init_env
+ *
+ * The processes of one job meet through a small key-value store served over TCP by one of them
+ * (rank 0 under mg_comm_init_env). They use it to pass the unique id, to publish progress, and to
+ * meet at barriers. Every client authenticates with the job's token; the server drops a
+ * connection that sends a malformed, oversized or unauthenticated message, or that stalls in the
+ * middle of one, and keeps serving the others.
+ *
+ * Addresses are "host:port": a host name, an IPv4 address, or an IPv6 address in brackets
+ * ("[::1]:29500"). The server binds exactly the address it is given (use 127.0.0.1 for a job on
+ * one machine; 0.0.0.0 must be asked for explicitly).
+ *
+ * Deadlines: every call takes timeout_s. 0 means the store's timeout (the timeout_s given to
+ * mg_store_serve or mg_store_connect, whose own 0 means MGCOMM_TIMEOUT); a positive value is the
+ * call's own; a negative or NaN value is MG_ERR_INVALID_ARGUMENT. A call that cannot finish in
+ * time returns MG_ERR_TIMED_OUT (a waiting get or barrier whose server does not answer at all
+ * gives it 0.1 s more before it returns); the server's process exiting or closing gives
+ * MG_ERR_REMOTE. Never a hang.
+ *
+ * Threads: a store handle may be used from any thread; its calls are serialised (one request is
+ * in flight per connection), so a thread that waits in mg_store_get or mg_store_barrier holds the
+ * handle until the wait ends. Threads that wait concurrently use one handle each.
+ *
+ * A key is a NUL-terminated string of 1..MG_STORE_KEY_MAX bytes; a value is 0..MG_STORE_VALUE_MAX
+ * arbitrary bytes; a token is 1..MG_STORE_TOKEN_MAX bytes. The server holds at most 256 MiB of keys
+ * and values (MG_ERR_OUT_OF_MEMORY beyond).
+ */
+typedef struct mg_store mg_store_t;
+
+#define MG_STORE_KEY_MAX 512
+#define MG_STORE_VALUE_MAX 1048576
+#define MG_STORE_TOKEN_MAX 256
+
+/* Starts a store server bound to address (port 0 picks a free port; mg_store_address tells
+ * which) on a thread of this process, and returns a client handle connected to it. The server
+ * lives until mg_store_close on this handle; its clients then get MG_ERR_REMOTE. token is the
+ * job's secret (NULL: MGCOMM_JOB_TOKEN). timeout_s is the store's timeout (0: MGCOMM_TIMEOUT).
+ * Errors: MG_ERR_INVALID_ARGUMENT (address, token or out NULL where required, address malformed,
+ * no token, token too long, bad timeout_s), MG_ERR_SYSTEM (the address cannot be bound, e.g. it is
+ * in use, or the thread cannot start; the message names the address and errno),
+ * MG_ERR_OUT_OF_MEMORY. On error *out is untouched and nothing is left behind. Thread-safe. */
+MG_EXTERN mg_status_t mg_store_serve(const char *address, const char *token, double timeout_s,
+                                     mg_store_t **out);
+
+/* Connects to the store at address (port 1..65535), retrying with exponential backoff (10 ms to
+ * 1 s, jittered) while it is refused or unreachable, until timeout_s (0: MGCOMM_TIMEOUT), then
+ * authenticates with token (NULL: MGCOMM_JOB_TOKEN). Errors: MG_ERR_INVALID_ARGUMENT (arguments as
+ * for mg_store_serve, a host name that does not resolve, or the server rejected the token),
+ * MG_ERR_TIMED_OUT (no server accepted before the deadline; the message has the last errno),
+ * MG_ERR_REMOTE (the peer is not an mgcomm store, or closed the connection),
+ * MG_ERR_NOT_SUPPORTED (the server speaks another protocol version), MG_ERR_SYSTEM,
+ * MG_ERR_OUT_OF_MEMORY. On error *out is untouched. Thread-safe. */
+MG_EXTERN mg_status_t mg_store_connect(const char *address, const char *token, double timeout_s,
+                                       mg_store_t **out);
+
+/* Writes the address of the store ("127.0.0.1:40123": the host as given, the port as bound) into
+ * buf, as snprintf would, and returns MG_OK; MG_ERR_INVALID_ARGUMENT when buf is NULL or len too
+ * small (nothing written), MG_ERR_INVALID_USAGE for a bad handle. Never blocks. */
+MG_EXTERN mg_status_t mg_store_address(mg_store_t *store, char *buf, size_t len);
+
+/* Sets key to value[0 .. length) (value may be NULL when length is 0), replacing any value, and
+ * wakes the callers waiting for key. Errors: MG_ERR_INVALID_USAGE (bad handle),
+ * MG_ERR_INVALID_ARGUMENT (key NULL, empty or too long, value NULL with length > 0, length above
+ * MG_STORE_VALUE_MAX, bad timeout_s), MG_ERR_OUT_OF_MEMORY (the server's limit), MG_ERR_TIMED_OUT,
+ * MG_ERR_REMOTE. After MG_ERR_TIMED_OUT or MG_ERR_REMOTE the set may or may not have happened. */
+MG_EXTERN mg_status_t mg_store_set(mg_store_t *store, const char *key, const void *value,
+                                   size_t length, double timeout_s);
+
+/* Waits until key exists (at most timeout_s), then copies its value into value[0 .. capacity) and
+ * its length into *length. Errors: MG_ERR_INVALID_USAGE, MG_ERR_INVALID_ARGUMENT (key as for set,
+ * length NULL, value NULL with capacity > 0, or the value is longer than capacity: the message
+ * says how long; nothing is written), MG_ERR_TIMED_OUT (the key did not appear in time),
+ * MG_ERR_REMOTE. Outputs are written only on success. */
+MG_EXTERN mg_status_t mg_store_get(mg_store_t *store, const char *key, void *value,
+                                   size_t capacity, size_t *length, double timeout_s);
+
+/* *exists = 1 when key exists now, else 0; does not wait for it (timeout_s bounds the round
+ * trip). Errors as mg_store_set, plus MG_ERR_INVALID_ARGUMENT for exists NULL. */
+MG_EXTERN mg_status_t mg_store_check(mg_store_t *store, const char *key, int *exists,
+                                     double timeout_s);
+
+/* Atomically adds delta to the integer stored at key (an absent key counts as 0; the value is
+ * kept as decimal text, so mg_store_get reads "42") and sets *result (may be NULL) to the sum.
+ * Wakes waiters as set does. Errors as mg_store_set, plus MG_ERR_INVALID_ARGUMENT when the value
+ * is not a decimal int64 or the sum overflows (the value is left unchanged). */
+MG_EXTERN mg_status_t mg_store_add(mg_store_t *store, const char *key, int64_t delta,
+                                   int64_t *result, double timeout_s);
+
+/* Atomically sets key to desired when its current value is expected (expected NULL: when key is
+ * absent), and sets *swapped (may be NULL) to 1 when it did, 0 when not. An empty expected value
+ * (non-NULL, length 0) matches an existing empty value. Errors as mg_store_set. */
+MG_EXTERN mg_status_t mg_store_compare_set(mg_store_t *store, const char *key,
+                                           const void *expected, size_t expected_length,
+                                           const void *desired, size_t desired_length,
+                                           int *swapped, double timeout_s);
+
+/* Removes key; *existed (may be NULL) says whether it was there. Callers waiting for the key keep
+ * waiting. Errors as mg_store_set. */
+MG_EXTERN mg_status_t mg_store_delete(mg_store_t *store, const char *key, int *existed,
+                                      double timeout_s);
+
+/* Waits until nparties callers (any clients of this store) have entered the barrier called name,
+ * then releases them all; the name can then be used again. A caller whose deadline expires leaves
+ * the barrier (it no longer counts) and gets MG_ERR_TIMED_OUT with how many had arrived; so does a
+ * client whose connection closes. Barrier names are apart from keys. Errors: MG_ERR_INVALID_USAGE,
+ * MG_ERR_INVALID_ARGUMENT (name as a key, nparties < 1, or another party waits on name with a
+ * different nparties), MG_ERR_TIMED_OUT, MG_ERR_REMOTE. */
+MG_EXTERN mg_status_t mg_store_barrier(mg_store_t *store, const char *name, int nparties,
+                                       double timeout_s);
+
+/* Closes the handle: its connection, and on the handle made by mg_store_serve the server (its
+ * clients get MG_ERR_REMOTE). A call of another thread blocked on the handle returns
+ * MG_ERR_REMOTE first. NULL is MG_OK; a bad handle is MG_ERR_INVALID_USAGE. */
+MG_EXTERN mg_status_t mg_store_close(mg_store_t *store);
+
+/* Creates this process's rank of a communicator of the job this process was started in, from the
+ * launcher's environment, meeting the other processes through a store:
+ *
+ *  - rank, size and local rank from the first of these sets that is present: MGCOMM_RANK /
+ *    MGCOMM_WORLD_SIZE / MGCOMM_LOCAL_RANK (mgcomm launch); RANK / WORLD_SIZE / LOCAL_RANK
+ *    (torchrun); OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE / OMPI_COMM_WORLD_LOCAL_RANK
+ *    (Open MPI's mpirun); PMI_RANK / PMI_SIZE (MPICH, Intel MPI; no local rank);
+ *    SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID (srun). A set whose rank or size is missing,
+ *    not a decimal number, or out of range (rank >= size, local rank >= size) is an error naming
+ *    the variables; so is no set at all;
+ *  - the store address from MGCOMM_STORE (host:port), else MASTER_ADDR and MASTER_PORT. Under
+ *    torchrun (TORCHELASTIC_USE_AGENT_STORE=True) MASTER_PORT is the agent's own store, so
+ *    MGCOMM_STORE is required there;
+ *  - the job token from MGCOMM_JOB_TOKEN, else the launcher's job id (TORCHELASTIC_RUN_ID,
+ *    PMIX_NAMESPACE or OMPI_MCA_ess_base_jobid, SLURM_JOB_ID.SLURM_STEP_ID), which is shared but
+ *    not secret;
+ *  - the device (NCCL backend) from config->device, else the local rank; without either it is an
+ *    error on the NCCL backend.
+ *
+ * Rank 0 serves the store at the address (it binds exactly that address), creates the unique id
+ * for config's backend (MG_BACKEND_AUTO resolved on rank 0) and publishes it with the world size;
+ * the other ranks connect (retrying until the deadline) and fetch it. Each rank checks that its
+ * world size and backend agree with rank 0's and that no other process claimed its rank; then
+ * they call mg_comm_init_rank. The meeting at the store is bounded by config's timeout_s (else
+ * MGCOMM_TIMEOUT), and so is mg_comm_init_rank after it. Collective: every process of the job
+ * calls it, the same number of times in the same order; the communicators made by successive
+ * calls are distinct, also when earlier ones were destroyed. Rank 0's store lives while any
+ * communicator it made this way does; a rank that finds the store gone while it waits for the id
+ * connects again until the deadline (rank 0 may be serving a new one).
+ *
+ * Errors: MG_ERR_INVALID_ARGUMENT (out NULL; the environment as above; world size or backend
+ * differ from rank 0's; a rank claimed twice), MG_ERR_INVALID_USAGE (config not initialised),
+ * MG_ERR_TIMED_OUT (the store or rank 0's id did not come in time; the message names the address
+ * and the key), MG_ERR_REMOTE (rank 0's store went away, or the address is not an mgcomm
+ * store), MG_ERR_NOT_SUPPORTED (rank 0 runs another version of mgcomm), MG_ERR_SYSTEM (rank 0
+ * cannot bind the address), and the errors of mg_unique_id_create and mg_comm_init_rank. On error
+ * *out is untouched and nothing is left behind. */
+MG_EXTERN mg_status_t mg_comm_init_env(const mg_config_t *config, mg_comm_t **out);
 
 /* ---------------------------------------------------------------------------------------------
  * Requests and streams
@@ -721,8 +965,8 @@ MG_EXTERN mg_status_t mg_world_dump_trace(mg_world_t *world, const char *dir);
 /* One MGCOMM_* environment parameter, as read (once) by the library. */
 typedef struct mg_param_info {
   const char *name;          /* "MGCOMM_TIMEOUT" */
-  const char *type;          /* "int", "double", "string" or "choice" */
-  const char *value;         /* the value in effect */
+  const char *type;          /* "int", "double", "string", "choice" or "secret" */
+  const char *value;         /* the value in effect; a secret shows "(set, not shown)" or "" */
   const char *default_value; /* the table's default */
   const char *source;        /* "environment" or "default" (a bad value falls back to default) */
   const char *allowed;       /* "NONE|WARN|INFO|TRACE", "0.001..1e+09", or "" */

@@ -71,6 +71,8 @@ typedef struct mg__op {
   uint64_t trace_id;      /* the operation's entry in the comm's flight recorder (0: none) */
   double deadline;        /* absolute (mg__now()) time by which the operation must complete */
   mg_status_t status;     /* outcome, set by the backend's launch */
+  size_t send_bytes;      /* bytes this rank reads from send / writes to recv (0 where it does */
+  size_t recv_bytes;      /* not use the buffer), set by validation for the backend's checks */
 } mg__op_t;
 
 /* ---- completion tracking ------------------------------------------------------------------
@@ -127,7 +129,9 @@ enum {
   MG__CAP_SPLIT = 1u << 0,   /* comm_split is provided */
   MG__CAP_SHRINK = 1u << 1,  /* comm_shrink is provided */
   MG__CAP_PREMUL = 1u << 2,  /* redop_create / redop_destroy are provided */
-  MG__CAP_PROGRESS = 1u << 3, /* op_enqueued / peer_progress are provided */
+  MG__CAP_PROGRESS = 1u << 3, /* op_enqueued / peer_progress / comm_tag are provided */
+  MG__CAP_MARKS = 1u << 4,    /* mark_record / query / notify / wait / release are provided:
+                                 mg_record and the world work on this backend */
 };
 
 typedef struct mg__backend {
@@ -176,7 +180,21 @@ typedef struct mg__backend {
    * failed are marked by the caller. */
   mg_status_t (*launch)(mg__op_t *const *ops, int n);
 
-  /* ---- completion tracking (see mg__mark_t above); all required ---- */
+  /* Memory (mgcomm.h, "Memory"). The core checks the arguments and keeps the records: which
+   * pointers mem_alloc returned (mem_free gets only those, with the device of the comm they
+   * were made for) and which registrations exist (mem_deregister gets only those). */
+  mg_status_t (*mem_alloc)(mg_comm_t *comm, size_t bytes, void **ptr);
+  mg_status_t (*mem_free)(void *ptr, int device);
+  /* Called with comm->lock held. */
+  mg_status_t (*mem_copy)(mg_comm_t *comm, void *dst, const void *src, size_t bytes,
+                          double deadline);
+  /* Called with comm->lock held, comm READY; flags is MG_REGISTER_*. *handle is the backend's. */
+  mg_status_t (*mem_register)(mg_comm_t *comm, void *buf, size_t bytes, int flags,
+                              double deadline, void **handle);
+  /* Called with comm->lock held, in any state (after abort too). */
+  mg_status_t (*mem_deregister)(mg_comm_t *comm, void *handle, int flags);
+
+  /* ---- completion tracking (see mg__mark_t above); MG__CAP_MARKS: all five provided ---- */
   size_t mark_priv_size; /* bytes of mark->priv the backend uses (<= sizeof mark->priv) */
   /* Places mark after everything enqueued so far on mark->stream of mark->comm (NCCL:
    * cuEventRecord on the stream, in the comm's device context). Called under no lock of the
@@ -218,6 +236,7 @@ typedef struct mg__backend {
 } mg__backend_t;
 
 extern const mg__backend_t mg__backend_host;
+extern const mg__backend_t mg__backend_nccl;
 
 /* The backend for a concrete id, or NULL when it is not built into this library. */
 const mg__backend_t *mg__backend_get(mg_backend_t id);

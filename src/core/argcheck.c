@@ -143,6 +143,8 @@ mg_status_t mg__op_validate(mg__op_t *op, const size_t *const v_in[4], const cha
                      "form of %s",
                      fn, op->send, s_b, (void *)op->recv, r_b, mg__opkind_name(op->kind));
 
+  op->send_bytes = s_b;
+  op->recv_bytes = r_b;
   if (op->kind == MG_OPK_ALL_TO_ALLV) {
     op->v = malloc(4 * (size_t)n * sizeof(size_t));
     if (op->v == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);

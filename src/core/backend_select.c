@@ -13,6 +13,7 @@
 const mg__backend_t *mg__backend_get(mg_backend_t id) {
   switch (id) {
     case MG_BACKEND_HOST: return &mg__backend_host;
+    case MG_BACKEND_NCCL: return &mg__backend_nccl;
     default: return NULL;
   }
 }

@@ -7,12 +7,12 @@
  * notices the flag and returns; then abort takes the lock to release the backend's resources.
  * Every wait done under comm->lock watches comm->aborting (backend contract).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <stddef.h>
 #include <time.h>
 
+#include "boot/boot.h"
 #include "core/clock.h"
 #include "core/comm.h"
 #include "core/handle.h"
@@ -73,16 +73,10 @@ void mg__comm_fail(mg_comm_t *comm, mg_status_t status) {
 
 double mg__comm_deadline(const mg_comm_t *comm) { return mg__now() + comm->timeout_s; }
 
-/* The size of a config compiled against the first header (it ends at `device`). */
-#define MG__CONFIG_V1_SIZE offsetof(mg_config_t, trace_entries)
-
-/* Copies the caller's config over the defaults: a config of an older, shorter size keeps the
- * defaults of the fields it does not have. */
+/* The caller's config (checked already), or the defaults for NULL. */
 static void mg__config_copy(mg_config_t *dst, const mg_config_t *src) {
   mg_config_t def = MG_CONFIG_INIT;
-  *dst = def;
-  if (src != NULL) memcpy(dst, src, src->size < sizeof *dst ? src->size : sizeof *dst);
-  dst->size = sizeof *dst;
+  *dst = src != NULL ? *src : def;
 }
 
 mg_status_t mg__comm_alloc(const mg__backend_t *backend, const mg_config_t *config,
@@ -140,6 +134,8 @@ void mg__comm_free(mg_comm_t *comm) {
     n = c->next;
     free(c);
   }
+  mg__reg_free_all(comm);
+  mg__boot_release(comm->boot);
   comm->magic = MG__COMM_DEAD;
   mg__trace_destroy(comm);
   pthread_mutex_destroy(&comm->lock);
@@ -162,8 +158,7 @@ static mg_status_t mg__config_backend(const mg_config_t *config, const char *fn,
                                       const mg__backend_t **out) {
   mg_backend_t want = MG_BACKEND_AUTO;
   if (config != NULL) {
-    if ((config->size != sizeof(mg_config_t) && config->size != MG__CONFIG_V1_SIZE) ||
-        config->version != MG_CONFIG_VERSION)
+    if (config->size != sizeof(mg_config_t) || config->version != MG_CONFIG_VERSION)
       return mg__error(MG_ERR_INVALID_USAGE,
                        "%s: config was not initialised with MG_CONFIG_INIT (size %zu, version %u; "
                        "expected %zu, %u)",
@@ -171,8 +166,7 @@ static mg_status_t mg__config_backend(const mg_config_t *config, const char *fn,
     if (!(config->timeout_s >= 0))
       return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->timeout_s %g is negative", fn,
                        config->timeout_s);
-    mg_config_t c;
-    mg__config_copy(&c, config);
+    const mg_config_t c = *config;
     if (c.trace_entries < -1)
       return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->trace_entries %d is below -1", fn,
                        c.trace_entries);
@@ -200,13 +194,23 @@ static mg_status_t mg__config_backend(const mg_config_t *config, const char *fn,
 
 mg_status_t mg_unique_id_create(mg_backend_t backend, mg_unique_id_t *id) {
   if (id == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "mg_unique_id_create: id is NULL");
-  mg_backend_t resolved;
-  mg_status_t st = mg_backend_resolve(backend, &resolved, NULL, 0);
-  if (st < 0) {
-    mg__error_prefix("mg_unique_id_create");
-    return st;
+  /* A backend asked for by name makes its id with what it needs for that alone (NCCL: the
+   * library, no GPU), so that a launcher without a GPU can make ids for GPU ranks. AUTO has to
+   * resolve as init will. */
+  mg_backend_t resolved = backend;
+  if (backend == MG_BACKEND_AUTO || mg_backend_name(backend) == NULL) {
+    mg_status_t st = mg_backend_resolve(backend, &resolved, NULL, 0);
+    if (st < 0) {
+      mg__error_prefix("mg_unique_id_create");
+      return st;
+    }
   }
-  return mg__backend_get(resolved)->unique_id(id);
+  const mg__backend_t *be = mg__backend_get(resolved);
+  if (be == NULL)
+    return mg__error(MG_ERR_BACKEND_UNAVAILABLE,
+                     "mg_unique_id_create: the %s backend is not built into this version of "
+                     "mgcomm", mg_backend_name(resolved));
+  return be->unique_id(id);
 }
 
 mg_status_t mg_comm_init_rank(const mg_config_t *config, int nranks, const mg_unique_id_t *id,

@@ -47,6 +47,9 @@ struct mg_comm {
   pthread_mutex_t redop_lock;     /* guards custom_ops (a leaf lock) */
   mg__custom_op_t *custom_ops;    /* custom reduction ops of this comm */
   uint64_t split_seq;             /* number of split/shrink calls made (under lock) */
+  struct mg_reg *regs;            /* registrations of buffers (mem.c; under lock), owned */
+  struct mg__boot_job *boot;      /* mg_comm_init_env: a reference on the job's store (rank 0
+                                     serves it); released by mg__comm_free; else NULL */
   atomic_int abort_done;          /* the backend's comm_abort ran (once) */
   atomic_int users;               /* threads using a mark of this comm outside its lock (a
                                      request's query or wait); destroy waits for them */
@@ -81,5 +84,7 @@ double mg__comm_deadline(const mg_comm_t *comm);
 mg_status_t mg__comm_alloc(const mg__backend_t *backend, const mg_config_t *config,
                            mg_comm_t **out);
 void mg__comm_free(mg_comm_t *comm);
+/* Frees the handles of comm's registrations (mem.c), when the backend has released comm. */
+void mg__reg_free_all(mg_comm_t *comm);
 
 #endif

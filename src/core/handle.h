@@ -10,6 +10,7 @@
 
 typedef enum mg__handle_kind {
   MG__HANDLE_COMM = 1,
+  MG__HANDLE_STORE = 2, /* mg_store_t (src/boot/) */
   MG__HANDLE_REQUEST = 3, /* mg_request_t (src/core/request.c) */
   MG__HANDLE_STREAM = 4,  /* host streams, mg_stream_t (src/core/stream.c) */
   MG__HANDLE_WORLD = 5,   /* mg_world_t (src/world/) */

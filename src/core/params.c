@@ -16,11 +16,12 @@
 
 extern char **environ;
 
-typedef enum { MG_PT_INT, MG_PT_DOUBLE, MG_PT_STRING, MG_PT_CHOICE } mg__ptype_t;
+typedef enum { MG_PT_INT, MG_PT_DOUBLE, MG_PT_STRING, MG_PT_CHOICE, MG_PT_SECRET } mg__ptype_t;
 #define MG__PT_INT MG_PT_INT
 #define MG__PT_DOUBLE MG_PT_DOUBLE
 #define MG__PT_STRING MG_PT_STRING
 #define MG__PT_CHOICE MG_PT_CHOICE
+#define MG__PT_SECRET MG_PT_SECRET
 
 typedef struct {
   const char *name;    /* MGCOMM_... */
@@ -102,6 +103,7 @@ static int mg__parse(const mg__param_row_t *r, const char *text, mg__param_val_t
       return -1;
     }
     case MG_PT_STRING:
+    case MG_PT_SECRET:
       if (strlen(text) >= sizeof v->text) return -1;
       snprintf(v->text, sizeof v->text, "%s", text);
       return 0;
@@ -143,9 +145,11 @@ static void mg__params_read(void) {
       *v = tmp;
       v->from_env = 1;
     } else {
-      mg__warn_later("%s='%s' is not valid (%s%s); using the default %s", r->name, env,
-                     r->type == MG_PT_CHOICE ? "one of " : r->type == MG_PT_STRING ? "too long" : "a number in ",
-                     r->type == MG_PT_STRING ? "" : v->allowed, r->deflt[0] ? r->deflt : "''");
+      const char *why = r->type == MG_PT_CHOICE ? "one of " : r->type == MG_PT_INT || r->type == MG_PT_DOUBLE ? "a number in " : "at most 511 bytes";
+      const char *allowed = r->type == MG_PT_STRING || r->type == MG_PT_SECRET ? "" : v->allowed;
+      mg__warn_later("%s='%s' is not valid (%s%s); using the default %s", r->name,
+                     r->type == MG_PT_SECRET ? "(not shown)" : env, why, allowed,
+                     r->deflt[0] ? r->deflt : "''");
     }
   }
   /* Variables that look like ours but are not in the table. */
@@ -199,12 +203,13 @@ mg_status_t mg_param_get(int index, mg_param_info_t *info) {
   if (index < 0 || index >= MG_PARAM_COUNT)
     return mg__error(MG_ERR_INVALID_ARGUMENT, "mg_param_get: index %d is out of [0, %d)", index,
                      MG_PARAM_COUNT);
-  static const char *const type_names[] = {"int", "double", "string", "choice"};
+  static const char *const type_names[] = {"int", "double", "string", "choice", "secret"};
   const mg__param_row_t *r = &mg__rows[index];
   const mg__param_val_t *v = mg__val((mg__param_id_t)index);
   info->name = r->name;
   info->type = type_names[r->type];
-  info->value = v->text;
+  /* A secret is never shown, only whether it is set. */
+  info->value = r->type != MG_PT_SECRET ? v->text : v->text[0] ? "(set, not shown)" : "";
   info->default_value = r->deflt;
   info->source = v->from_env ? "environment" : "default";
   info->allowed = v->allowed;

@@ -271,6 +271,9 @@ mg_status_t mg_record(mg_comm_t *comm, mg_stream_t stream, mg_request_t **out) {
   /* A comm in the error state still records: the request reports the stream's error. */
   if (atomic_load(&comm->state) != MG_COMM_ERROR) MG_CHECK(mg__comm_check_ready(comm, fn));
   if (out == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: req is NULL", fn);
+  if (!(comm->backend->caps & MG__CAP_MARKS))
+    return mg__error(MG_ERR_NOT_SUPPORTED, "%s: the %s backend does not track completion on its "
+                     "streams yet", fn, comm->backend->name);
   mg_request_t *req = mg__request_new(MG__REQ_RECORD, mg__comm_deadline(comm), comm->on_timeout, fn);
   if (req == NULL) return MG_ERR_OUT_OF_MEMORY;
   req->comm = comm;

@@ -88,8 +88,15 @@ enum {
   MG__CU_STREAM_DEFAULT = 0,
   MG__CU_STREAM_NON_BLOCKING = 1,
   MG__CU_EVENT_DEFAULT = 0,
-  MG__CU_EVENT_DISABLE_TIMING = 2
+  MG__CU_EVENT_DISABLE_TIMING = 2,
+  MG__CU_MEM_ATTACH_GLOBAL = 1
 };
+
+/* The special stream handles of cuda.h: the legacy default stream and the per-thread default
+ * stream. They name a stream of whatever context is current, so they have no context of their
+ * own to check. */
+#define MG__CU_STREAM_LEGACY ((mg__CUstream)0x1)
+#define MG__CU_STREAM_PER_THREAD ((mg__CUstream)0x2)
 
 /* X(req, form, member, sym, alt, ret, params, args): see table.h. */
 #define MG__CUDA_SYMBOLS(X)                                                                      \
@@ -139,6 +146,14 @@ enum {
     (void *dst, mg__CUdeviceptr src, size_t bytes), (dst, src, bytes))                           \
   X(REQ, RC, MemsetD8, "cuMemsetD8_v2", NULL, mg__CUresult,                                      \
     (mg__CUdeviceptr dst, unsigned char value, size_t n), (dst, value, n))                       \
+  X(REQ, RC, MemcpyAsync, "cuMemcpyAsync", NULL, mg__CUresult,                                  \
+    (mg__CUdeviceptr dst, mg__CUdeviceptr src, size_t bytes, mg__CUstream stream),              \
+    (dst, src, bytes, stream))                                                                   \
+  X(REQ, RC, MemAllocManaged, "cuMemAllocManaged", NULL, mg__CUresult,                           \
+    (mg__CUdeviceptr *ptr, size_t bytes, unsigned int flags), (ptr, bytes, flags))              \
+  X(REQ, RC, MemAllocHost, "cuMemAllocHost_v2", NULL, mg__CUresult, (void **ptr, size_t bytes),  \
+    (ptr, bytes))                                                                                \
+  X(REQ, RC, MemFreeHost, "cuMemFreeHost", NULL, mg__CUresult, (void *ptr), (ptr))               \
   X(REQ, RC, MemcpyPeerAsync, "cuMemcpyPeerAsync", NULL, mg__CUresult,                           \
     (mg__CUdeviceptr dst, mg__CUcontext dst_ctx, mg__CUdeviceptr src, mg__CUcontext src_ctx,     \
      size_t bytes, mg__CUstream stream),                                                         \
@@ -150,6 +165,8 @@ enum {
   X(REQ, RC, StreamSynchronize, "cuStreamSynchronize", NULL, mg__CUresult,                       \
     (mg__CUstream stream), (stream))                                                             \
   X(REQ, RC, StreamQuery, "cuStreamQuery", NULL, mg__CUresult, (mg__CUstream stream), (stream))  \
+  X(REQ, RC, StreamGetCtx, "cuStreamGetCtx", NULL, mg__CUresult,                                \
+    (mg__CUstream stream, mg__CUcontext *ctx), (stream, ctx))                                    \
   X(REQ, RC, StreamWaitEvent, "cuStreamWaitEvent", NULL, mg__CUresult,                           \
     (mg__CUstream stream, mg__CUevent event, unsigned int flags), (stream, event, flags))        \
   X(REQ, RC, EventCreate, "cuEventCreate", NULL, mg__CUresult,                                   \

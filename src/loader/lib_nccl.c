@@ -79,7 +79,8 @@ mg_status_t mg__nccl_status(mg__ncclResult_t r) {
 mg_status_t mg__nccl_error(mg__ncclResult_t r, const char *call, mg__ncclComm_t comm) {
   const char *text = mg__nccl.GetErrorString != NULL ? mg__nccl.GetErrorString(r) : NULL;
   const char *last = NULL;
-  if (comm != NULL && mg__nccl.GetLastError != NULL) last = mg__nccl.GetLastError(comm);
+  /* NCCL keeps one last error for the process and ignores comm, which may be NULL. */
+  if (mg__nccl.GetLastError != NULL) last = mg__nccl.GetLastError(comm);
   return mg__error(mg__nccl_status(r), "%s failed: %s (%d): %s%s%s", call,
                    mg__nccl_result_name(r), r, text != NULL ? text : "no description",
                    last != NULL && last[0] ? "; NCCL's last error: " : "",

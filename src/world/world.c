@@ -237,9 +237,7 @@ mg_status_t mg_world_create(const mg_config_t *config, int nranks, const int *de
   static const char fn[] = "mg_world_create";
   if (out == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
   if (nranks < 1) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: nranks %d < 1", fn, nranks);
-  if (config != NULL && ((config->size != sizeof *config &&
-                          config->size != offsetof(mg_config_t, trace_entries)) ||
-                         config->version != MG_CONFIG_VERSION))
+  if (config != NULL && (config->size != sizeof *config || config->version != MG_CONFIG_VERSION))
     return mg__error(MG_ERR_INVALID_USAGE, "%s: config was not initialised with MG_CONFIG_INIT",
                      fn);
   mg_backend_t backend;
@@ -248,6 +246,10 @@ mg_status_t mg_world_create(const mg_config_t *config, int nranks, const int *de
     mg__error_prefix("%s", fn);
     return st;
   }
+  const mg__backend_t *be = mg__backend_get(backend);
+  if (be == NULL || !(be->caps & MG__CAP_MARKS))
+    return mg__error(MG_ERR_NOT_SUPPORTED, "%s: the %s backend does not track completion on its "
+                     "streams yet, which the world needs", fn, mg_backend_name(backend));
   if (devices != NULL && backend == MG_BACKEND_NCCL)
     for (int i = 0; i < nranks; i++)
       for (int k = 0; k < i; k++)
@@ -258,9 +260,7 @@ mg_status_t mg_world_create(const mg_config_t *config, int nranks, const int *de
   if (w == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
   w->n = nranks;
   mg_config_t def = MG_CONFIG_INIT;
-  w->config = def;
-  if (config != NULL) memcpy(&w->config, config, config->size);
-  w->config.size = sizeof w->config;
+  w->config = config != NULL ? *config : def;
   w->config.backend = backend;
   w->backend = backend;
   w->timeout_s = w->config.timeout_s > 0 ? w->config.timeout_s : mg__param_double(MG_PARAM_TIMEOUT);

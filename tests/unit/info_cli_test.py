@@ -12,6 +12,7 @@ One CASE per CTest entry:
   bad-option    an unknown option: exit 2, one line on stderr, nothing on stdout
   config-bad-value    MGCOMM_TIMEOUT=abc: a warning naming the variable and the default used
   config-unknown-var  MGCOMM_TIMEOTU=5: "did you mean MGCOMM_TIMEOUT"
+  config-secret MGCOMM_JOB_TOKEN is set but never printed, in text or JSON
 """
 import json
 import os
@@ -203,11 +204,20 @@ def case_config_unknown_var():
     check("MGCOMM_TIMEOTU" not in out, "an unknown variable is listed")
 
 
+def case_config_secret():
+    secret = "s3cr3t-token-value"
+    for args in (["info", "--config"], ["info", "--json", "--config"]):
+        _, out, err = run(args, {"MGCOMM_JOB_TOKEN": secret})
+        check(secret not in out and secret not in err, "%s printed the job token" % args)
+        check("MGCOMM_JOB_TOKEN" in out, "%s does not list MGCOMM_JOB_TOKEN" % args)
+        check("not shown" in out, "%s does not say the token is set" % args)
+
+
 CASES = {
     "json": case_json, "json-config": case_json_config, "json-escape": case_json_escape,
     "explicit": case_explicit, "text": case_text, "help": case_help,
     "bad-option": case_bad_option, "config-bad-value": case_config_bad_value,
-    "config-unknown-var": case_config_unknown_var,
+    "config-unknown-var": case_config_unknown_var, "config-secret": case_config_secret,
 }
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ mg_test(NAME dtype_table SOURCES ${_mg_dir}/dtype_table.c)
 # `mgcomm info`, run as a user would; the checks are in Python (json.load).
 find_package(Python3 COMPONENTS Interpreter QUIET)
 foreach(case json json-config json-escape explicit text help bad-option config-bad-value
-             config-unknown-var)
+             config-unknown-var config-secret)
   if(Python3_Interpreter_FOUND)
     mg_cli_test(NAME info_${case} COMMAND ${Python3_EXECUTABLE} ${_mg_dir}/info_cli_test.py ${case})
   else()

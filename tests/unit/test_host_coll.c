@@ -268,8 +268,9 @@ static long run_matrix(mg_comm_t *comm) {
               continue;
             if (k == K_ALL_TO_ALL && ip) continue; /* all_to_all has no in-place form */
             if (k == K_ALL_TO_ALLV && ip) continue;
-            tcase_t c = {k, dt, op, ip, is_rooted(k) ? (int)(seed % (uint64_t)nranks) : -1,
-                         counts[ci], seed++};
+            const uint64_t cs = seed++; /* one read: an initializer's order is unspecified */
+            tcase_t c = {k, dt, op, ip, is_rooted(k) ? (int)(cs % (uint64_t)nranks) : -1,
+                         counts[ci], cs};
             wrong += run_case(comm, &c);
           }
   if (big) {

@@ -45,6 +45,7 @@ static const char mg_bench_usage[] =
     "Exit code: 0 ok, 1 a wrong result or a failure while running, 2 bad input.\n";
 
 /* One line on stderr; returns 2, the exit code of bad input. */
+static int mg_bench_bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int mg_bench_bad(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -196,6 +197,16 @@ static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, const char 
   mg_status_t st = mg_backend_resolve(want, &o->backend, o->backend_reason,
                                       sizeof o->backend_reason);
   if (st != MG_OK) return mg_bench_bad("%s", mg_last_error());
+  const char *env = getenv("MGCOMM_BACKEND");
+  if (o->backend == MG_BACKEND_NCCL && want == MG_BACKEND_AUTO &&
+      (env == NULL || env[0] == '\0' || strcmp(env, "auto") == 0)) {
+    /* Nobody asked for GPUs: the default run stays on threads. Ranks on GPUs (-g) wait for the
+     * public completion API (requests), which GPU timing needs; until then they are refused. */
+    o->backend = MG_BACKEND_HOST;
+    snprintf(o->backend_reason, sizeof o->backend_reason,
+             "auto would pick nccl here, but this version of mgcomm bench runs GPU ranks (-g) "
+             "not yet: ranks are threads on the host backend");
+  }
   if (o->backend != MG_BACKEND_HOST)
     return mg_bench_bad("the %s backend was chosen (%s), but this version of mgcomm bench runs "
                         "ranks on the host backend only: use --backend host",

@@ -60,11 +60,12 @@ typedef struct mg_bench_geom {
  * a multiple of 16 bytes, as nccl-tests does, so a size can give count 0. */
 mg_bench_geom_t mg_bench_geometry(mg_bench_coll_t c, size_t bytes, mg_dtype_t dtype, int nranks);
 
-/* One call of collective c on comm (rank `rank` of nranks). send/recv as the geometry says; root
- * is used by rooted collectives. Returns the library's status. */
+/* One call of collective c on comm (rank `rank` of nranks) on stream (NULL on the host
+ * backend). send/recv as the geometry says; root is used by rooted collectives. Returns the
+ * library's status. */
 mg_status_t mg_bench_call(mg_bench_coll_t c, const void *send, void *recv, size_t count,
                           mg_dtype_t dtype, mg_op_t op, int root, mg_comm_t *comm, int rank,
-                          int nranks);
+                          int nranks, mg_stream_t stream);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Data patterns and the checker (bench_check.c) */

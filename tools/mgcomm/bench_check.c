@@ -202,7 +202,7 @@ uint64_t mg_bench_check(const mg_bench_case_t *k, int rank, const void *img) {
   const int float_avg = reduces && k->op == MG_AVG && mg_bench_is_float(dt);
   const double tol_rel = (n + 2) * mg_bench_unit(dt);
   uint64_t wrong = 0;
-  unsigned char want[8];
+  unsigned char want[8] = {0};
   for (size_t i = 0; i < k->g.recv_count; i++) {
     uint64_t v = 0, sum = 0;
     switch (k->coll) {

@@ -75,24 +75,24 @@ mg_bench_geom_t mg_bench_geometry(mg_bench_coll_t c, size_t bytes, mg_dtype_t dt
 
 mg_status_t mg_bench_call(mg_bench_coll_t c, const void *send, void *recv, size_t count,
                           mg_dtype_t dtype, mg_op_t op, int root, mg_comm_t *comm, int rank,
-                          int nranks) {
+                          int nranks, mg_stream_t s) {
   switch (c) {
-    case MG_BENCH_ALL_REDUCE: return mg_all_reduce(send, recv, count, dtype, op, comm, NULL);
-    case MG_BENCH_ALL_GATHER: return mg_all_gather(send, recv, count, dtype, comm, NULL);
+    case MG_BENCH_ALL_REDUCE: return mg_all_reduce(send, recv, count, dtype, op, comm, s);
+    case MG_BENCH_ALL_GATHER: return mg_all_gather(send, recv, count, dtype, comm, s);
     case MG_BENCH_REDUCE_SCATTER:
-      return mg_reduce_scatter(send, recv, count, dtype, op, comm, NULL);
-    case MG_BENCH_ALL_TO_ALL: return mg_all_to_all(send, recv, count, dtype, comm, NULL);
-    case MG_BENCH_BROADCAST: return mg_broadcast(send, recv, count, dtype, root, comm, NULL);
-    case MG_BENCH_REDUCE: return mg_reduce(send, recv, count, dtype, op, root, comm, NULL);
-    case MG_BENCH_GATHER: return mg_gather(send, recv, count, dtype, root, comm, NULL);
-    case MG_BENCH_SCATTER: return mg_scatter(send, recv, count, dtype, root, comm, NULL);
+      return mg_reduce_scatter(send, recv, count, dtype, op, comm, s);
+    case MG_BENCH_ALL_TO_ALL: return mg_all_to_all(send, recv, count, dtype, comm, s);
+    case MG_BENCH_BROADCAST: return mg_broadcast(send, recv, count, dtype, root, comm, s);
+    case MG_BENCH_REDUCE: return mg_reduce(send, recv, count, dtype, op, root, comm, s);
+    case MG_BENCH_GATHER: return mg_gather(send, recv, count, dtype, root, comm, s);
+    case MG_BENCH_SCATTER: return mg_scatter(send, recv, count, dtype, root, comm, s);
     case MG_BENCH_SENDRECV: {
       mg_status_t st = mg_group_begin();
       if (st != MG_OK) return st;
       /* Inside the group a failing call is recorded, and mg_group_end returns it: the group
        * must be closed whatever they return. */
-      (void)mg_send(send, count, dtype, (rank + 1) % nranks, comm, NULL);
-      (void)mg_recv(recv, count, dtype, (rank - 1 + nranks) % nranks, comm, NULL);
+      (void)mg_send(send, count, dtype, (rank + 1) % nranks, comm, s);
+      (void)mg_recv(recv, count, dtype, (rank - 1 + nranks) % nranks, comm, s);
       return mg_group_end();
     }
     case MG_BENCH_COLL_COUNT: break;

@@ -154,7 +154,7 @@ static int mg_bench_one(mg_bench_team_t *t, int rank, mg_bench_bufs_t *b,
   mg_comm_t *comm = t->comms[rank];
   mg_status_t st = MG_OK;
 #define MG_BENCH_CALL()                                                                        \
-  mg_bench_call(k->coll, send, recv, k->g.count, k->dtype, k->op, k->root, comm, rank, t->n)
+  mg_bench_call(k->coll, send, recv, k->g.count, k->dtype, k->op, k->root, comm, rank, t->n, NULL)
 
   if (o->check) {
     mg_bench_fill(k, rank, b->send_img, b->img);

@@ -7,6 +7,7 @@
  * computes the same name without talking to the others, and nobody else can guess it.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/host/host.h"
@@ -16,7 +17,7 @@
 #include "core/stream.h"
 #include "core/trace.h"
 
-static const char mg__hid_magic[8] = "MGHOST1";
+static const char mg__hid_magic[8] = MG__HID_MAGIC;
 
 static void mg__hid_name(mg__hid_t *id) {
   static const char hex[] = "0123456789abcdef";
@@ -293,11 +294,38 @@ static mg_status_t h_redop_create(mg_comm_t *comm, mg_dtype_t dtype, mg__redop_t
 
 static void h_redop_destroy(mg_comm_t *comm, mg__redop_t *redop) {}
 
+/* Memory: host memory, aligned as a GPU allocation would be, so that a program written for the
+ * NCCL backend runs unchanged; registrations have nothing to do (the core records them). */
+static mg_status_t h_mem_alloc(mg_comm_t *comm, size_t bytes, void **ptr) {
+  int e = posix_memalign(ptr, 4096, bytes);
+  if (e != 0) return mg__error_errno(MG_ERR_OUT_OF_MEMORY, e, "posix_memalign(%zu bytes)", bytes);
+  return MG_OK;
+}
+
+static mg_status_t h_mem_free(void *ptr, int device) {
+  free(ptr);
+  return MG_OK;
+}
+
+static mg_status_t h_mem_copy(mg_comm_t *comm, void *dst, const void *src, size_t bytes,
+                              double deadline) {
+  memcpy(dst, src, bytes);
+  return MG_OK;
+}
+
+static mg_status_t h_mem_register(mg_comm_t *comm, void *buf, size_t bytes, int flags,
+                                  double deadline, void **handle) {
+  *handle = NULL;
+  return MG_OK;
+}
+
+static mg_status_t h_mem_deregister(mg_comm_t *comm, void *handle, int flags) { return MG_OK; }
+
 const mg__backend_t mg__backend_host = {
     .version = MG__BACKEND_VERSION,
     .name = "host",
     .id = MG_BACKEND_HOST,
-    .caps = MG__CAP_SPLIT | MG__CAP_SHRINK | MG__CAP_PREMUL | MG__CAP_PROGRESS,
+    .caps = MG__CAP_SPLIT | MG__CAP_SHRINK | MG__CAP_PREMUL | MG__CAP_PROGRESS | MG__CAP_MARKS,
     .comm_priv_size = sizeof(mg__hcomm_t),
     .available = h_available,
     .unique_id = h_unique_id,
@@ -314,6 +342,11 @@ const mg__backend_t mg__backend_host = {
     .redop_create = h_redop_create,
     .redop_destroy = h_redop_destroy,
     .launch = mg__host_launch,
+    .mem_alloc = h_mem_alloc,
+    .mem_free = h_mem_free,
+    .mem_copy = h_mem_copy,
+    .mem_register = h_mem_register,
+    .mem_deregister = h_mem_deregister,
     .mark_priv_size = sizeof(void *), /* stream.c's mg__hmark_t: one pointer */
     .mark_record = mg__hmark_record,
     .mark_query = mg__hmark_query,

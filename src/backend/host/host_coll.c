@@ -291,6 +291,17 @@ static void mg__copy_in(mg__hx_t *x) {
   switch (op->kind) {
     case MG_OPK_ALL_REDUCE:
     case MG_OPK_REDUCE:
+      if (x->alg == MG__ALG_TWO) {
+        /* Only the slices other ranks reduce: this rank reads its own from send directly. */
+        size_t len = mg__step_len(c, E, x->k);
+        for (int j = 0; j < x->n; j++) {
+          if (j == x->me) continue;
+          size_t lo = len * (size_t)j / (size_t)x->n, hi = len * (size_t)(j + 1) / (size_t)x->n;
+          memcpy(mine + lo * es, mg__sb(x) + (off + lo) * es, (hi - lo) * es);
+        }
+        break;
+      }
+      /* fall through */
     case MG_OPK_ALL_GATHER:
     case MG_OPK_GATHER:
       if (op->kind == MG_OPK_GATHER && op->root == x->me) break; /* root reads its own input */
@@ -322,13 +333,21 @@ static void mg__copy_in(mg__hx_t *x) {
   }
 }
 
-/* Two-phase reductions, phase 1: reduce this rank's slice of the step, in place in its slot. */
+/* Two-phase reductions, phase 1: reduce this rank's slice of the step, its own part read from
+ * send, the others' from their slots. The result goes straight to recv where this rank keeps it
+ * (all_reduce, and reduce on the root) and to its slot where others gather it. */
 static void mg__reduce_slice(mg__hx_t *x) {
-  const size_t len = mg__step_len(x->op->count, x->E, x->k);
+  const mg__op_t *op = x->op;
+  const size_t es = x->es, off = (size_t)x->k * x->E;
+  const size_t len = mg__step_len(op->count, x->E, x->k);
   const size_t lo = len * (size_t)x->me / (size_t)x->n, hi = len * (size_t)(x->me + 1) / (size_t)x->n;
-  for (int r = 0; r < x->n; r++) x->in[r] = mg__slot(x, r) + lo * x->es;
-  mg__host_reduce(mg__slot(x, x->me) + lo * x->es, x->in, x->n, hi - lo, x->op->dtype,
-                  &x->op->redop, x->n);
+  for (int r = 0; r < x->n; r++)
+    x->in[r] = r == x->me ? mg__sb(x) + (off + lo) * es : mg__slot(x, r) + lo * es;
+  const int keep = op->kind == MG_OPK_ALL_REDUCE || op->root == x->me;
+  const int share = op->kind == MG_OPK_ALL_REDUCE || op->root != x->me;
+  unsigned char *dst = keep ? mg__rb(x) + (off + lo) * es : mg__slot(x, x->me) + lo * es;
+  mg__host_reduce(dst, x->in, x->n, hi - lo, op->dtype, &op->redop, x->n);
+  if (keep && share) memcpy(mg__slot(x, x->me) + lo * es, dst, (hi - lo) * es);
 }
 
 /* The last phase of step k: this rank's output. */
@@ -346,7 +365,8 @@ static void mg__copy_out(mg__hx_t *x) {
         for (int r = 0; r < n; r++) x->in[r] = mg__slot(x, r);
         mg__host_reduce(mg__rb(x), x->in, n, c, op->dtype, &op->redop, n);
       } else {
-        for (int r = 0; r < n; r++) {
+        for (int r = 0; r < n; r++) { /* this rank's slice is in recv already */
+          if (r == me) continue;
           size_t lo = len * (size_t)r / (size_t)n, hi = len * (size_t)(r + 1) / (size_t)n;
           memcpy(mg__rb(x) + (off + lo) * es, mg__slot(x, r) + lo * es, (hi - lo) * es);
         }

@@ -1,0 +1,466 @@
+/*
+ * nccl_perf.c -- mgcomm's NCCL backend measured the way nccl-tests measures NCCL, for
+ * bench/nccl_vs_nccl_tests.sh (the same GPUs, the same call, the same method):
+ *
+ *   nccl_perf bw -g N [-c coll] [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-d dtype]
+ *                [--impl mgcomm|raw-nonblocking|raw-blocking]
+ *       One process, one thread, N GPUs (mg_comm_init_all; raw-*: NCCL called directly, its
+ *       communicators nonblocking as mgcomm's, or blocking as nccl-tests'), so that a gap to
+ *       nccl-tests can be told apart: NCCL's nonblocking mode, or mgcomm. Per size: the warm-up iterations,
+ *       then the timed ones back to back, each one mg_group over the N ranks (nccl-tests -g N
+ *       does one ncclGroup per iteration), then a wait for every stream; time = elapsed / iters
+ *       on the host clock, as nccl-tests does without -G. Out of place, then in place where
+ *       mgcomm has the form. Prints nccl-tests' table (size count type redop root, then time
+ *       algbw busbw #wrong twice), so one parser reads both; #wrong is N/A (no check: the GPU
+ *       tests check results). The communicators get nvlinkCentricSched=1 on NCCL >= 2.28, as
+ *       nccl-tests sets it.
+ *
+ *   nccl_perf overhead -g N [-n calls] [-B bytes]
+ *       The host-side cost of one call: one thread per GPU, each with three communicators of
+ *       the same ranks: raw NCCL blocking (NCCL's default), raw NCCL nonblocking (as mgcomm
+ *       makes them: the call, then ncclCommGetAsyncError until it leaves ncclInProgress) and
+ *       mgcomm. They are called in turn, the same sequence on every rank, an all_reduce of
+ *       B bytes (default 8) each, and each call is timed alone on the host clock; every 32
+ *       rounds the streams are drained, outside the timed calls. Prints the median, 10th and
+ *       90th percentile of each, and mgcomm's cost over each raw form. MGCOMM_CHECK_POINTERS
+ *       decides whether mgcomm's pointer checks are on (run it twice to see both).
+ *
+ * Buffers and streams come from the CUDA driver through mgcomm's loader (this is a benchmark
+ * program of the project, like its tests), raw NCCL through the loader's table; the operations
+ * measured for mgcomm go through its public API only.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "device/device.h"
+#include "loader/loader.h"
+
+#define MAXG 16
+
+static void die(const char *what, mg_status_t st) {
+  fprintf(stderr, "nccl_perf: %s: %s: %s\n", what, mg_status_name(st), mg_last_error());
+  exit(1);
+}
+
+#define CU(call, what)                                                       \
+  do {                                                                       \
+    mg__CUresult r_ = (call);                                                \
+    if (r_ != MG__CUDA_SUCCESS) die(what, mg__cu_error(r_, #call));          \
+  } while (0)
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+  mg__CUdevice dev;
+  mg__CUcontext ctx;
+  mg__CUstream stream;
+} gpu_t;
+
+static gpu_t gpus[MAXG];
+static int ngpus = 2;
+
+static void gpu_open(int g) {
+  mg_status_t st = mg__device_ctx_retain(g, "nccl_perf", &gpus[g].dev, &gpus[g].ctx);
+  if (st != MG_OK) die("device", st);
+  CU(mg__cuda.CtxSetCurrent(gpus[g].ctx), "cuCtxSetCurrent");
+  CU(mg__cuda.StreamCreate(&gpus[g].stream, MG__CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+}
+
+static void *gpu_zeroed(int g, size_t bytes) {
+  mg__CUdeviceptr p = 0;
+  CU(mg__cuda.CtxSetCurrent(gpus[g].ctx), "cuCtxSetCurrent");
+  CU(mg__cuda.MemAlloc(&p, bytes ? bytes : 16), "cuMemAlloc");
+  CU(mg__cuda.MemsetD8(p, 0, bytes ? bytes : 16), "cuMemsetD8");
+  return (void *)(uintptr_t)p;
+}
+
+static void gpu_release(int g, void *p) {
+  CU(mg__cuda.CtxSetCurrent(gpus[g].ctx), "cuCtxSetCurrent");
+  CU(mg__cuda.MemFree((mg__CUdeviceptr)(uintptr_t)p), "cuMemFree");
+}
+
+/* Waits for stream g (polling, at most 120 s: a stuck collective is an error, not a hang). */
+static void gpu_wait(int g) {
+  const double t0 = now_s();
+  for (;;) {
+    mg__CUresult r = mg__cuda.StreamQuery(gpus[g].stream);
+    if (r == MG__CUDA_SUCCESS) return;
+    if (r != MG__CUDA_ERROR_NOT_READY) die("cuStreamQuery", mg__cu_error(r, "cuStreamQuery"));
+    if (now_s() - t0 > 120) die("a stream did not drain in 120 s", MG_ERR_TIMED_OUT);
+  }
+}
+
+static size_t parse_size(const char *s) {
+  char *end = NULL;
+  double v = strtod(s, &end);
+  switch (end && *end ? *end : ' ') {
+    case 'K': case 'k': v *= 1024; break;
+    case 'M': case 'm': v *= 1024 * 1024; break;
+    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
+    default: break;
+  }
+  return (size_t)v;
+}
+
+/* ---- bandwidth ------------------------------------------------------------------------------ */
+
+enum { IMPL_MGCOMM, IMPL_RAW_NONBLOCKING, IMPL_RAW_BLOCKING };
+static const char *const impl_name[] = {"mgcomm", "raw-nonblocking", "raw-blocking"};
+
+typedef struct {
+  mg_bench_coll_t coll;
+  size_t minb, maxb, factor;
+  int iters, warmup;
+  mg_dtype_t dtype;
+  int impl;
+} bw_opts_t;
+
+static mg__ncclComm_t raw[MAXG];
+
+static void nccl_ok(mg__ncclResult_t r, mg__ncclComm_t c, const char *what) {
+  if (r != MG__ncclSuccess && r != MG__ncclInProgress) die(what, mg__nccl_error(r, what, c));
+}
+
+/* Polls c until it leaves ncclInProgress (what a user of nonblocking NCCL must do). */
+static void nccl_settle(mg__ncclComm_t c, const char *what) {
+  for (;;) {
+    mg__ncclResult_t state = MG__ncclSuccess;
+    nccl_ok(mg__nccl.CommGetAsyncError(c, &state), c, "ncclCommGetAsyncError");
+    if (state == MG__ncclSuccess) return;
+    if (state != MG__ncclInProgress) die(what, mg__nccl_error(state, what, c));
+  }
+}
+
+/* Raw communicators of every GPU in one group, as mgcomm's init_all makes them. */
+static void raw_init(int blocking) {
+  mg__ncclUniqueId id;
+  nccl_ok(mg__nccl.GetUniqueId(&id), NULL, "ncclGetUniqueId");
+  mg__ncclConfig_t cfg;
+  mg__nccl_config_init(&cfg);
+  cfg.blocking = blocking;
+  if (mg__lib_version(MG_LIB_NCCL) >= 22800) cfg.nvlinkCentricSched = 1; /* as nccl-tests */
+  nccl_ok(mg__nccl.GroupStart(), NULL, "ncclGroupStart");
+  for (int r = 0; r < ngpus; r++) {
+    CU(mg__cuda.CtxSetCurrent(gpus[r].ctx), "cuCtxSetCurrent");
+    nccl_ok(mg__nccl.CommInitRankConfig(&raw[r], ngpus, id, r, &cfg), NULL, "ncclCommInitRankConfig");
+  }
+  nccl_ok(mg__nccl.GroupEnd(), NULL, "ncclGroupEnd");
+  for (int r = 0; r < ngpus && !blocking; r++) nccl_settle(raw[r], "ncclCommInitRankConfig");
+}
+
+/* One raw NCCL call of collective c for rank r (inside the caller's group). */
+static void raw_call(mg_bench_coll_t c, const void *s, void *d, size_t count, mg_dtype_t dt,
+                     int r) {
+  const mg__ncclComm_t nc = raw[r];
+  const mg__CUstream st = gpus[r].stream;
+  const mg__ncclDataType_t t = (mg__ncclDataType_t)dt;
+  mg__ncclResult_t res = MG__ncclSuccess;
+  switch (c) {
+    case MG_BENCH_ALL_REDUCE: res = mg__nccl.AllReduce(s, d, count, t, MG__ncclSum, nc, st); break;
+    case MG_BENCH_ALL_GATHER: res = mg__nccl.AllGather(s, d, count, t, nc, st); break;
+    case MG_BENCH_REDUCE_SCATTER: res = mg__nccl.ReduceScatter(s, d, count, t, MG__ncclSum, nc, st); break;
+    case MG_BENCH_ALL_TO_ALL:
+      if (!mg__feature(MG_FEATURE_NCCL_COLLECTIVES_2_28)) die("raw all_to_all needs NCCL 2.28", MG_ERR_NOT_SUPPORTED);
+      res = mg__nccl.AlltoAll(s, d, count, t, nc, st);
+      break;
+    case MG_BENCH_BROADCAST: res = mg__nccl.Broadcast(s, d, count, t, 0, nc, st); break;
+    case MG_BENCH_SENDRECV:
+      res = mg__nccl.Send(s, count, t, (r + 1) % ngpus, nc, st);
+      if (res == MG__ncclSuccess) res = mg__nccl.Recv(d, count, t, (r - 1 + ngpus) % ngpus, nc, st);
+      break;
+    default: die("this collective has no raw form here", MG_ERR_INVALID_ARGUMENT);
+  }
+  nccl_ok(res, nc, "a raw NCCL collective");
+}
+
+/* One timed point: seconds per iteration. */
+static double bw_point(const bw_opts_t *o, mg_comm_t **comms, void **sb, void **rb,
+                       const mg_bench_geom_t *g, int inplace) {
+  const size_t e = mg_dtype_size(o->dtype);
+  for (int pass = 0; pass < 2; pass++) {
+    const int n = pass == 0 ? o->warmup : o->iters;
+    const double t0 = now_s();
+    for (int i = 0; i < n; i++) {
+      if (o->impl != IMPL_MGCOMM) {
+        nccl_ok(mg__nccl.GroupStart(), NULL, "ncclGroupStart");
+        for (int r = 0; r < ngpus; r++) {
+          char *send = inplace ? (char *)rb[r] + (size_t)r * g->send_ip_off * e : sb[r];
+          char *recv = (char *)rb[r] + (inplace ? (size_t)r * g->recv_ip_off * e : 0);
+          raw_call(o->coll, send, recv, g->count, o->dtype, r);
+        }
+        nccl_ok(mg__nccl.GroupEnd(), NULL, "ncclGroupEnd");
+        for (int r = 0; r < ngpus && o->impl == IMPL_RAW_NONBLOCKING; r++)
+          nccl_settle(raw[r], "ncclGroupEnd");
+        continue;
+      }
+      mg_status_t st = mg_group_begin();
+      for (int r = 0; r < ngpus && st == MG_OK; r++) {
+        char *send = inplace ? (char *)rb[r] + (size_t)r * g->send_ip_off * e : sb[r];
+        char *recv = (char *)rb[r] + (inplace ? (size_t)r * g->recv_ip_off * e : 0);
+        st = mg_bench_call(o->coll, send, recv, g->count, o->dtype, MG_SUM, 0, comms[r], r,
+                           ngpus, (mg_stream_t)gpus[r].stream);
+      }
+      mg_status_t end = mg_group_end();
+      if (st != MG_OK) die(mg_bench_coll_name(o->coll), st);
+      if (end != MG_OK) die(mg_bench_coll_name(o->coll), end);
+    }
+    for (int r = 0; r < ngpus; r++) gpu_wait(r);
+    if (pass == 1) return (now_s() - t0) / (n > 0 ? n : 1);
+  }
+  return 0;
+}
+
+static int run_bw(const bw_opts_t *o) {
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_NCCL;
+  mg_library_info_t li;
+  if (mg_library_info(MG_LIB_NCCL, &li) == MG_OK && li.version >= 22800)
+    cfg.nccl_nvlink_centric_sched = 1; /* as nccl-tests sets it */
+  mg_comm_t *comms[MAXG] = {NULL};
+  if (o->impl == IMPL_MGCOMM) {
+    mg_status_t st = mg_comm_init_all(&cfg, ngpus, NULL, comms);
+    if (st != MG_OK) die("mg_comm_init_all", st);
+  } else {
+    raw_init(o->impl == IMPL_RAW_BLOCKING);
+  }
+  size_t smax = 16, rmax = 16;
+  for (size_t b = o->minb;; b *= o->factor) {
+    mg_bench_geom_t g = mg_bench_geometry(o->coll, b, o->dtype, ngpus);
+    const size_t e = mg_dtype_size(o->dtype);
+    if (g.send_count * e > smax) smax = g.send_count * e;
+    if (g.bytes > rmax) rmax = g.bytes;
+    if (b > o->maxb / o->factor) break;
+  }
+  void *sb[MAXG], *rb[MAXG];
+  for (int r = 0; r < ngpus; r++) sb[r] = gpu_zeroed(r, smax), rb[r] = gpu_zeroed(r, rmax);
+  printf("# nccl_perf bw: %s (mgcomm %s), %d GPUs of one process, NCCL %s, -n %d -w %d\n",
+         impl_name[o->impl], mg_version_string(), ngpus, li.version_string, o->iters, o->warmup);
+  printf("# Collective test starting: %s_perf\n", mg_bench_coll_name(o->coll));
+  printf("#       size         count      type   redop    root     time   algbw   busbw #wrong"
+         "     time   algbw   busbw #wrong\n");
+  const double factor = mg_bench_bus_factor(o->coll, ngpus);
+  for (size_t b = o->minb;; b *= o->factor) {
+    mg_bench_geom_t g = mg_bench_geometry(o->coll, b, o->dtype, ngpus);
+    printf("%12zu  %12zu  %8s  %6s  %6d", g.bytes, g.count, mg_dtype_name(o->dtype),
+           mg_bench_coll_reduces(o->coll) ? "sum" : "none",
+           mg_bench_coll_rooted(o->coll) ? 0 : -1);
+    for (int ip = 0; ip < 2; ip++) {
+      if (ip && !mg_bench_coll_has_inplace(o->coll)) {
+        printf("  %7s  %6s  %6s  %5s", "N/A", "N/A", "N/A", "N/A");
+        continue;
+      }
+      const double sec = bw_point(o, comms, sb, rb, &g, ip);
+      const double algbw = (double)g.algbw_bytes / 1e9 / sec;
+      printf("  %7.2f  %6.2f  %6.2f  %5s", sec * 1e6, algbw, algbw * factor, "N/A");
+    }
+    printf("\n");
+    fflush(stdout);
+    if (b > o->maxb / o->factor) break;
+  }
+  for (int r = 0; r < ngpus; r++) {
+    gpu_release(r, sb[r]), gpu_release(r, rb[r]);
+    if (o->impl == IMPL_MGCOMM && mg_comm_destroy(comms[r]) != MG_OK)
+      die("mg_comm_destroy", MG_ERR_INTERNAL);
+  }
+  /* Raw communicators: one group of ncclCommDestroy (a collective of the node's ranks). */
+  if (o->impl != IMPL_MGCOMM) {
+    nccl_ok(mg__nccl.GroupStart(), NULL, "ncclGroupStart");
+    for (int r = 0; r < ngpus; r++) nccl_ok(mg__nccl.CommDestroy(raw[r]), raw[r], "ncclCommDestroy");
+    nccl_ok(mg__nccl.GroupEnd(), NULL, "ncclGroupEnd");
+  }
+  return 0;
+}
+
+/* ---- host-side cost per call ------------------------------------------------------------- */
+
+enum { V_RAW_BLOCKING, V_RAW_NONBLOCKING, V_MGCOMM, V_COUNT };
+static const char *const vname[V_COUNT] = {"raw NCCL, blocking comm",
+                                           "raw NCCL, nonblocking comm + poll", "mgcomm"};
+
+typedef struct {
+  int calls;
+  size_t bytes;
+  mg__ncclUniqueId id_b, id_nb;
+  mg_comm_t *mg[MAXG];
+  double *samples[MAXG][V_COUNT];
+  double check_ptr_s[MAXG], check_stream_s[MAXG]; /* mean cost of one check, seconds */
+  pthread_barrier_t barrier;
+} ovh_t;
+
+static ovh_t ovh;
+
+static void *ovh_rank(void *arg) {
+  const int r = (int)(intptr_t)arg;
+  CU(mg__cuda.CtxSetCurrent(gpus[r].ctx), "cuCtxSetCurrent");
+  mg__ncclComm_t cb = NULL, cn = NULL;
+  nccl_ok(mg__nccl.CommInitRank(&cb, ngpus, ovh.id_b, r), NULL, "ncclCommInitRank");
+  mg__ncclConfig_t cfg;
+  mg__nccl_config_init(&cfg);
+  cfg.blocking = 0;
+  nccl_ok(mg__nccl.CommInitRankConfig(&cn, ngpus, ovh.id_nb, r, &cfg), NULL, "ncclCommInitRankConfig");
+  nccl_settle(cn, "ncclCommInitRankConfig");
+  const size_t count = ovh.bytes / 4 ? ovh.bytes / 4 : 1;
+  void *s = gpu_zeroed(r, count * 4), *d = gpu_zeroed(r, count * 4);
+  mg__CUstream st = gpus[r].stream;
+  /* Warm-up: connections made, first-call costs paid, on every communicator. */
+  for (int i = 0; i < 50; i++) {
+    nccl_ok(mg__nccl.AllReduce(s, d, count, MG__ncclFloat32, MG__ncclSum, cb, st), cb, "ncclAllReduce");
+    nccl_ok(mg__nccl.AllReduce(s, d, count, MG__ncclFloat32, MG__ncclSum, cn, st), cn, "ncclAllReduce");
+    nccl_settle(cn, "ncclAllReduce");
+    mg_status_t m = mg_all_reduce(s, d, count, MG_FLOAT32, MG_SUM, ovh.mg[r], (mg_stream_t)st);
+    if (m != MG_OK) die("mg_all_reduce", m);
+    gpu_wait(r);
+  }
+  /* What the pointer checks cost alone (mgcomm makes one per buffer, one per stream). */
+  const int nchk = 10000;
+  double tc0 = now_s();
+  for (int i = 0; i < nchk; i++)
+    if (mg__device_check_ptr(s, count * 4, r, "nccl_perf", "send") != MG_OK) die("check", MG_ERR_INTERNAL);
+  double tc1 = now_s();
+  for (int i = 0; i < nchk; i++)
+    if (mg__device_check_stream(st, gpus[r].ctx, r, "nccl_perf") != MG_OK) die("check", MG_ERR_INTERNAL);
+  double tc2 = now_s();
+  ovh.check_ptr_s[r] = (tc1 - tc0) / nchk;
+  ovh.check_stream_s[r] = (tc2 - tc1) / nchk;
+  (void)pthread_barrier_wait(&ovh.barrier);
+  for (int i = 0; i < ovh.calls; i++) {
+    double t0 = now_s();
+    mg__ncclResult_t res = mg__nccl.AllReduce(s, d, count, MG__ncclFloat32, MG__ncclSum, cb, st);
+    double t1 = now_s();
+    nccl_ok(res, cb, "ncclAllReduce");
+    res = mg__nccl.AllReduce(s, d, count, MG__ncclFloat32, MG__ncclSum, cn, st);
+    if (res == MG__ncclInProgress) nccl_settle(cn, "ncclAllReduce");
+    double t2 = now_s();
+    nccl_ok(res, cn, "ncclAllReduce");
+    mg_status_t m = mg_all_reduce(s, d, count, MG_FLOAT32, MG_SUM, ovh.mg[r], (mg_stream_t)st);
+    double t3 = now_s();
+    if (m != MG_OK) die("mg_all_reduce", m);
+    ovh.samples[r][V_RAW_BLOCKING][i] = t1 - t0;
+    ovh.samples[r][V_RAW_NONBLOCKING][i] = t2 - t1;
+    ovh.samples[r][V_MGCOMM][i] = t3 - t2;
+    if (i % 32 == 31) gpu_wait(r); /* outside the timed calls */
+  }
+  gpu_wait(r);
+  gpu_release(r, s), gpu_release(r, d);
+  /* Collective teardown: every rank's thread destroys its own raw communicators. */
+  nccl_ok(mg__nccl.CommDestroy(cb), cb, "ncclCommDestroy");
+  nccl_ok(mg__nccl.CommFinalize(cn), cn, "ncclCommFinalize");
+  nccl_settle(cn, "ncclCommFinalize");
+  nccl_ok(mg__nccl.CommDestroy(cn), cn, "ncclCommDestroy");
+  return NULL;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static int run_overhead(int calls, size_t bytes) {
+  ovh.calls = calls;
+  ovh.bytes = bytes;
+  nccl_ok(mg__nccl.GetUniqueId(&ovh.id_b), NULL, "ncclGetUniqueId");
+  nccl_ok(mg__nccl.GetUniqueId(&ovh.id_nb), NULL, "ncclGetUniqueId");
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_NCCL;
+  mg_status_t st = mg_comm_init_all(&cfg, ngpus, NULL, ovh.mg);
+  if (st != MG_OK) die("mg_comm_init_all", st);
+  for (int r = 0; r < ngpus; r++)
+    for (int v = 0; v < V_COUNT; v++) {
+      ovh.samples[r][v] = malloc(sizeof(double) * (size_t)calls);
+      if (ovh.samples[r][v] == NULL) die("out of memory", MG_ERR_OUT_OF_MEMORY);
+    }
+  pthread_barrier_init(&ovh.barrier, NULL, (unsigned)ngpus);
+  pthread_t th[MAXG];
+  for (int r = 0; r < ngpus; r++) pthread_create(&th[r], NULL, ovh_rank, (void *)(intptr_t)r);
+  for (int r = 0; r < ngpus; r++) pthread_join(th[r], NULL);
+  const char *chk = getenv("MGCOMM_CHECK_POINTERS");
+  printf("# nccl_perf overhead: all_reduce of %zu bytes, %d GPUs, %d calls per rank and form, "
+         "MGCOMM_CHECK_POINTERS=%s\n", bytes, ngpus, calls, chk != NULL ? chk : "1 (default)");
+  printf("# %-36s %10s %10s %10s\n", "form", "median us", "p10 us", "p90 us");
+  double med[V_COUNT];
+  const size_t total = (size_t)calls * (size_t)ngpus;
+  double *all = malloc(sizeof(double) * total);
+  if (all == NULL) die("out of memory", MG_ERR_OUT_OF_MEMORY);
+  for (int v = 0; v < V_COUNT; v++) {
+    for (int r = 0; r < ngpus; r++)
+      memcpy(all + (size_t)r * (size_t)calls, ovh.samples[r][v], sizeof(double) * (size_t)calls);
+    qsort(all, total, sizeof *all, cmp_d);
+    med[v] = all[total / 2];
+    printf("  %-36s %10.3f %10.3f %10.3f\n", vname[v], med[v] * 1e6, all[total / 10] * 1e6,
+           all[total * 9 / 10] * 1e6);
+  }
+  double cp = 0, cs = 0;
+  for (int r = 0; r < ngpus; r++) cp += ovh.check_ptr_s[r] / ngpus, cs += ovh.check_stream_s[r] / ngpus;
+  printf("  %-36s %10.3f\n", "one buffer check (cuPointerGetAttributes)", cp * 1e6);
+  printf("  %-36s %10.3f\n", "one stream check (cuStreamGetCtx)", cs * 1e6);
+  printf("overhead_us_vs_nonblocking %.3f\n", (med[V_MGCOMM] - med[V_RAW_NONBLOCKING]) * 1e6);
+  printf("overhead_us_vs_blocking %.3f\n", (med[V_MGCOMM] - med[V_RAW_BLOCKING]) * 1e6);
+  free(all);
+  for (int r = 0; r < ngpus; r++) {
+    for (int v = 0; v < V_COUNT; v++) free(ovh.samples[r][v]);
+    if (mg_comm_destroy(ovh.mg[r]) != MG_OK) die("mg_comm_destroy", MG_ERR_INTERNAL);
+  }
+  return 0;
+}
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: nccl_perf bw -g N [-c coll] [-b min] [-e max] [-f factor] [-n iters] "
+          "[-w warmup] [-d dtype] [--impl mgcomm|raw-nonblocking|raw-blocking]\n"
+          "       nccl_perf overhead -g N [-n calls] [-B bytes]\n");
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) usage();
+  const int bw = strcmp(argv[1], "bw") == 0;
+  if (!bw && strcmp(argv[1], "overhead") != 0) usage();
+  bw_opts_t o = {MG_BENCH_ALL_REDUCE, 8, (size_t)128 << 20, 2, 20, 5, MG_FLOAT32, IMPL_MGCOMM};
+  int calls = 20000;
+  size_t bytes = 8;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const char *a = argv[i], *v = argv[i + 1];
+    if (strcmp(a, "-g") == 0) ngpus = atoi(v);
+    else if (strcmp(a, "-c") == 0) {
+      int c = mg_bench_coll_from_name(v);
+      if (c < 0) usage();
+      o.coll = (mg_bench_coll_t)c;
+    } else if (strcmp(a, "-b") == 0) o.minb = parse_size(v);
+    else if (strcmp(a, "-e") == 0) o.maxb = parse_size(v);
+    else if (strcmp(a, "-f") == 0) o.factor = (size_t)atoi(v);
+    else if (strcmp(a, "-n") == 0) o.iters = calls = atoi(v);
+    else if (strcmp(a, "-w") == 0) o.warmup = atoi(v);
+    else if (strcmp(a, "-B") == 0) bytes = parse_size(v);
+    else if (strcmp(a, "--impl") == 0) {
+      o.impl = -1;
+      for (int k = 0; k < 3; k++)
+        if (strcmp(v, impl_name[k]) == 0) o.impl = k;
+      if (o.impl < 0) usage();
+    }
+    else if (strcmp(a, "-d") == 0) {
+      if (mg_dtype_from_name(v, &o.dtype) != MG_OK) usage();
+    } else usage();
+  }
+  if (ngpus < 1 || ngpus > MAXG || o.factor < 2 || o.minb == 0 || o.minb > o.maxb || calls < 1)
+    usage();
+  int count = 0;
+  mg_status_t st = mg_device_count(&count);
+  if (st != MG_OK) die("mg_device_count", st);
+  if (count < ngpus) {
+    fprintf(stderr, "nccl_perf: %d GPUs asked, %d here\n", ngpus, count);
+    return 2;
+  }
+  if ((st = mg__load_nccl()) != MG_OK) die("libnccl", st);
+  for (int g = 0; g < ngpus; g++) gpu_open(g);
+  return bw ? run_bw(&o) : run_overhead(calls, bytes);
+}

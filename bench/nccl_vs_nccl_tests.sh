@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# nccl_vs_nccl_tests.sh -- mgcomm's NCCL backend next to nccl-tests, on the same GPUs, in the same
+# call, with the same NCCL library (ARCHITECTURE.md section 8), for one device call:
+#   1. builds mgcomm (Release, into $BUILD, default build-gpu; kept when it is already there) and
+#      nccl-tests from the source in $NCCL_TESTS_SRC (default .peer/nccl-tests: fetched
+#      beforehand, never committed) with nvcc, MPI=0, for this machine's GPU architecture only,
+#      against the header that matches the library (searched: /usr/include, $CUDA_HOME/include,
+#      Python wheels' nvidia/nccl/include);
+#   2. for each GPU count (default: 2, and 4 where there are 4 GPUs) and collective (all_reduce,
+#      all_gather, reduce_scatter, all_to_all, broadcast, sendrecv), runs nccl-tests'
+#      <coll>_perf, raw NCCL with nonblocking communicators (bench/nccl_perf --impl
+#      raw-nonblocking: what contract 4 costs by itself) and mgcomm (bench/nccl_perf) in turn,
+#      -R times each, over the same sizes (-b 8 -e 4G -f 2) and iterations, without data checks
+#      (the GPU tests check);
+#   3. measures the host-side cost of one 8-byte all_reduce against raw NCCL (nccl_perf
+#      overhead), with mgcomm's pointer checks on and off;
+#   4. writes under $OUT (default $BUILD/bench-out):
+#        nccl-vs-nccl-tests.md   the tables, ready for bench/results/ (medians of the repeats;
+#                                the ratios busbw mgcomm / nccl-tests and mgcomm / raw
+#                                nonblocking NCCL per size; sizes >= 64 MiB must reach 0.99
+#                                against nccl-tests)
+#        bench-logs.tar.gz       every run's output
+#
+#   bench/nccl_vs_nccl_tests.sh [-g "2 4"] [-R repeats] [-n iters] [-w warmup] [-e maxbytes]
+#                               [-c coll,coll...]
+# Environment: MGCOMM_COMMIT (the commit named in the report, where the copy has no git history),
+# NCCL_LIB (default /usr/lib/x86_64-linux-gnu/libnccl.so.2: both programs load
+# exactly this file), CUDA_HOME (/usr/local/cuda), JOBS (16), BUILD, OUT, NCCL_TESTS_SRC.
+# Exit code: 0 when every size >= 64 MiB reached 0.99 and the host cost was at most 1 us over
+# raw nonblocking NCCL; 1 when a target was missed; 2 when something could not run.
+set -euo pipefail
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$root/build-gpu}
+out=${OUT:-$build/bench-out}
+src=${NCCL_TESTS_SRC:-$root/.peer/nccl-tests}
+nccl_lib=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+jobs=${JOBS:-16}
+gpu_counts="" repeats=3 iters=40 warmup=10 maxb=4G
+colls=all_reduce,all_gather,reduce_scatter,all_to_all,broadcast,sendrecv
+while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+  case "$1" in
+  -g) gpu_counts=$2 ;;
+  -R) repeats=$2 ;;
+  -n) iters=$2 ;;
+  -w) warmup=$2 ;;
+  -e) maxb=$2 ;;
+  -c) colls=$2 ;;
+  *) echo "nccl_vs_nccl_tests.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+say() { echo "nccl_vs_nccl_tests.sh: $*" >&2; }
+fail() { say "$*"; exit 2; }
+t0=$(date +%s)
+mkdir -p "$out"
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+
+[ -f "$nccl_lib" ] || fail "no NCCL library at $nccl_lib (set NCCL_LIB)"
+[ -d "$src/src" ] || fail "no nccl-tests source in $src: fetch it first (github:NVIDIA/nccl-tests into .peer/nccl-tests)"
+command -v nvidia-smi >/dev/null || fail "nvidia-smi not found: no GPU machine?"
+ngpu=$(nvidia-smi -L | grep -c '^GPU')
+if [ -z "$gpu_counts" ]; then
+  gpu_counts=2
+  [ "$ngpu" -ge 4 ] && gpu_counts="2 4"
+fi
+for g in $gpu_counts; do [ "$g" -le "$ngpu" ] || fail "-g $g: this machine has $ngpu GPUs"; done
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
+commit=${MGCOMM_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+hdr="" hdr_code=""
+# A run stopped from outside (timeout sends TERM) still writes the report of what ran.
+trap 'say "stopped: the report covers what ran"; report partial; exit 124' TERM INT
+
+# ---- 1. build ---------------------------------------------------------------------------------
+say "building mgcomm in $build"
+{ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release && cmake --build "$build" -j "$jobs" --target nccl_perf; } \
+  >"$logs/build-mgcomm.log" 2>&1 || { tail -30 "$logs/build-mgcomm.log" >&2; fail "mgcomm did not build"; }
+
+for d in /usr/include "$cuda_home/include" /opt/*/.venv/lib/python3*/site-packages/nvidia/nccl/include \
+         /usr/local/lib/python3*/dist-packages/nvidia/nccl/include; do
+  if [ -f "$d/nccl.h" ] && [ -f "$d/nccl_device.h" ]; then hdr=$d; break; fi
+done
+[ -n "$hdr" ] || fail "no nccl.h with nccl_device.h found (looked in /usr/include, $cuda_home/include, wheels)"
+hdr_code=$(sed -nE 's/^#define NCCL_VERSION_CODE ([0-9]+).*/\1/p' "$hdr/nccl.h")
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')
+home="$logs/nccl-home"
+mkdir -p "$home/lib"
+ln -s "$hdr" "$home/include"
+ln -s "$nccl_lib" "$home/lib/libnccl.so"
+ln -s "$nccl_lib" "$home/lib/libnccl.so.2"
+nt_build="$build/nccl-tests"
+say "building nccl-tests ($(cat "$src/COMMIT" 2>/dev/null || echo 'unknown commit')) against $hdr (NCCL $hdr_code) for sm_$cc"
+make -C "$src/src" -j "$jobs" MPI=0 CUDA_HOME="$cuda_home" NCCL_HOME="$home" BUILDDIR="$nt_build" \
+  NVCC_GENCODE="-gencode=arch=compute_$cc,code=sm_$cc" >"$logs/build-nccl-tests.log" 2>&1 ||
+  { tail -30 "$logs/build-nccl-tests.log" >&2; fail "nccl-tests did not build"; }
+export MGCOMM_NCCL_LIBRARY=$nccl_lib                    # mgcomm loads exactly this file
+export LD_LIBRARY_PATH=$(dirname "$nccl_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} # so does nccl-tests
+
+# ---- 2. bandwidth ---------------------------------------------------------------------------
+for g in $gpu_counts; do
+  for c in ${colls//,/ }; do
+    nt=$nt_build/${c/all_to_all/alltoall}_perf
+    [ -x "$nt" ] || fail "no $nt"
+    for r in $(seq 1 "$repeats"); do
+      say "$g GPUs, $c, run $r of $repeats"
+      "$nt" -g "$g" -b 8 -e "$maxb" -f 2 -n "$iters" -w "$warmup" -c 0 \
+        >"$logs/nt-$g-$c-$r.txt" 2>&1 || { tail -20 "$logs/nt-$g-$c-$r.txt" >&2; fail "nccl-tests $c failed"; }
+      "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b 8 -e "$maxb" -f 2 -n "$iters" -w "$warmup" \
+        --impl raw-nonblocking >"$logs/nb-$g-$c-$r.txt" 2>&1 ||
+        { tail -20 "$logs/nb-$g-$c-$r.txt" >&2; fail "nccl_perf --impl raw-nonblocking $c failed"; }
+      "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b 8 -e "$maxb" -f 2 -n "$iters" -w "$warmup" \
+        >"$logs/mg-$g-$c-$r.txt" 2>&1 || { tail -20 "$logs/mg-$g-$c-$r.txt" >&2; fail "nccl_perf $c failed"; }
+    done
+  done
+done
+
+# ---- 3. host-side cost --------------------------------------------------------------------------
+for chk in 1 0; do
+  say "host-side cost, pointer checks $chk"
+  MGCOMM_CHECK_POINTERS=$chk "$build/bench/nccl_perf" overhead -g 2 -n 20000 -B 8 \
+    >"$logs/overhead-$chk.txt" 2>&1 || { tail -20 "$logs/overhead-$chk.txt" >&2; fail "nccl_perf overhead failed"; }
+done
+
+# ---- 4. report (also of a run stopped early: TERM and INT write what ran) -------------------
+report() {
+  local partial=${1:-}
+  set +e
+  python3 - "$logs" "$out/nccl-vs-nccl-tests.md" "$repeats" "$gpu_counts" "$colls" <<EOF
+import glob, os, re, statistics, sys
+logs, dst, R, counts, colls = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(), sys.argv[5].split(",")
+def rows(path):
+    out = {}
+    for line in open(path):
+        f = line.split()
+        if len(f) < 13 or line.startswith("#") or not f[0].isdigit():
+            continue
+        num = lambda s: float(s) if s not in ("N/A", "-") else None
+        out[int(f[0])] = (num(f[5]), num(f[7]), num(f[9]), num(f[11]))  # oop time, busbw; ip time, busbw
+    return out
+def med(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+def lib_of(path, pat):
+    m = re.search(pat, open(path).read()) if path else None
+    return m.group(1) if m else "?"
+doc = ["# mgcomm (NCCL backend) vs nccl-tests", "",
+       "- date: $(date -u '+%Y-%m-%d %H:%M UTC'), host $(hostname), $ngpu x $gpu_name, driver $driver",
+       "- NCCL: $nccl_lib, loaded by both (nccl-tests: library %s, built against headers %s in $hdr)" %
+       (lib_of((glob.glob(logs + "/nt-*") or [None])[0], r"nccl-library=(\d+)"), "$hdr_code"),
+       "- mgcomm $commit: bench/nccl_perf; nccl-tests $(cat "$src/COMMIT" 2>/dev/null | cut -c1-12): <coll>_perf; "
+       "-b 8 -e $maxb -f 2 -n $iters -w $warmup, no data check; medians of %d alternated runs each" % R,
+       "- NCCL_NVLS_ENABLE=0; mgcomm's communicators are nonblocking (ARCHITECTURE.md contract 4), "
+       "nccl-tests' blocking; both set nvlinkCentricSched=1 on NCCL >= 2.28", ""]
+missed = []
+for g in counts:
+    doc += ["## %s GPUs: bus bandwidth (GB/s)" % g, "",
+            "oop: out of place, ip: in place; nb: raw NCCL with nonblocking communicators; ratios "
+            "are mgcomm / nccl-tests, and mgcomm / nb for the cost of mgcomm itself.", "",
+            "| collective | size (B) | nccl-tests oop | nb oop | mgcomm oop | ratio | vs nb | nccl-tests ip | mgcomm ip | ratio | target |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for c in colls:
+        nt = [rows(p) for p in sorted(glob.glob(f"{logs}/nt-{g}-{c}-*.txt"))]
+        nb = [rows(p) for p in sorted(glob.glob(f"{logs}/nb-{g}-{c}-*.txt"))]
+        mg = [rows(p) for p in sorted(glob.glob(f"{logs}/mg-{g}-{c}-*.txt"))]
+        sizes = sorted(set().union(*[set(x) for x in nt]) & set().union(*[set(x) for x in mg]))
+        fmt = lambda v: "%.2f" % v if v is not None else "N/A"
+        for s in sizes:
+            cells, ratios = [], []
+            for k in (1, 3):
+                a = med([x[s][k] for x in nt if s in x]); b = med([x[s][k] for x in mg if s in x])
+                r = b / a if a and b else None
+                if r is not None: ratios.append(r)
+                if k == 1:
+                    n_ = med([x[s][k] for x in nb if s in x])
+                    rn = b / n_ if n_ and b else None
+                    cells += [fmt(a), fmt(n_), fmt(b), "%.3f" % r if r is not None else "",
+                              "%.3f" % rn if rn is not None else ""]
+                else:
+                    cells += [fmt(a), fmt(b), "%.3f" % r if r is not None else ""]
+            verdict = ""
+            if s >= 64 << 20 and ratios:
+                ok = min(ratios) >= 0.99
+                verdict = "ok" if ok else "**MISSED**"
+                if not ok: missed.append(f"{g} GPUs {c} {s} B: {min(ratios):.3f}")
+            doc.append(f"| {c} | {s} | " + " | ".join(cells) + f" | {verdict} |")
+    doc.append("")
+doc += ["## Host-side cost of one call (all_reduce of 8 B, 2 GPUs, one thread per GPU)", "",
+        "| mgcomm pointer checks | form | median us | p10 us | p90 us |", "| --- | --- | ---: | ---: | ---: |"]
+over = {}
+for chk in ("1", "0"):
+    p = f"{logs}/overhead-{chk}.txt"
+    for line in (open(p) if os.path.exists(p) else []):
+        m = re.match(r"\s+(raw NCCL, blocking comm|raw NCCL, nonblocking comm \+ poll|mgcomm)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
+        if m:
+            doc.append(f"| {'on' if chk == '1' else 'off'} | {m.group(1)} | {m.group(2)} | {m.group(3)} | {m.group(4)} |")
+        m = re.match(r"\s+(one (buffer|stream) check [^0-9]*?)\s+([\d.]+)$", line)
+        if m and chk == "1":
+            doc.append(f"| (alone) | {m.group(1)} | {m.group(3)} | | |")
+        m = re.match(r"overhead_us_vs_(\w+) ([-\d.]+)", line)
+        if m: over[(chk, m.group(1))] = float(m.group(2))
+doc.append("")
+for chk in ("1", "0"):
+    nb, b = over.get((chk, "nonblocking")), over.get((chk, "blocking"))
+    if nb is None or b is None:
+        doc.append(f"- checks {'on' if chk == '1' else 'off'}: not measured")
+        missed.append(f"host cost, checks {chk}: not measured")
+        continue
+    doc.append(f"- checks {'on' if chk == '1' else 'off'}: mgcomm over raw nonblocking NCCL {nb:+.3f} us "
+               f"(target <= 1 us: {'ok' if nb <= 1 else '**MISSED**'}); over raw blocking NCCL {b:+.3f} us")
+    if nb > 1: missed.append(f"host cost, checks {chk}: {nb:.3f} us")
+doc += ["", "Targets: " + ("all met." if not missed else "missed: " + "; ".join(missed)), ""]
+if "$partial": doc.insert(2, "- **partial**: the run was stopped before it finished; what ran is below")
+open(dst, "w").write("\n".join(doc))
+sys.exit(1 if missed else 0)
+EOF
+  local verdict=$?
+  tar -czf "$out/bench-logs.tar.gz" -C "$logs" .
+  cat "$out/nccl-vs-nccl-tests.md"
+  say "done in $(($(date +%s) - t0)) s; $out/nccl-vs-nccl-tests.md, $out/bench-logs.tar.gz"
+  return $verdict
+}
+report
+exit $?

@@ -1,0 +1,86 @@
+/*
+ * nccl.h -- the NCCL backend's per-communicator state and the entry points its files share.
+ *
+ * Files: nccl_backend.c (the table; unique ids, init, split, shrink, finalize, abort, destroy),
+ * nccl_coll.c (operations and groups: one NCCL group per launch, and the wait for NCCL's
+ * nonblocking calls), nccl_check.c (what only this backend can check before anything is
+ * enqueued), nccl_config.c (mg_config_t's NCCL fields into ncclConfig_t, by version),
+ * nccl_mem.c (allocation, copies, registration).
+ *
+ * Every NCCL communicator is nonblocking (ARCHITECTURE.md contract 4): each NCCL call that may
+ * answer ncclInProgress is followed by mg__nccl_wait, which polls ncclCommGetAsyncError against
+ * the deadline and the communicator's abort flag. NCCL is called only with comm->lock held, so
+ * that no two threads are ever in NCCL for one communicator (NCCL's rule, and the condition
+ * for ncclCommAbort).
+ */
+#ifndef MG_BACKEND_NCCL_H
+#define MG_BACKEND_NCCL_H
+
+#include "core/comm.h"
+#include "device/device.h"
+#include "loader/loader.h"
+
+typedef struct mg__ncomm {
+  mg__ncclComm_t nc;      /* NULL before init completes and after abort (which frees it) */
+  mg__CUdevice dev;
+  mg__CUcontext ctx;      /* the device's primary context, retained while the comm lives */
+  int retained;           /* 1: ctx is retained (released by destroy) */
+  int cc_major, cc_minor; /* the device's compute capability */
+  int check_ptrs;         /* MGCOMM_CHECK_POINTERS, read when the comm was made */
+  mg__CUstream copy_stream; /* mg_memcpy's stream, made on first use; NULL until then */
+  /* Where NCCL's background job writes the result of a split or shrink (the new comm) and of a
+   * window registration: the job may finish after a timeout made us give up, so the storage
+   * lives as long as this comm; abort joins the job and then frees a comm found here. */
+  mg__ncclComm_t pending_child;
+  mg__ncclWindow_t pending_win;
+} mg__ncomm_t;
+
+static inline mg__ncomm_t *mg__ncomm(const mg_comm_t *comm) { return (mg__ncomm_t *)comm->priv; }
+
+/* nccl_backend.c: MG_OK when libnccl and a CUDA device are usable (MG_ERR_BACKEND_UNAVAILABLE
+ * with the reason otherwise). */
+mg_status_t mg__nccl_available(void);
+
+/* nccl_coll.c */
+/* The pace of a polling wait: call with the current time after each unsuccessful poll. Spins
+ * for 200 us, yields until 5 ms, then sleeps 20 us doubling up to 1 ms. Start it zeroed. */
+typedef struct mg__nccl_backoff {
+  double start;  /* time of the first poll */
+  long sleep_ns; /* the next sleep */
+} mg__nccl_backoff_t;
+void mg__nccl_backoff(mg__nccl_backoff_t *b, double now);
+/* Polls ncclCommGetAsyncError of comms[0..n) until none answers ncclInProgress. MG_OK; the first
+ * error NCCL reports (with its last-error text), prefixed by what; MG_ERR_ABORTED as soon as one
+ * of the comms is being aborted; MG_ERR_TIMED_OUT after deadline. Spins briefly, then sleeps
+ * in growing steps of at most 1 ms. */
+mg_status_t mg__nccl_wait(mg_comm_t *const *comms, int n, double deadline, const char *what);
+mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n);
+
+/* nccl_check.c */
+/* The backend's check_op: dtype and op against the loaded NCCL and the device; then, unless
+ * MGCOMM_CHECK_POINTERS=0, the buffers and the stream. */
+mg_status_t mg__nccl_check_op(const mg__op_t *op, const char *fn);
+/* dtype (and, for reductions, the reduction op) against the loaded NCCL's features and a device
+ * of compute capability cc_major.cc_minor. MG_ERR_NOT_SUPPORTED naming what is missing. */
+mg_status_t mg__nccl_check_types(mg_dtype_t dtype, const mg__redop_t *redop, int reduction,
+                                 int cc_major, int cc_minor, const char *fn);
+
+/* nccl_config.c */
+/* ncclConfig_t for an NCCL of version `version` from in's NCCL fields, nonblocking. A field set
+ * in `in` that this version lacks is MG_ERR_NOT_SUPPORTED naming fn, the field and the version
+ * that has it. */
+mg_status_t mg__nccl_config_build(const mg_config_t *in, int version, mg__ncclConfig_t *out,
+                                  const char *fn);
+/* 1 when a and b have the same NCCL fields (strings by pointer, never read). */
+int mg__nccl_config_same(const mg_config_t *a, const mg_config_t *b);
+
+/* nccl_mem.c */
+mg_status_t mg__nccl_mem_alloc(mg_comm_t *comm, size_t bytes, void **ptr);
+mg_status_t mg__nccl_mem_free(void *ptr, int device);
+mg_status_t mg__nccl_mem_copy(mg_comm_t *comm, void *dst, const void *src, size_t bytes,
+                              double deadline);
+mg_status_t mg__nccl_mem_register(mg_comm_t *comm, void *buf, size_t bytes, int flags,
+                                  double deadline, void **handle);
+mg_status_t mg__nccl_mem_deregister(mg_comm_t *comm, void *handle, int flags);
+
+#endif

@@ -1,0 +1,435 @@
+/*
+ * nccl_backend.c -- the NCCL backend's table and communicator lifecycle: availability, unique
+ * ids, init (one rank, or every rank of this process in one NCCL group), split, shrink,
+ * finalize, abort, destroy, the asynchronous error, custom ops.
+ *
+ * Lifecycle rules (seed-system.md section 16, anchors.md section 3):
+ *  - every NCCL communicator is nonblocking; a call that answers ncclInProgress is followed by
+ *    mg__nccl_wait (deadline, abort flag); an init that does not complete in time is
+ *    ncclCommAbort-ed and reported as MG_ERR_TIMED_OUT;
+ *  - abort is ncclCommAbort, which frees the NCCL communicator: it is never followed by
+ *    ncclCommDestroy; destroy after a finalize is ncclCommDestroy (local by then); destroy of a
+ *    communicator that was not finalized is an abort (the core does it), because a plain
+ *    ncclCommDestroy is a collective of every rank of the node that hangs when one is missing;
+ *  - a rank that passes MG_SPLIT_NOCOLOR gets no communicator (NCCL gives it none);
+ *  - split and shrink write the new communicator from NCCL's thread when they finish, into the
+ *    parent's state (pending_child), which outlives a timeout.
+ * Divisions: per-rank setup; availability and ids; init; split and shrink; the rest of the
+ * lifecycle; custom ops; the table.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/host/host.h"
+#include "backend/nccl/nccl.h"
+#include "core/log.h"
+#include "core/params.h"
+
+_Static_assert(sizeof(mg__ncclUniqueId) == sizeof(mg_unique_id_t), "NCCL's id is 128 bytes");
+
+/* ---- per-rank setup ----------------------------------------------------------------------- */
+
+/* Binds comm to device: retains its primary context and reads what the checks need. */
+static mg_status_t mg__ncomm_setup(mg_comm_t *comm, int device, const char *fn) {
+  mg__ncomm_t *nx = mg__ncomm(comm);
+  memset(nx, 0, sizeof *nx);
+  MG_CHECK(mg__device_ctx_retain(device, fn, &nx->dev, &nx->ctx));
+  nx->retained = 1;
+  comm->device = device;
+  mg__CUresult r = mg__cuda.DeviceGetAttribute(
+      &nx->cc_major, MG__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, nx->dev);
+  if (r == MG__CUDA_SUCCESS)
+    r = mg__cuda.DeviceGetAttribute(&nx->cc_minor,
+                                    MG__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, nx->dev);
+  if (r != MG__CUDA_SUCCESS) {
+    mg_status_t st = mg__cu_error(r, "cuDeviceGetAttribute(COMPUTE_CAPABILITY)");
+    mg__device_ctx_release(nx->dev);
+    nx->retained = 0;
+    return st;
+  }
+  nx->check_ptrs = (int)mg__param_int(MG_PARAM_CHECK_POINTERS);
+  return MG_OK;
+}
+
+static void mg__ncomm_release(mg_comm_t *comm) {
+  mg__ncomm_t *nx = mg__ncomm(comm);
+  if (nx->retained) mg__device_ctx_release(nx->dev);
+  nx->retained = 0;
+}
+
+/* The NCCL communicator of a failed creation goes: ncclCommAbort frees it whatever state its
+ * init is in (and joins NCCL's thread). */
+static void mg__nccl_drop(mg__ncclComm_t *nc) {
+  if (*nc == NULL) return;
+  /* It is being thrown away because something failed already; what abort answers changes
+   * nothing (the communicator is freed either way). */
+  (void)mg__nccl.CommAbort(*nc);
+  *nc = NULL;
+}
+
+/* ---- availability and ids ----------------------------------------------------------------- */
+
+mg_status_t mg__nccl_available(void) {
+  mg_status_t st = mg__device_init(); /* its message names the driver and what was tried */
+  if (st < 0) return MG_ERR_BACKEND_UNAVAILABLE;
+  int n = 0;
+  st = mg_device_count(&n);
+  if (st < 0) {
+    mg__error_prefix("cannot count CUDA devices");
+    return MG_ERR_BACKEND_UNAVAILABLE;
+  }
+  if (n == 0)
+    return mg__error(MG_ERR_BACKEND_UNAVAILABLE, "the CUDA driver sees no device");
+  MG_CHECK(mg__load_nccl());
+  st = mg__feature_require(MG_FEATURE_NCCL_CONFIG, "the NCCL backend");
+  if (st < 0) {
+    mg__error_prefix("mgcomm's NCCL communicators are nonblocking (abort, deadlines)");
+    return MG_ERR_BACKEND_UNAVAILABLE;
+  }
+  return MG_OK;
+}
+
+static mg_status_t n_unique_id(mg_unique_id_t *uid) {
+  /* ncclGetUniqueId needs the library only: no driver, no GPU. */
+  MG_CHECK(mg__load_nccl());
+  mg__ncclUniqueId id;
+  mg__ncclResult_t r = mg__nccl.GetUniqueId(&id);
+  if (r != MG__ncclSuccess) {
+    mg_status_t st = mg__nccl_error(r, "ncclGetUniqueId", NULL);
+    mg__error_prefix("mg_unique_id_create");
+    return st;
+  }
+  memcpy(uid->internal, id.internal, sizeof uid->internal);
+  return MG_OK;
+}
+
+static mg_status_t mg__nccl_id(const mg_unique_id_t *uid, mg__ncclUniqueId *id, const char *fn) {
+  if (memcmp(uid->internal, MG__HID_MAGIC, sizeof MG__HID_MAGIC) == 0)
+    return mg__error(MG_ERR_INVALID_ARGUMENT,
+                     "%s: id is a host-backend unique id; the NCCL backend needs one made by "
+                     "mg_unique_id_create(MG_BACKEND_NCCL)", fn);
+  size_t i = 0;
+  while (i < sizeof uid->internal && uid->internal[i] == 0) i++;
+  if (i == sizeof uid->internal)
+    return mg__error(MG_ERR_INVALID_ARGUMENT,
+                     "%s: id is all zero bytes, not an id made by mg_unique_id_create", fn);
+  memcpy(id->internal, uid->internal, sizeof id->internal);
+  return MG_OK;
+}
+
+/* ---- init ----------------------------------------------------------------------------------- */
+
+static mg_status_t n_init(mg_comm_t *comm, const mg_unique_id_t *uid, double deadline) {
+  static const char fn[] = "mg_comm_init_rank";
+  mg__ncclUniqueId id;
+  mg__ncclConfig_t cfg;
+  MG_CHECK(mg__nccl_id(uid, &id, fn));
+  MG_CHECK(mg__nccl_config_build(&comm->config, mg__lib_version(MG_LIB_NCCL), &cfg, fn));
+  const int device = comm->config.device == MG_UNDEF_INT ? 0 : comm->config.device;
+  MG_CHECK(mg__ncomm_setup(comm, device, fn));
+  mg__ncomm_t *nx = mg__ncomm(comm);
+  mg__CUcontext saved = NULL;
+  mg_status_t st = mg__device_ctx_enter(nx->ctx, &saved);
+  if (st == MG_OK) {
+    /* NCCL takes the device of the rank from the current context. */
+    mg__ncclResult_t r = mg__nccl.CommInitRankConfig(&nx->nc, comm->nranks, id, comm->rank, &cfg);
+    if (r != MG__ncclSuccess && r != MG__ncclInProgress)
+      st = mg__nccl_error(r, "ncclCommInitRankConfig", nx->nc);
+    else
+      st = mg__nccl_wait(&comm, 1, deadline, "ncclCommInitRankConfig");
+    if (st < 0) mg__nccl_drop(&nx->nc);
+    mg__device_ctx_leave(nx->ctx, saved);
+  }
+  if (st < 0) {
+    mg__ncomm_release(comm);
+    mg__error_prefix("%s", fn);
+  }
+  return st;
+}
+
+static mg_status_t n_init_all(mg_comm_t **comms, int n, const int *devices, double deadline) {
+  static const char fn[] = "mg_comm_init_all";
+  int ndev = 0;
+  MG_CHECK(mg_device_count(&ndev));
+  for (int i = 0; i < n; i++) {
+    const int d = devices != NULL ? devices[i] : i;
+    if (d < 0 || d >= ndev)
+      return devices != NULL
+                 ? mg__error(MG_ERR_INVALID_ARGUMENT, "%s: devices[%d] = %d is out of range: %d "
+                             "device%s", fn, i, d, ndev, ndev == 1 ? "" : "s")
+                 : mg__error(MG_ERR_INVALID_ARGUMENT, "%s: %d ranks on devices 0..%d, but there "
+                             "%s %d device%s", fn, n, n - 1, ndev == 1 ? "is" : "are", ndev,
+                             ndev == 1 ? "" : "s");
+  }
+  mg__ncclConfig_t cfg;
+  MG_CHECK(mg__nccl_config_build(&comms[0]->config, mg__lib_version(MG_LIB_NCCL), &cfg, fn));
+  mg__ncclUniqueId id;
+  MG_NCCL_CHECK(NULL, GetUniqueId, &id);
+  mg_status_t st = MG_OK;
+  int ready = 0;
+  for (; ready < n && st == MG_OK; ready++) {
+    st = mg__ncomm_setup(comms[ready], devices != NULL ? devices[ready] : ready, fn);
+    if (st < 0) ready--; /* that one left nothing retained */
+  }
+  mg__CUcontext saved = NULL, cur = NULL;
+  if (st == MG_OK) {
+    cur = mg__ncomm(comms[0])->ctx;
+    st = mg__device_ctx_enter(cur, &saved);
+    if (st < 0) cur = NULL;
+  }
+  if (st == MG_OK) {
+    /* One NCCL group: one thread inits every rank (ncclCommInitAll, but nonblocking). */
+    mg__ncclResult_t r = mg__nccl.GroupStart();
+    if (r != MG__ncclSuccess) {
+      st = mg__nccl_error(r, "ncclGroupStart", NULL);
+    } else {
+      for (int i = 0; i < n && st == MG_OK; i++) {
+        mg__ncomm_t *nx = mg__ncomm(comms[i]);
+        r = mg__cuda.CtxSetCurrent(nx->ctx); /* NCCL takes each rank's device from it */
+        if (r != MG__CUDA_SUCCESS) {
+          st = mg__cu_error(r, "cuCtxSetCurrent");
+          break;
+        }
+        cur = nx->ctx;
+        r = mg__nccl.CommInitRankConfig(&nx->nc, n, id, i, &cfg);
+        if (r != MG__ncclSuccess && r != MG__ncclInProgress)
+          st = mg__nccl_error(r, "ncclCommInitRankConfig", nx->nc);
+      }
+      r = mg__nccl.GroupEnd();
+      if (r != MG__ncclSuccess && r != MG__ncclInProgress && st == MG_OK)
+        st = mg__nccl_error(r, "ncclGroupEnd", NULL);
+      if (st == MG_OK) st = mg__nccl_wait(comms, n, deadline, "ncclCommInitRankConfig");
+    }
+  }
+  if (cur != NULL) mg__device_ctx_leave(cur, saved);
+  if (st < 0) {
+    for (int i = 0; i < ready; i++) {
+      mg__nccl_drop(&mg__ncomm(comms[i])->nc);
+      mg__ncomm_release(comms[i]);
+    }
+    mg__error_prefix("%s", fn);
+  }
+  return st;
+}
+
+/* ---- split and shrink ----------------------------------------------------------------------- */
+
+/* Makes child (NULL: this rank joins none) with ncclCommSplit (shrink == 0) or ncclCommShrink,
+ * waits for it, and reads the child's rank and size. */
+static mg_status_t mg__nccl_child(mg_comm_t *comm, mg_comm_t *child, int shrink, int color,
+                                  int key, int *exclude, int nexclude, int flags,
+                                  double deadline, const char *fn) {
+  mg__ncomm_t *px = mg__ncomm(comm);
+  mg__ncclConfig_t cfg, *cfgp = NULL;
+  /* The parent's own configuration is inherited by passing none (NCCL copies it). */
+  if (child != NULL && !mg__nccl_config_same(&child->config, &comm->config)) {
+    MG_CHECK(mg__nccl_config_build(&child->config, mg__lib_version(MG_LIB_NCCL), &cfg, fn));
+    cfgp = &cfg;
+  }
+  if (child != NULL) MG_CHECK(mg__ncomm_setup(child, comm->device, fn));
+  mg__CUcontext saved = NULL;
+  mg_status_t st = mg__device_ctx_enter(px->ctx, &saved);
+  if (st == MG_OK) {
+    const char *call = shrink ? "ncclCommShrink" : "ncclCommSplit";
+    /* A communicator an earlier, timed-out split finished after all: freed, not overwritten. */
+    mg__nccl_drop(&px->pending_child);
+    mg__ncclResult_t r =
+        shrink ? mg__nccl.CommShrink(px->nc, exclude, nexclude, &px->pending_child, cfgp, flags)
+               : mg__nccl.CommSplit(px->nc, color, key, &px->pending_child, cfgp);
+    if (r != MG__ncclSuccess && r != MG__ncclInProgress)
+      st = mg__nccl_error(r, call, px->nc);
+    else
+      st = mg__nccl_wait(&comm, 1, deadline, call); /* NCCL's job belongs to the parent */
+    if (st == MG_OK && child != NULL) {
+      mg__ncomm_t *cx = mg__ncomm(child);
+      cx->nc = px->pending_child;
+      px->pending_child = NULL;
+      if (cx->nc == NULL) {
+        st = mg__error(MG_ERR_INTERNAL, "%s succeeded but gave this rank no communicator", call);
+      } else {
+        /* The new communicator is complete once its parent's job is: its state says how. */
+        st = mg__nccl_wait(&child, 1, deadline, call);
+        if (st == MG_OK) MG_NCCL_CHECK_GOTO(st, out, cx->nc, CommUserRank, cx->nc, &child->rank);
+        if (st == MG_OK) MG_NCCL_CHECK_GOTO(st, out, cx->nc, CommCount, cx->nc, &child->nranks);
+      }
+    } else if (st == MG_OK && px->pending_child != NULL) {
+      /* MG_SPLIT_NOCOLOR: NCCL makes no communicator; one here would be a bug of NCCL's. */
+      mg__nccl_drop(&px->pending_child);
+    }
+  out:
+    mg__device_ctx_leave(px->ctx, saved);
+  }
+  if (st < 0 && child != NULL) {
+    mg__nccl_drop(&mg__ncomm(child)->nc);
+    mg__ncomm_release(child);
+  }
+  if (st < 0) mg__error_prefix("%s", fn);
+  return st;
+}
+
+static mg_status_t n_split(mg_comm_t *comm, int color, int key, mg_comm_t *child,
+                           double deadline) {
+  static const char fn[] = "mg_comm_split";
+  MG_CHECK(mg__feature_require(MG_FEATURE_NCCL_SPLIT, fn));
+  return mg__nccl_child(comm, child, 0, color == MG_SPLIT_NOCOLOR ? MG__NCCL_SPLIT_NOCOLOR : color,
+                        key, NULL, 0, 0, deadline, fn);
+}
+
+static mg_status_t n_shrink(mg_comm_t *comm, const int *exclude, int nexclude, mg_comm_t *child,
+                            double deadline) {
+  static const char fn[] = "mg_comm_shrink";
+  /* A parent in the error state may have kernels stuck on a dead peer: NCCL_SHRINK_ABORT stops
+   * them first. */
+  const int failed = atomic_load(&comm->state) == MG_COMM_ERROR;
+  if (nexclude == 0) {
+    /* NCCL's shrink wants at least one excluded rank; a copy of a healthy communicator is a
+     * split with one color. */
+    if (failed)
+      return mg__error(MG_ERR_INVALID_ARGUMENT,
+                       "%s: NCCL cannot shrink a communicator in the error state by no rank; "
+                       "exclude the failed ones", fn);
+    MG_CHECK(mg__feature_require(MG_FEATURE_NCCL_SPLIT, fn));
+    return mg__nccl_child(comm, child, 0, 0, comm->rank, NULL, 0, 0, deadline, fn);
+  }
+  MG_CHECK(mg__feature_require(MG_FEATURE_NCCL_SHRINK, fn));
+  int *ex = malloc(sizeof *ex * (size_t)nexclude); /* NCCL sorts the list in place */
+  if (ex == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+  memcpy(ex, exclude, sizeof *ex * (size_t)nexclude);
+  mg_status_t st =
+      mg__nccl_child(comm, child, 1, 0, 0, ex, nexclude,
+                     failed ? MG__NCCL_SHRINK_ABORT : MG__NCCL_SHRINK_DEFAULT, deadline, fn);
+  free(ex);
+  return st;
+}
+
+/* ---- the rest of the lifecycle ------------------------------------------------------------ */
+
+static mg_status_t n_finalize(mg_comm_t *comm, double deadline) {
+  mg__ncomm_t *nx = mg__ncomm(comm);
+  mg__CUcontext saved = NULL;
+  MG_CHECK(mg__device_ctx_enter(nx->ctx, &saved));
+  mg_status_t st = MG_OK;
+  /* ncclCommFinalize waits (in NCCL's thread) for every operation issued on comm. */
+  mg__ncclResult_t r = mg__nccl.CommFinalize(nx->nc);
+  if (r != MG__ncclSuccess && r != MG__ncclInProgress)
+    st = mg__nccl_error(r, "ncclCommFinalize", nx->nc);
+  else
+    st = mg__nccl_wait(&comm, 1, deadline, "ncclCommFinalize");
+  mg__device_ctx_leave(nx->ctx, saved);
+  if (st < 0) mg__error_prefix("mg_comm_finalize");
+  return st;
+}
+
+static void n_interrupt(mg_comm_t *comm) {
+  /* Nothing to wake: every wait of this backend (mg__nccl_wait, the copy stream's) reads
+   * comm->aborting at least every millisecond. */
+}
+
+static void n_abort(mg_comm_t *comm) {
+  mg__ncomm_t *nx = mg__ncomm(comm);
+  mg__CUcontext saved = NULL;
+  /* Abort goes on without the context if it cannot be made current: NCCL sets its device. */
+  const int entered = mg__device_ctx_enter(nx->ctx, &saved) == MG_OK;
+  if (nx->nc != NULL) {
+    /* ncclCommAbort frees the communicator whatever it answers; the answer only says whether
+     * everything was released cleanly, which changes nothing for us. It also joins NCCL's
+     * thread, so a split or shrink still running has written pending_child by then. */
+    mg__ncclResult_t r = mg__nccl.CommAbort(nx->nc);
+    if (r != MG__ncclSuccess)
+      MG_INFO(MG_SUBSYS_INIT, "ncclCommAbort of rank %d answered %s", comm->rank,
+              mg__nccl_result_name(r));
+    nx->nc = NULL;
+  }
+  mg__nccl_drop(&nx->pending_child);
+  if (entered) mg__device_ctx_leave(nx->ctx, saved);
+}
+
+static void n_destroy(mg_comm_t *comm) {
+  mg__ncomm_t *nx = mg__ncomm(comm);
+  mg__CUcontext saved = NULL;
+  const int entered = mg__device_ctx_enter(nx->ctx, &saved) == MG_OK;
+  if (nx->nc != NULL) {
+    /* Finalized (the core aborts every other communicator first): destroy is local now. */
+    mg__ncclResult_t r = mg__nccl.CommDestroy(nx->nc);
+    if (r != MG__ncclSuccess) {
+      mg__nccl_error(r, "ncclCommDestroy", NULL);
+      MG_WARN("rank %d: %s", comm->rank, mg_last_error());
+    }
+    nx->nc = NULL;
+  }
+  if (nx->copy_stream != NULL) {
+    /* Fails only for a stream that is gone already: nothing left to release. */
+    (void)mg__cuda.StreamDestroy(nx->copy_stream);
+    nx->copy_stream = NULL;
+  }
+  if (entered) mg__device_ctx_leave(nx->ctx, saved);
+  mg__ncomm_release(comm);
+}
+
+static mg_status_t n_async_error(mg_comm_t *comm) {
+  /* NCCL is called for a communicator by one thread at a time. A call that holds the lock is
+   * in NCCL now and reports what NCCL says itself, so this poll does not wait for it. */
+  if (pthread_mutex_trylock(&comm->lock) != 0) return MG_OK;
+  mg__ncomm_t *nx = mg__ncomm(comm);
+  mg_status_t st = MG_OK;
+  if (nx->nc != NULL) {
+    mg__ncclResult_t state = MG__ncclSuccess;
+    mg__ncclResult_t r = mg__nccl.CommGetAsyncError(nx->nc, &state);
+    if (r != MG__ncclSuccess) state = r;
+    if (state != MG__ncclSuccess && state != MG__ncclInProgress) {
+      st = mg__nccl_error(state, "ncclCommGetAsyncError", nx->nc);
+      mg__error_prefix("rank %d of %d (device %d)", comm->rank, comm->nranks, comm->device);
+    }
+  }
+  pthread_mutex_unlock(&comm->lock);
+  return st;
+}
+
+/* ---- custom ops --------------------------------------------------------------------------- */
+
+static mg_status_t n_redop_create(mg_comm_t *comm, mg_dtype_t dtype, mg__redop_t *redop) {
+  static const char fn[] = "mg_op_create_premul_sum";
+  const mg__ncomm_t *nx = mg__ncomm(comm);
+  MG_CHECK(mg__nccl_check_types(dtype, redop, 1, nx->cc_major, nx->cc_minor, fn));
+  if (redop->residence == MG_SCALAR_DEVICE && nx->check_ptrs)
+    MG_CHECK(mg__device_check_ptr(redop->scalar_ptr, mg_dtype_size(dtype), comm->device, fn,
+                                  "scalar"));
+  /* NCCL's op is made by each launch that uses it (nccl_coll.c). */
+  return MG_OK;
+}
+
+static void n_redop_destroy(mg_comm_t *comm, mg__redop_t *redop) {
+  /* Nothing lives in NCCL between launches (nccl_coll.c destroys its ops after each). */
+}
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+static mg_status_t n_available(void) { return mg__nccl_available(); }
+
+const mg__backend_t mg__backend_nccl = {
+    .version = MG__BACKEND_VERSION,
+    .name = "nccl",
+    .id = MG_BACKEND_NCCL,
+    .caps = MG__CAP_SPLIT | MG__CAP_SHRINK | MG__CAP_PREMUL,
+    .comm_priv_size = sizeof(mg__ncomm_t),
+    .available = n_available,
+    .unique_id = n_unique_id,
+    .comm_init = n_init,
+    .comm_init_all = n_init_all,
+    .comm_split = n_split,
+    .comm_shrink = n_shrink,
+    .comm_finalize = n_finalize,
+    .comm_interrupt = n_interrupt,
+    .comm_abort = n_abort,
+    .comm_destroy = n_destroy,
+    .async_error = n_async_error,
+    .check_op = mg__nccl_check_op,
+    .redop_create = n_redop_create,
+    .redop_destroy = n_redop_destroy,
+    .launch = mg__nccl_launch,
+    .mem_alloc = mg__nccl_mem_alloc,
+    .mem_free = mg__nccl_mem_free,
+    .mem_copy = mg__nccl_mem_copy,
+    .mem_register = mg__nccl_mem_register,
+    .mem_deregister = mg__nccl_mem_deregister,
+};

@@ -1,0 +1,55 @@
+/*
+ * nccl_check.c -- what only the NCCL backend can check before an operation is enqueued
+ * (ARCHITECTURE.md contract 2; the core has checked everything else): the dtype and op against
+ * the loaded NCCL and the device, then each buffer's memory space, device and extent, and the
+ * stream's context. MGCOMM_CHECK_POINTERS=0 turns the buffer and stream checks off (one
+ * cuPointerGetAttributes per buffer and one cuStreamGetCtx per call; bench/nccl_perf.c measures
+ * what they cost).
+ */
+#include <stdint.h>
+
+#include "backend/nccl/nccl.h"
+
+static int mg__nccl_is_reduction(mg__opkind_t k) {
+  return k == MG_OPK_ALL_REDUCE || k == MG_OPK_REDUCE || k == MG_OPK_REDUCE_SCATTER;
+}
+
+mg_status_t mg__nccl_check_types(mg_dtype_t dtype, const mg__redop_t *redop, int reduction,
+                                 int cc_major, int cc_minor, const char *fn) {
+  if (dtype == MG_FLOAT8_E4M3 || dtype == MG_FLOAT8_E5M2) {
+    MG_CHECK(mg__feature_require(MG_FEATURE_NCCL_FP8, fn));
+    /* NCCL builds its fp8 reduction kernels for sm_90 and newer only. */
+    if (reduction && cc_major < 9)
+      return mg__error(MG_ERR_NOT_SUPPORTED,
+                       "%s: NCCL reduces %s on GPUs of compute capability 9.0 or newer only; "
+                       "this device is %d.%d",
+                       fn, mg_dtype_name(dtype), cc_major, cc_minor);
+  }
+  if (reduction) {
+    if (redop->premul)
+      MG_CHECK(mg__feature_require(MG_FEATURE_NCCL_PREMUL_SUM, fn));
+    else if (redop->op == MG_AVG)
+      MG_CHECK(mg__feature_require(MG_FEATURE_NCCL_AVG, fn));
+  }
+  return MG_OK;
+}
+
+/* 1 when [a, a + na) lies inside [b, b + nb). */
+static int mg__within(const void *a, size_t na, const void *b, size_t nb) {
+  const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+  return x >= y && x - y <= nb && na <= nb - (x - y);
+}
+
+mg_status_t mg__nccl_check_op(const mg__op_t *op, const char *fn) {
+  const mg__ncomm_t *nx = mg__ncomm(op->comm);
+  const int dev = op->comm->device;
+  MG_CHECK(mg__nccl_check_types(op->dtype, &op->redop, mg__nccl_is_reduction(op->kind),
+                                nx->cc_major, nx->cc_minor, fn));
+  if (!nx->check_ptrs) return MG_OK;
+  /* In place, send lies inside recv: recv's check covers both with one driver call. */
+  if (op->send_bytes > 0 &&
+      !(op->recv_bytes > 0 && mg__within(op->send, op->send_bytes, op->recv, op->recv_bytes)))
+    MG_CHECK(mg__device_check_ptr(op->send, op->send_bytes, dev, fn, "send"));
+  if (op->recv_bytes > 0) MG_CHECK(mg__device_check_ptr(op->recv, op->recv_bytes, dev, fn, "recv"));
+  return mg__device_check_stream((mg__CUstream)op->stream, nx->ctx, dev, fn);
+}

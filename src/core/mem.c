@@ -1,0 +1,205 @@
+/*
+ * mem.c -- the public memory calls (mgcomm.h, "Memory"). The core keeps two records so that bad
+ * input is a status, never a crash: the pointers mg_mem_alloc handed out (mg_mem_free frees
+ * only those, through the backend that made them, also after their communicator is gone), and
+ * each communicator's registrations (mg_comm_deregister ends only those; they end with their
+ * communicator).
+ *
+ * Locks: registrations are kept under comm->lock; mg__alloc_lock guards the allocation records
+ * and is a leaf (nothing is called while it is held).
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "core/comm.h"
+
+/* ---- allocations ---------------------------------------------------------------------------- */
+
+typedef struct mg__alloc {
+  void *ptr;
+  const mg__backend_t *backend; /* frees it */
+  int device;                   /* of the communicator it was made for (-1 on host) */
+  struct mg__alloc *next;
+} mg__alloc_t;
+
+#define MG__ALLOC_BUCKETS 256
+static mg__alloc_t *mg__allocs[MG__ALLOC_BUCKETS];
+static pthread_mutex_t mg__alloc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t mg__alloc_bucket(const void *p) {
+  uint64_t x = (uint64_t)(uintptr_t)p >> 12; /* allocations are at least page aligned */
+  return (size_t)((x * 0x9e3779b97f4a7c15ull) >> 56) % MG__ALLOC_BUCKETS;
+}
+
+mg_status_t mg_mem_alloc(mg_comm_t *comm, size_t bytes, void **ptr) {
+  static const char fn[] = "mg_mem_alloc";
+  MG_CHECK(mg__comm_check(comm, fn));
+  if (ptr == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: ptr is NULL", fn);
+  if (bytes == 0) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: bytes is 0", fn);
+  mg__alloc_t *rec = malloc(sizeof *rec);
+  if (rec == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+  void *p = NULL;
+  mg_status_t st = comm->backend->mem_alloc(comm, bytes, &p);
+  if (st < 0) {
+    free(rec);
+    mg__error_prefix("%s: %zu bytes for rank %d (device %d)", fn, bytes, comm->rank, comm->device);
+    return st;
+  }
+  rec->ptr = p;
+  rec->backend = comm->backend;
+  rec->device = comm->device;
+  size_t b = mg__alloc_bucket(p);
+  pthread_mutex_lock(&mg__alloc_lock);
+  rec->next = mg__allocs[b];
+  mg__allocs[b] = rec;
+  pthread_mutex_unlock(&mg__alloc_lock);
+  *ptr = p;
+  return MG_OK;
+}
+
+mg_status_t mg_mem_free(void *ptr) {
+  if (ptr == NULL) return MG_OK;
+  size_t b = mg__alloc_bucket(ptr);
+  pthread_mutex_lock(&mg__alloc_lock);
+  mg__alloc_t **pp = &mg__allocs[b];
+  while (*pp != NULL && (*pp)->ptr != ptr) pp = &(*pp)->next;
+  mg__alloc_t *rec = *pp;
+  if (rec != NULL) *pp = rec->next;
+  pthread_mutex_unlock(&mg__alloc_lock);
+  if (rec == NULL)
+    return mg__error(MG_ERR_INVALID_ARGUMENT,
+                     "mg_mem_free: %p was not returned by mg_mem_alloc, or was freed already", ptr);
+  /* The record goes whatever the backend answers: the memory is not to be used again. */
+  mg_status_t st = rec->backend->mem_free(ptr, rec->device);
+  free(rec);
+  if (st < 0) mg__error_prefix("mg_mem_free: %p", ptr);
+  return st;
+}
+
+mg_status_t mg_memcpy(mg_comm_t *comm, void *dst, const void *src, size_t bytes) {
+  static const char fn[] = "mg_memcpy";
+  MG_CHECK(mg__comm_check(comm, fn));
+  if (bytes == 0) return MG_OK;
+  if (dst == NULL || src == NULL)
+    return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: %s is NULL with %zu bytes to copy", fn,
+                     dst == NULL ? "dst" : "src", bytes);
+  const uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
+  if (d > UINTPTR_MAX - bytes || s > UINTPTR_MAX - bytes)
+    return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: %s + %zu bytes wraps around memory", fn,
+                     d > UINTPTR_MAX - bytes ? "dst" : "src", bytes);
+  if (d < s + bytes && s < d + bytes)
+    return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: dst [%p, +%zu) and src [%p, +%zu) overlap",
+                     fn, dst, bytes, src, bytes);
+  pthread_mutex_lock(&comm->lock);
+  mg_status_t st = comm->backend->mem_copy(comm, dst, src, bytes, mg__comm_deadline(comm));
+  pthread_mutex_unlock(&comm->lock);
+  if (st < 0) mg__comm_save_error(comm);
+  return st;
+}
+
+/* ---- registrations ------------------------------------------------------------------------ */
+
+struct mg_reg {
+  int flags;            /* MG_REGISTER_* */
+  void *buf;
+  size_t bytes;
+  void *handle;         /* the backend's */
+  struct mg_reg *next;  /* comm->regs */
+};
+
+/* Errors after which a communicator cannot be trusted (a collective registration that timed
+ * out leaves the backend mid-call); the others are the caller's. */
+static int mg__reg_breaks(mg_status_t st) {
+  return st < 0 && st != MG_ERR_INVALID_ARGUMENT && st != MG_ERR_INVALID_USAGE &&
+         st != MG_ERR_NOT_SUPPORTED && st != MG_ERR_OUT_OF_MEMORY;
+}
+
+mg_status_t mg_comm_register(mg_comm_t *comm, void *buf, size_t bytes, int flags,
+                             mg_reg_t **reg) {
+  static const char fn[] = "mg_comm_register";
+  MG_CHECK(mg__comm_check_ready(comm, fn));
+  mg_status_t st = MG_OK;
+  if (reg == NULL || buf == NULL)
+    st = mg__error(MG_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, reg == NULL ? "reg" : "buf");
+  else if (bytes == 0)
+    st = mg__error(MG_ERR_INVALID_ARGUMENT, "%s: bytes is 0", fn);
+  else if ((uintptr_t)buf > UINTPTR_MAX - bytes)
+    st = mg__error(MG_ERR_INVALID_ARGUMENT, "%s: buf + %zu bytes wraps around memory", fn, bytes);
+  else if (flags != MG_REGISTER_LOCAL && flags != MG_REGISTER_SYMMETRIC)
+    st = mg__error(MG_ERR_INVALID_ARGUMENT,
+                   "%s: flags %d is neither MG_REGISTER_LOCAL (0) nor MG_REGISTER_SYMMETRIC (1)",
+                   fn, flags);
+  struct mg_reg *r = NULL;
+  if (st == MG_OK && (r = calloc(1, sizeof *r)) == NULL)
+    st = mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+  if (st < 0) {
+    mg__comm_save_error(comm);
+    return st;
+  }
+  r->flags = flags;
+  r->buf = buf;
+  r->bytes = bytes;
+  pthread_mutex_lock(&comm->lock);
+  st = mg__comm_check_ready(comm, fn); /* an abort may have come meanwhile */
+  if (st == MG_OK && flags == MG_REGISTER_SYMMETRIC) {
+    const uintptr_t a = (uintptr_t)buf;
+    for (const struct mg_reg *o = comm->regs; o != NULL && st == MG_OK; o = o->next) {
+      const uintptr_t b = (uintptr_t)o->buf;
+      if (o->flags == MG_REGISTER_SYMMETRIC && a < b + o->bytes && b < a + bytes)
+        st = mg__error(MG_ERR_INVALID_ARGUMENT,
+                       "%s: [%p, +%zu) overlaps the symmetric registration [%p, +%zu) of this "
+                       "communicator; a buffer may be registered symmetrically once",
+                       fn, buf, bytes, o->buf, o->bytes);
+    }
+  }
+  if (st == MG_OK)
+    st = comm->backend->mem_register(comm, buf, bytes, flags, mg__comm_deadline(comm), &r->handle);
+  if (st == MG_OK) {
+    r->next = comm->regs;
+    comm->regs = r;
+  } else if (mg__reg_breaks(st)) {
+    mg__comm_fail(comm, st);
+  } else {
+    mg__comm_save_error(comm);
+  }
+  pthread_mutex_unlock(&comm->lock);
+  if (st < 0) {
+    free(r);
+    return st;
+  }
+  *reg = r;
+  return MG_OK;
+}
+
+mg_status_t mg_comm_deregister(mg_comm_t *comm, mg_reg_t *reg) {
+  static const char fn[] = "mg_comm_deregister";
+  MG_CHECK(mg__comm_check(comm, fn));
+  if (reg == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: reg is NULL", fn);
+  pthread_mutex_lock(&comm->lock);
+  struct mg_reg **pp = &comm->regs;
+  while (*pp != NULL && *pp != reg) pp = &(*pp)->next; /* reg is not read before it is found */
+  mg_status_t st;
+  if (*pp == NULL) {
+    st = mg__error(MG_ERR_INVALID_ARGUMENT,
+                   "%s: reg %p is not a registration of this communicator (ended already, or "
+                   "made on another one)", fn, (void *)reg);
+  } else {
+    *pp = reg->next;
+    /* The handle goes whatever the backend answers: the registration is unusable either way,
+     * and the backend releases what is left of it with the communicator. */
+    st = comm->backend->mem_deregister(comm, reg->handle, reg->flags);
+    free(reg);
+  }
+  if (st < 0) mg__comm_save_error(comm);
+  pthread_mutex_unlock(&comm->lock);
+  return st;
+}
+
+void mg__reg_free_all(mg_comm_t *comm) {
+  for (struct mg_reg *r = comm->regs, *n; r != NULL; r = n) {
+    n = r->next;
+    free(r);
+  }
+  comm->regs = NULL;
+}

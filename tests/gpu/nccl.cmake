@@ -1,0 +1,39 @@
+# The NCCL backend on GPUs (issue 5). Label gpu: `make test-gpu` (or tests/gpu/run.sh, which
+# builds and runs all of it in one go on a GPU machine). Every program exits 77 with the reason
+# where there are not enough GPUs or no NCCL, so they also run, as skips, on CPU machines.
+# Multicast stays off on the shared GPU machines (ARCHITECTURE.md section 7).
+set(_mg_dir ${CMAKE_CURRENT_LIST_DIR})
+set(MG_GPU_ENV NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1)
+set(MG_GPU_UTIL ${_mg_dir}/gpu_util.c)
+
+foreach(n 2 4)
+  foreach(mode all procs)
+    mg_test(NAME gpu_coll_${mode}_${n} EXE test_gpu_coll
+            SOURCES ${_mg_dir}/test_gpu_coll.c ${MG_GPU_UTIL} ${MG_TEST_COMMON}/reference.c
+            ARGS ${mode} ${n} LABELS gpu TIMEOUT 900 ENV ${MG_GPU_ENV})
+  endforeach()
+  mg_test(NAME gpu_mem_${n} EXE test_gpu_mem SOURCES ${_mg_dir}/test_gpu_mem.c ${MG_GPU_UTIL}
+          ARGS ${n} LABELS gpu TIMEOUT 300 ENV ${MG_GPU_ENV})
+endforeach()
+# The correctness test against itself on the host backend: runs everywhere, so that its cases,
+# layouts and bounds are checked before a GPU runs them.
+foreach(n 2 3)
+  mg_test(NAME gpu_coll_harness_host_${n} EXE test_gpu_coll ARGS host ${n} LABELS host TIMEOUT 600)
+endforeach()
+if(MGCOMM_TESTING)
+  # ... and it notices a wrong element: one output byte of one call flipped (host.corrupt).
+  mg_test(NAME gpu_coll_harness_catches EXE test_gpu_coll ARGS host 2 LABELS host fault
+          TIMEOUT 600 ENV MGCOMM_FAULT=host.corrupt:3000:255:1)
+  set_tests_properties(gpu_coll_harness_catches PROPERTIES
+    PASS_REGULAR_EXPRESSION "1 wrong elements of .*results differ from the host backend")
+endif()
+foreach(mode pointers inject inittimeout withheld abort)
+  mg_test(NAME gpu_faults_${mode} EXE test_gpu_faults
+          SOURCES ${_mg_dir}/test_gpu_faults.c ${MG_GPU_UTIL}
+          ARGS ${mode} LABELS gpu TIMEOUT 300 ENV ${MG_GPU_ENV})
+endforeach()
+mg_test(NAME gpu_faults_nocheck EXE test_gpu_faults ARGS nocheck LABELS gpu TIMEOUT 300
+        ENV ${MG_GPU_ENV} MGCOMM_CHECK_POINTERS=0)
+foreach(t test_gpu_coll test_gpu_mem test_gpu_faults)
+  target_link_libraries(${t} PRIVATE m)
+endforeach()

@@ -1,0 +1,386 @@
+/*
+ * test_gpu_faults.c -- failures on GPUs, each provoked on purpose, each coming back as a status
+ * with a message that says what happened, after which the communicators are aborted (abort
+ * returns) and rebuilt, and the next operations are correct. Two GPUs, one process.
+ *
+ *   pointers     host memory, page-locked memory, memory of the other GPU, a buffer too short,
+ *                a stream of the other GPU, a device scalar in host memory: each is
+ *                MG_ERR_INVALID_ARGUMENT naming the argument, before anything is enqueued; the
+ *                communicator stays ready; managed memory and in-place buffers pass
+ *   nocheck      MGCOMM_CHECK_POINTERS=0: the checks are off and good operations still work
+ *   inject       the loader's fault seam: an NCCL call (ncclAllReduce, then
+ *                ncclCommInitRankConfig of one rank of an mg_comm_init_all) and a CUDA call
+ *                (cuPointerGetAttributes) fail on purpose
+ *   inittimeout  one rank of two calls mg_comm_init_rank: MG_ERR_TIMED_OUT within the
+ *                deadline + 1 s, nothing left behind
+ *   withheld     rank 1 never posts its side of a first send/recv: rank 0 gets MG_ERR_TIMED_OUT
+ *                within the deadline + 1 s (NCCL connects the pair while the call waits)
+ *   abort        rank 1 withholds an all_reduce that rank 0 has enqueued (its kernel waits on
+ *                the GPU): another thread aborts rank 0 while it waits; abort returns, the
+ *                stream drains, and a rebuilt pair of communicators gives correct results
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "gpu_util.h"
+
+#define N 2
+#define SHORT_TIMEOUT_S 3.0
+
+static gu_dev_t dev[N];
+
+static mg_comm_t *make_all(mg_comm_t **comms, double timeout_s) {
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_NCCL;
+  cfg.timeout_s = timeout_s;
+  mg_status_t st = mg_comm_init_all(&cfg, N, NULL, comms);
+  if (st != MG_OK) FAIL("mg_comm_init_all: %s: %s", mg_status_name(st), mg_last_error());
+  return comms[0];
+}
+
+/* An all_reduce of N ranks in one group: every rank contributes rank + 1 as float32 x count;
+ * checks the sum. */
+static void check_all_reduce(mg_comm_t **comms, void **sb, void **rb, size_t count,
+                             const char *what) {
+  float *h = malloc(count * sizeof *h);
+  ASSERT(h != NULL);
+  for (int r = 0; r < N; r++) {
+    for (size_t i = 0; i < count; i++) h[i] = (float)(r + 1);
+    gu_put(&dev[r], sb[r], h, count * sizeof *h);
+    gu_sync(&dev[r], GU_TIMEOUT_S, what);
+  }
+  ASSERT_OK(mg_group_begin());
+  for (int r = 0; r < N; r++)
+    ASSERT_OK(mg_all_reduce(sb[r], rb[r], count, MG_FLOAT32, MG_SUM, comms[r],
+                            (mg_stream_t)dev[r].stream));
+  mg_status_t st = mg_group_end();
+  if (st != MG_OK) FAIL("%s: mg_group_end: %s: %s", what, mg_status_name(st), mg_last_error());
+  for (int r = 0; r < N; r++) {
+    gu_sync(&dev[r], GU_TIMEOUT_S, what);
+    gu_get(&dev[r], h, rb[r], count * sizeof *h);
+    gu_sync(&dev[r], GU_TIMEOUT_S, what);
+    for (size_t i = 0; i < count; i++)
+      if (h[i] != (float)(N * (N + 1) / 2))
+        FAIL("%s: rank %d: [%zu] = %g, want %d", what, r, i, h[i], N * (N + 1) / 2);
+  }
+  free(h);
+}
+
+static void expect_bad(mg_status_t st, const char *needle1, const char *needle2) {
+  if (st != MG_ERR_INVALID_ARGUMENT)
+    FAIL("expected MG_ERR_INVALID_ARGUMENT (%s), got %s: %s", needle2, mg_status_name(st),
+         mg_last_error());
+  ASSERT_CONTAINS(mg_last_error(), needle1);
+  ASSERT_CONTAINS(mg_last_error(), needle2);
+  printf("  refused: %s\n", mg_last_error());
+}
+
+static void destroy_all(mg_comm_t **comms) {
+  for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
+}
+
+static void mode_pointers(void) {
+  mg_comm_t *c[N];
+  make_all(c, GU_TIMEOUT_S);
+  void *sb[N], *rb[N];
+  for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], 4096), rb[r] = gu_alloc(&dev[r], 4096);
+  mg_stream_t s0 = (mg_stream_t)dev[0].stream;
+  /* Plain host memory. */
+  float *host = calloc(1024, sizeof *host);
+  expect_bad(mg_all_reduce(host, rb[0], 1024, MG_FLOAT32, MG_SUM, c[0], s0), "mg_all_reduce: send",
+             "is host memory");
+  expect_bad(mg_all_gather(sb[0], host, 512, MG_FLOAT32, c[0], s0), "mg_all_gather: recv",
+             "is host memory");
+  /* Page-locked host memory. */
+  void *pinned = NULL;
+  ASSERT_EQ(mg__cuda.CtxSetCurrent(dev[0].ctx), MG__CUDA_SUCCESS);
+  ASSERT_EQ(mg__cuda.MemAllocHost(&pinned, 4096), MG__CUDA_SUCCESS);
+  expect_bad(mg_broadcast(pinned, rb[0], 1024, MG_FLOAT32, 0, c[0], s0), "mg_broadcast: send",
+             "page-locked host memory");
+  /* Memory of the other GPU. */
+  expect_bad(mg_all_reduce(sb[1], rb[0], 1024, MG_FLOAT32, MG_SUM, c[0], s0),
+             "mg_all_reduce: send", "is memory of device 1; the communicator's device is 0");
+  expect_bad(mg_send(sb[1], 16, MG_FLOAT32, 1, c[0], s0), "mg_send: send", "device 1");
+  /* Too short, by what the driver says the allocation holds (at least the 4096 bytes asked). */
+  mg__ptr_attr_t at;
+  ASSERT_OK(mg__device_ptr_attr(sb[0], &at));
+  printf("  a 4096-byte cuMemAlloc: the driver reports an allocation of %zu bytes\n", at.size);
+  ASSERT(at.size >= 4096 && at.size % 8 == 0 && (uintptr_t)sb[0] == at.base);
+  /* (Operations of one buffer, or in place: two allocations made one after the other may be
+   * adjacent, and ranges that run past one would overlap the other, which the core refuses
+   * first.) */
+  expect_bad(mg_send(sb[0], at.size / 4 + 256, MG_FLOAT32, 1, c[0], s0), "mg_send: send",
+             "extends 1024 bytes past the end of its allocation");
+  expect_bad(mg_recv(rb[0], at.size / 4 + 2, MG_FLOAT32, 1, c[0], s0), "mg_recv: recv",
+             "extends 8 bytes past");
+  expect_bad(mg_reduce_scatter(sb[0], sb[0], (at.size + 704) / 8, MG_FLOAT32, MG_SUM, c[0], s0),
+             "mg_reduce_scatter: send", "extends 704 bytes past");
+  /* A stream of the other GPU. */
+  expect_bad(mg_all_reduce(sb[0], rb[0], 16, MG_FLOAT32, MG_SUM, c[0], (mg_stream_t)dev[1].stream),
+             "mg_all_reduce: stream", "another CUDA context");
+  /* A device scalar that is host memory. */
+  float scalar = 2;
+  mg_op_t op;
+  expect_bad(mg_op_create_premul_sum(c[0], &scalar, MG_FLOAT32, MG_SCALAR_DEVICE, &op),
+             "mg_op_create_premul_sum: scalar", "is host memory");
+  /* Inside a group: the group posts nothing and returns the first error. */
+  ASSERT_OK(mg_group_begin());
+  ASSERT_OK(mg_all_reduce(sb[1], rb[1], 16, MG_FLOAT32, MG_SUM, c[1], (mg_stream_t)dev[1].stream));
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT,
+                mg_all_reduce(host, rb[0], 16, MG_FLOAT32, MG_SUM, c[0], s0));
+  expect_bad(mg_group_end(), "nothing was posted", "is host memory");
+  /* None of that broke the communicators. */
+  mg_comm_state_t state;
+  for (int r = 0; r < N; r++) {
+    ASSERT_OK(mg_comm_state(c[r], &state));
+    ASSERT_EQ(state, MG_COMM_READY);
+  }
+  check_all_reduce(c, sb, rb, 1024, "after the refused calls");
+  /* Managed memory is accepted on any device; in place is one buffer. */
+  mg__CUdeviceptr m[N];
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ(mg__cuda.CtxSetCurrent(dev[r].ctx), MG__CUDA_SUCCESS);
+    ASSERT_EQ(mg__cuda.MemAllocManaged(&m[r], 4096, MG__CU_MEM_ATTACH_GLOBAL), MG__CUDA_SUCCESS);
+  }
+  void *ms[N] = {(void *)(uintptr_t)m[0], (void *)(uintptr_t)m[1]};
+  check_all_reduce(c, ms, ms, 1024, "managed memory, in place");
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ(mg__cuda.CtxSetCurrent(dev[r].ctx), MG__CUDA_SUCCESS);
+    ASSERT_EQ(mg__cuda.MemFree(m[r]), MG__CUDA_SUCCESS);
+    gu_free(&dev[r], sb[r]), gu_free(&dev[r], rb[r]);
+  }
+  ASSERT_EQ(mg__cuda.MemFreeHost(pinned), MG__CUDA_SUCCESS);
+  free(host);
+  destroy_all(c);
+}
+
+static void mode_nocheck(void) {
+  mg_param_info_t pi;
+  int found = 0;
+  for (int i = 0; i < mg_param_count(); i++) {
+    ASSERT_OK(mg_param_get(i, &pi));
+    if (strcmp(pi.name, "MGCOMM_CHECK_POINTERS") == 0) {
+      found = 1;
+      ASSERT_STR_EQ(pi.value, "0");
+    }
+  }
+  ASSERT(found);
+  mg_comm_t *c[N];
+  make_all(c, GU_TIMEOUT_S);
+  void *sb[N], *rb[N];
+  for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], 4096), rb[r] = gu_alloc(&dev[r], 4096);
+  check_all_reduce(c, sb, rb, 1024, "pointer checks off");
+  /* A stream of the other device is not checked any more; nothing is posted with it here. */
+  for (int r = 0; r < N; r++) gu_free(&dev[r], sb[r]), gu_free(&dev[r], rb[r]);
+  destroy_all(c);
+}
+
+static void mode_inject(void) {
+#ifdef MGCOMM_TESTING
+  mg_comm_t *c[N];
+  make_all(c, SHORT_TIMEOUT_S);
+  void *sb[N], *rb[N];
+  for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], 4096), rb[r] = gu_alloc(&dev[r], 4096);
+  check_all_reduce(c, sb, rb, 1024, "before the faults");
+  /* A CUDA call of the pointer check fails: that operation only; the comm stays ready. */
+  ASSERT_OK(mg__fault_set("cuPointerGetAttributes", 1, 999, 1));
+  mg_status_t st = mg_all_reduce(sb[0], rb[0], 16, MG_FLOAT32, MG_SUM, c[0],
+                                 (mg_stream_t)dev[0].stream);
+  ASSERT_EQ(st, MG_ERR_BACKEND);
+  ASSERT_CONTAINS(mg_last_error(), "cannot ask the driver");
+  ASSERT_CONTAINS(mg_last_error(), "cuPointerGetAttributes failed");
+  printf("  injected: %s\n", mg_last_error());
+  mg__fault_clear(NULL);
+  check_all_reduce(c, sb, rb, 1024, "after the injected CUDA failure");
+  /* An NCCL call fails inside the group: the whole group fails, both comms break. */
+  ASSERT_OK(mg__fault_set("ncclAllReduce", 1, 3 /* ncclInternalError */, 1));
+  ASSERT_OK(mg_group_begin());
+  for (int r = 0; r < N; r++)
+    ASSERT_OK(mg_all_reduce(sb[r], rb[r], 16, MG_FLOAT32, MG_SUM, c[r], (mg_stream_t)dev[r].stream));
+  st = mg_group_end();
+  mg__fault_clear(NULL);
+  ASSERT_EQ(st, MG_ERR_BACKEND);
+  ASSERT_CONTAINS(mg_last_error(), "ncclAllReduce failed: ncclInternalError (3)");
+  ASSERT_CONTAINS(mg_last_error(), "all_reduce #");
+  printf("  injected: %s\n", mg_last_error());
+  for (int r = 0; r < N; r++) {
+    mg_comm_state_t state;
+    mg_status_t async;
+    ASSERT_OK(mg_comm_state(c[r], &state));
+    ASSERT_EQ(state, MG_COMM_ERROR);
+    ASSERT_OK(mg_comm_async_error(c[r], &async));
+    ASSERT_EQ(async, MG_ERR_BACKEND);
+    char buf[512];
+    ASSERT_GT(mg_comm_last_error(c[r], buf, sizeof buf), 0);
+    ASSERT_CONTAINS(buf, "ncclAllReduce failed");
+  }
+  const double t0 = gu_now();
+  for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_abort(c[r]));
+  printf("  abort of both ranks after the failure: %.3f s\n", gu_now() - t0);
+  destroy_all(c);
+  /* One rank's init fails inside mg_comm_init_all: nothing is left, the other rank's half-made
+   * NCCL communicator is aborted (its init waited for the failed one). */
+  ASSERT_OK(mg__fault_set("ncclCommInitRankConfig", 2, 2 /* ncclSystemError */, 1));
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_NCCL;
+  cfg.timeout_s = SHORT_TIMEOUT_S;
+  mg_comm_t *d[N] = {NULL, NULL};
+  const double t1 = gu_now();
+  st = mg_comm_init_all(&cfg, N, NULL, d);
+  mg__fault_clear(NULL);
+  ASSERT_EQ(st, MG_ERR_BACKEND);
+  ASSERT_CONTAINS(mg_last_error(), "ncclCommInitRankConfig failed: ncclSystemError (2)");
+  ASSERT(d[0] == NULL && d[1] == NULL);
+  printf("  injected: %s (%.3f s)\n", mg_last_error(), gu_now() - t1);
+  ASSERT_LT(gu_now() - t1, SHORT_TIMEOUT_S + 10);
+  /* The world is rebuilt and correct. */
+  make_all(c, GU_TIMEOUT_S);
+  check_all_reduce(c, sb, rb, 1024, "rebuilt after the injected failures");
+  for (int r = 0; r < N; r++) gu_free(&dev[r], sb[r]), gu_free(&dev[r], rb[r]);
+  destroy_all(c);
+#else
+  SKIP("the fault seam is compiled into test builds only (MGCOMM_TESTING)");
+#endif
+}
+
+static void mode_inittimeout(void) {
+  mg_unique_id_t uid;
+  ASSERT_OK(mg_unique_id_create(MG_BACKEND_NCCL, &uid));
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_NCCL;
+  cfg.timeout_s = SHORT_TIMEOUT_S;
+  cfg.device = 0;
+  mg_comm_t *comm = NULL;
+  const double t0 = gu_now();
+  mg_status_t st = mg_comm_init_rank(&cfg, N, &uid, 0, &comm); /* rank 1 never comes */
+  const double dt = gu_now() - t0;
+  if (st != MG_ERR_TIMED_OUT) FAIL("expected MG_ERR_TIMED_OUT, got %s: %s", mg_status_name(st), mg_last_error());
+  ASSERT(comm == NULL);
+  ASSERT_CONTAINS(mg_last_error(), "mg_comm_init_rank");
+  ASSERT_CONTAINS(mg_last_error(), "ncclCommInitRankConfig");
+  ASSERT_CONTAINS(mg_last_error(), "had not finished after 3 s");
+  printf("  timed out after %.3f s: %s\n", dt, mg_last_error());
+  ASSERT_GE(dt, SHORT_TIMEOUT_S);
+  ASSERT_LT(dt, SHORT_TIMEOUT_S + 1);
+  mg_comm_t *c[N];
+  make_all(c, GU_TIMEOUT_S);
+  void *sb[N], *rb[N];
+  for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], 4096), rb[r] = gu_alloc(&dev[r], 4096);
+  check_all_reduce(c, sb, rb, 1024, "after an init that timed out");
+  for (int r = 0; r < N; r++) gu_free(&dev[r], sb[r]), gu_free(&dev[r], rb[r]);
+  destroy_all(c);
+}
+
+static void mode_withheld(void) {
+  mg_comm_t *c[N];
+  make_all(c, SHORT_TIMEOUT_S);
+  void *sb[N], *rb[N];
+  for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], 4096), rb[r] = gu_alloc(&dev[r], 4096);
+  /* The first send/recv between the pair: rank 1 never posts its send. */
+  const double t0 = gu_now();
+  mg_status_t st = mg_recv(rb[0], 16, MG_FLOAT32, 1, c[0], (mg_stream_t)dev[0].stream);
+  const double dt = gu_now() - t0;
+  if (st == MG_OK) {
+    /* NCCL enqueued it without the peer (connected already, or lazily on the GPU): the wait is
+     * then on the GPU, which the watchdog of the requests work watches. Say so, then abort. */
+    printf("  NCCL enqueued the receive without its peer (%.3f s): its wait is on the GPU\n", dt);
+    ASSERT_EQ(gu_done(&dev[0], "the withheld receive"), 0);
+  } else {
+    if (st != MG_ERR_TIMED_OUT) FAIL("expected MG_ERR_TIMED_OUT, got %s: %s", mg_status_name(st), mg_last_error());
+    ASSERT_CONTAINS(mg_last_error(), "recv #0 from rank 1");
+    ASSERT_CONTAINS(mg_last_error(), "had not finished after 3 s");
+    printf("  timed out after %.3f s: %s\n", dt, mg_last_error());
+    ASSERT_GE(dt, SHORT_TIMEOUT_S);
+    ASSERT_LT(dt, SHORT_TIMEOUT_S + 1);
+    mg_comm_state_t state;
+    ASSERT_OK(mg_comm_state(c[0], &state));
+    ASSERT_EQ(state, MG_COMM_ERROR);
+  }
+  const double t1 = gu_now();
+  for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_abort(c[r]));
+  printf("  abort returned after %.3f s\n", gu_now() - t1);
+  gu_sync(&dev[0], 20, "the withheld receive, after abort");
+  destroy_all(c);
+  make_all(c, GU_TIMEOUT_S);
+  check_all_reduce(c, sb, rb, 1024, "rebuilt after a withheld rank");
+  for (int r = 0; r < N; r++) gu_free(&dev[r], sb[r]), gu_free(&dev[r], rb[r]);
+  destroy_all(c);
+}
+
+typedef struct {
+  mg_comm_t *comm;
+  double delay_s, took_s;
+  mg_status_t st;
+} aborter_t;
+
+static void *aborter(void *p) {
+  aborter_t *a = p;
+  usleep((useconds_t)(a->delay_s * 1e6));
+  const double t0 = gu_now();
+  a->st = mg_comm_abort(a->comm);
+  a->took_s = gu_now() - t0;
+  return NULL;
+}
+
+static void mode_abort(void) {
+  mg_comm_t *c[N];
+  make_all(c, GU_TIMEOUT_S);
+  const size_t count = (size_t)64 << 20; /* 256 MiB of float32 */
+  void *sb[N], *rb[N];
+  for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], count * 4), rb[r] = gu_alloc(&dev[r], count * 4);
+  /* The same size first, on both ranks: NCCL has made every connection it will use. */
+  check_all_reduce(c, sb, rb, count, "warm-up (connections made)");
+  /* Rank 0 enqueues a large all_reduce; rank 1 withholds its own. */
+  mg_status_t st = mg_all_reduce(sb[0], rb[0], count, MG_FLOAT32, MG_SUM, c[0],
+                                 (mg_stream_t)dev[0].stream);
+  if (st != MG_OK) FAIL("rank 0's all_reduce: %s: %s", mg_status_name(st), mg_last_error());
+  usleep(500000);
+  ASSERT_EQ(gu_done(&dev[0], "the withheld all_reduce"), 0); /* waits on the GPU for rank 1 */
+  aborter_t a = {c[0], 0.2, 0, MG_ERR_INTERNAL};
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, NULL, aborter, &a), 0);
+  /* Meanwhile this thread waits on rank 0's stream (bounded) as a user would. */
+  const double waited = gu_sync(&dev[0], 30, "rank 0's all_reduce, aborted from another thread");
+  ASSERT_EQ(pthread_join(th, NULL), 0);
+  ASSERT_OK(a.st);
+  printf("  abort from another thread returned after %.3f s; the stream drained %.3f s after the "
+         "wait began\n", a.took_s, waited);
+  ASSERT_LT(a.took_s, 10);
+  mg_comm_state_t state;
+  ASSERT_OK(mg_comm_state(c[0], &state));
+  ASSERT_EQ(state, MG_COMM_ABORTED);
+  mg_status_t async;
+  ASSERT_OK(mg_comm_async_error(c[0], &async));
+  ASSERT_EQ(async, MG_ERR_ABORTED);
+  /* New operations on the aborted rank are refused; queries still answer. */
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_all_reduce(sb[0], rb[0], 16, MG_FLOAT32, MG_SUM, c[0],
+                                                    (mg_stream_t)dev[0].stream));
+  int rank = -1;
+  ASSERT_OK(mg_comm_rank(c[0], &rank));
+  ASSERT_EQ(rank, 0);
+  /* Rank 1 learns of it out of band here; it aborts too. The world is rebuilt. */
+  ASSERT_OK(mg_comm_abort(c[1]));
+  destroy_all(c);
+  make_all(c, GU_TIMEOUT_S);
+  check_all_reduce(c, sb, rb, count, "rebuilt after the abort (256 MiB)");
+  for (int r = 0; r < N; r++) gu_free(&dev[r], sb[r]), gu_free(&dev[r], rb[r]);
+  destroy_all(c);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) FAIL("usage: %s pointers|nocheck|inject|inittimeout|withheld|abort", argv[0]);
+  gu_need(N);
+  for (int r = 0; r < N; r++) gu_dev_open(&dev[r], r);
+  const double t0 = gu_now();
+  if (strcmp(argv[1], "pointers") == 0) mode_pointers();
+  else if (strcmp(argv[1], "nocheck") == 0) mode_nocheck();
+  else if (strcmp(argv[1], "inject") == 0) mode_inject();
+  else if (strcmp(argv[1], "inittimeout") == 0) mode_inittimeout();
+  else if (strcmp(argv[1], "withheld") == 0) mode_withheld();
+  else if (strcmp(argv[1], "abort") == 0) mode_abort();
+  else FAIL("unknown mode %s", argv[1]);
+  for (int r = 0; r < N; r++) gu_dev_close(&dev[r]);
+  printf("gpu faults %s: ok (%.1f s)\n", argv[1], gu_now() - t0);
+  return 0;
+}

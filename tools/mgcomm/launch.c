@@ -1,0 +1,559 @@
+/*
+ * launch.c -- `mgcomm launch -n N [options] [--] program [args...]`: starts N processes of one
+ * job on this machine, as `torchrun --standalone --nproc-per-node N` does, for mg_comm_init_env.
+ *
+ * Divisions: options; the job's environment; starting a rank; output tagging; signals and the
+ * supervision loop; the entry point.
+ *
+ * Supervision: each rank runs in its own process group (so that a terminal's Ctrl-C reaches it
+ * once, through the launcher, and reaches its own children too), with stdin on /dev/null, and
+ * dies with the launcher (PR_SET_PDEATHSIG). The launcher waits in poll(2) on a self-pipe that
+ * its signal handlers write to, and on the ranks' output pipes when tagging. SIGINT and SIGTERM
+ * are forwarded to every rank; a second one kills them. When a rank fails (non-zero exit or a
+ * signal), the others get SIGTERM, and SIGKILL after the grace period. The launcher exits with
+ * the first failure's status (its exit code, or 128 + its signal), else 0.
+ *
+ * Uses the public API only (mgcomm.h), and not even that much: a launcher needs no library state.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "mgcomm.h"
+
+#define MG_LAUNCH_MAX_RANKS 1024
+#define MG_LAUNCH_LINE_MAX 65536 /* a longer line is cut into pieces, each tagged */
+
+/* ---- options ------------------------------------------------------------------------------ */
+
+typedef struct {
+  int nproc;
+  const char *store;    /* --store host:port, or NULL: 127.0.0.1 and a free port */
+  int tag;              /* --tag-output */
+  double grace_s;       /* --grace */
+  char **argv;          /* the program and its arguments */
+} mg_launch_opts_t;
+
+static void launch_usage(FILE *f) {
+  fprintf(f,
+          "usage: mgcomm launch -n N [options] [--] program [args...]\n"
+          "\n"
+          "Starts N processes of one job on this machine (as torchrun --standalone\n"
+          "--nproc-per-node N does) for programs that call mg_comm_init_env.\n"
+          "\n"
+          "options:\n"
+          "  -n, --nproc N        number of processes (ranks), 1..%d\n"
+          "  --store HOST:PORT    where rank 0 serves the job's store (default: 127.0.0.1 and a\n"
+          "                       free port)\n"
+          "  -t, --tag-output     prefix every line the ranks print with [rank]\n"
+          "  --grace S            seconds between SIGTERM and SIGKILL when ranks are stopped\n"
+          "                       (default 5)\n"
+          "  -h, --help           this text\n"
+          "\n"
+          "Each process gets MGCOMM_RANK, MGCOMM_WORLD_SIZE, MGCOMM_LOCAL_RANK, MGCOMM_STORE and\n"
+          "MGCOMM_JOB_TOKEN (random, unless already set), and torchrun's RANK, WORLD_SIZE,\n"
+          "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; stdin is /dev/null.\n"
+          "SIGINT and SIGTERM are forwarded to every rank (a second one kills them). When a rank\n"
+          "fails, the others are stopped. Exit status: 0 when every rank exits 0, else the first\n"
+          "failure's exit code (128 + N for signal N); 2 for a usage error, 1 when the job cannot\n"
+          "be started, 127 when the program cannot be run.\n",
+          MG_LAUNCH_MAX_RANKS);
+}
+
+/* The value of option `name` at argv[*i]: "--name=v", "--name v", "-xv" or "-x v". */
+static const char *opt_value(int argc, char **argv, int *i, const char *lng, const char *shrt) {
+  const char *a = argv[*i];
+  size_t ll = lng ? strlen(lng) : 0;
+  if (lng && strncmp(a, lng, ll) == 0 && a[ll] == '=') return a + ll + 1;
+  if (shrt && strncmp(a, shrt, 2) == 0 && a[2] != '\0') return a + 2;
+  if ((lng && strcmp(a, lng) == 0) || (shrt && strcmp(a, shrt) == 0)) {
+    if (*i + 1 >= argc) return NULL;
+    return argv[++*i];
+  }
+  return NULL;
+}
+
+static int is_opt(const char *a, const char *lng, const char *shrt) {
+  size_t ll = lng ? strlen(lng) : 0;
+  if (lng && strncmp(a, lng, ll) == 0 && (a[ll] == '\0' || a[ll] == '=')) return 1;
+  return shrt && strncmp(a, shrt, 2) == 0;
+}
+
+/* 0, or 2 (usage) after printing why. */
+static int parse_opts(int argc, char **argv, mg_launch_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->grace_s = 5.0;
+  int i = 0;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--") == 0) {
+      i++;
+      break;
+    }
+    if (a[0] != '-') break;
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      launch_usage(stdout);
+      return -1;
+    }
+    if (strcmp(a, "-t") == 0 || strcmp(a, "--tag-output") == 0) {
+      o->tag = 1;
+    } else if (is_opt(a, "--nproc", "-n") || is_opt(a, "--nproc-per-node", NULL)) {
+      const char *v = opt_value(argc, argv, &i, is_opt(a, "--nproc-per-node", NULL)
+                                                    ? "--nproc-per-node" : "--nproc", "-n");
+      char *end = NULL;
+      long n = v ? strtol(v, &end, 10) : 0;
+      if (v == NULL || *v == '\0' || *end != '\0' || n < 1 || n > MG_LAUNCH_MAX_RANKS) {
+        fprintf(stderr, "mgcomm launch: -n wants a number of processes in 1..%d, not '%s'\n",
+                MG_LAUNCH_MAX_RANKS, v ? v : "");
+        return 2;
+      }
+      o->nproc = (int)n;
+    } else if (is_opt(a, "--store", NULL)) {
+      o->store = opt_value(argc, argv, &i, "--store", NULL);
+      if (o->store == NULL) {
+        fprintf(stderr, "mgcomm launch: --store wants host:port\n");
+        return 2;
+      }
+    } else if (is_opt(a, "--grace", NULL)) {
+      const char *v = opt_value(argc, argv, &i, "--grace", NULL);
+      char *end = NULL;
+      double g = v ? strtod(v, &end) : -1;
+      if (v == NULL || *v == '\0' || *end != '\0' || !(g >= 0 && g <= 3600)) {
+        fprintf(stderr, "mgcomm launch: --grace wants seconds in 0..3600, not '%s'\n", v ? v : "");
+        return 2;
+      }
+      o->grace_s = g;
+    } else {
+      fprintf(stderr, "mgcomm launch: unknown option '%s' (see mgcomm launch --help)\n", a);
+      return 2;
+    }
+  }
+  if (o->nproc == 0) {
+    fprintf(stderr, "mgcomm launch: -n N is required (see mgcomm launch --help)\n");
+    return 2;
+  }
+  if (i >= argc) {
+    fprintf(stderr, "mgcomm launch: no program to run (see mgcomm launch --help)\n");
+    return 2;
+  }
+  o->argv = argv + i;
+  return 0;
+}
+
+/* ---- the job's environment ---------------------------------------------------------------- */
+
+typedef struct {
+  char store[300];       /* MGCOMM_STORE */
+  char master_addr[280]; /* MASTER_ADDR: the host, without IPv6 brackets */
+  char master_port[8];   /* MASTER_PORT */
+  char token[80];        /* MGCOMM_JOB_TOKEN, when we make one */
+} mg_launch_job_t;
+
+/* A free TCP port of 127.0.0.1, from the kernel. Rank 0 binds it a moment later; another process
+ * taking it in between makes rank 0's init fail with a message naming the address. */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t sl = sizeof sa;
+  int port = -1;
+  if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+      getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
+    port = ntohs(sa.sin_port);
+  close(fd); /* only probed: never connected */
+  return port;
+}
+
+static int job_setup(const mg_launch_opts_t *o, mg_launch_job_t *job) {
+  memset(job, 0, sizeof *job);
+  if (o->store != NULL) {
+    const char *colon = strrchr(o->store, ':');
+    char *end = NULL;
+    long port = colon ? strtol(colon + 1, &end, 10) : 0;
+    int bracketed = o->store[0] == '[';
+    size_t hlen = colon ? (size_t)(colon - o->store) : 0;
+    if (colon == NULL || hlen == 0 || colon[1] == '\0' || *end != '\0' || port < 1 ||
+        port > 65535 || hlen >= sizeof job->master_addr ||
+        (bracketed && (hlen < 3 || o->store[hlen - 1] != ']'))) {
+      fprintf(stderr, "mgcomm launch: --store '%s' is not host:port ([v6]:port for IPv6)\n",
+              o->store);
+      return 2;
+    }
+    snprintf(job->store, sizeof job->store, "%s", o->store);
+    if (bracketed)
+      snprintf(job->master_addr, sizeof job->master_addr, "%.*s", (int)(hlen - 2), o->store + 1);
+    else
+      snprintf(job->master_addr, sizeof job->master_addr, "%.*s", (int)hlen, o->store);
+    snprintf(job->master_port, sizeof job->master_port, "%ld", port);
+  } else {
+    int port = free_port();
+    if (port < 0) {
+      fprintf(stderr, "mgcomm launch: cannot find a free port on 127.0.0.1: %s\n",
+              strerror(errno));
+      return 1;
+    }
+    snprintf(job->store, sizeof job->store, "127.0.0.1:%d", port);
+    snprintf(job->master_addr, sizeof job->master_addr, "127.0.0.1");
+    snprintf(job->master_port, sizeof job->master_port, "%d", port);
+  }
+  const char *have = getenv("MGCOMM_JOB_TOKEN");
+  if (have == NULL || have[0] == '\0') {
+    unsigned char r[32];
+    size_t got = 0;
+    while (got < sizeof r) {
+      ssize_t n = getrandom(r + got, sizeof r - got, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        fprintf(stderr, "mgcomm launch: no randomness for the job token: %s\n", strerror(errno));
+        return 1;
+      }
+      got += (size_t)n;
+    }
+    for (size_t k = 0; k < sizeof r; k++) snprintf(job->token + 2 * k, 3, "%02x", r[k]);
+  }
+  return 0;
+}
+
+/* ---- starting a rank ---------------------------------------------------------------------- */
+
+typedef struct {
+  pid_t pid;          /* 0 once reaped */
+  int out_fd, err_fd; /* tagging: read ends of its stdout and stderr pipes, -1 when closed */
+  char *line[2];      /* tagging: the partial line of each stream */
+  size_t line_len[2];
+  int status;         /* from waitpid, once reaped */
+  int failed;         /* exited non-zero or by a signal */
+} mg_rank_t;
+
+/* In the child, before exec. setenv fails only for want of memory; the program then misses a
+ * variable and mg_comm_init_env names it. */
+static void set_env_int(const char *name, int v) {
+  char b[16];
+  snprintf(b, sizeof b, "%d", v);
+  (void)setenv(name, b, 1);
+}
+
+/* In the child: never returns. */
+static void run_rank(const mg_launch_opts_t *o, const mg_launch_job_t *job, int rank, int out_w,
+                     int err_w, pid_t launcher) {
+  /* Die with the launcher; if it already died (the race before prctl), go now. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher) _exit(127);
+  /* Also done by the parent; whichever runs first makes the group, so either may fail. */
+  (void)setpgid(0, 0);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_DFL;
+  int sigs[] = {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP};
+  for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++)
+    (void)sigaction(sigs[k], &sa, NULL); /* valid signals and a valid action: cannot fail */
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull >= 0) (void)dup2(devnull, 0); /* failing, stdin stays the launcher's: harmless */
+  if (out_w >= 0 && dup2(out_w, 1) < 0) _exit(127);
+  if (err_w >= 0 && dup2(err_w, 2) < 0) _exit(127);
+  int n = o->nproc;
+  set_env_int("MGCOMM_RANK", rank);
+  set_env_int("MGCOMM_WORLD_SIZE", n);
+  set_env_int("MGCOMM_LOCAL_RANK", rank);
+  (void)setenv("MGCOMM_STORE", job->store, 1); /* as set_env_int */
+  if (job->token[0] != '\0') (void)setenv("MGCOMM_JOB_TOKEN", job->token, 1);
+  set_env_int("RANK", rank);
+  set_env_int("WORLD_SIZE", n);
+  set_env_int("LOCAL_RANK", rank);
+  set_env_int("LOCAL_WORLD_SIZE", n);
+  (void)setenv("MASTER_ADDR", job->master_addr, 1); /* as set_env_int */
+  (void)setenv("MASTER_PORT", job->master_port, 1);
+  execvp(o->argv[0], o->argv);
+  int e = errno;
+  /* The exit status says it too, if stderr is gone. */
+  (void)dprintf(2, "mgcomm launch: rank %d: cannot run '%s': %s\n", rank, o->argv[0], strerror(e));
+  _exit(e == ENOENT ? 127 : 126);
+}
+
+/* ---- output tagging ----------------------------------------------------------------------- */
+
+static void write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return; /* our own output is gone (closed pipe): nothing else to do with it */
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+/* Writes "[rank] " + line + "\n" in one write, so lines of different ranks never mix. */
+static void emit_line(int fd, int rank, const char *line, size_t len) {
+  char *b = malloc(len + 32);
+  if (b == NULL) return; /* out of memory: the line is lost, the job goes on */
+  int p = snprintf(b, 32, "[%d] ", rank);
+  memcpy(b + p, line, len);
+  b[(size_t)p + len] = '\n';
+  write_all(fd, b, (size_t)p + len + 1);
+  free(b);
+}
+
+/* Reads what stream s (0 stdout, 1 stderr) of rank r has; emits whole lines; closes the stream at
+ * its end, after the last partial line. */
+static void pump(mg_rank_t *r, int rank, int s) {
+  int fd = s == 0 ? r->out_fd : r->err_fd;
+  char buf[8192];
+  ssize_t n = read(fd, buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) {
+    if (r->line_len[s] > 0) emit_line(s == 0 ? 1 : 2, rank, r->line[s], r->line_len[s]);
+    r->line_len[s] = 0;
+    close(fd); /* read end of our own pipe */
+    if (s == 0) r->out_fd = -1; else r->err_fd = -1;
+    return;
+  }
+  for (ssize_t k = 0; k < n; k++) {
+    if (buf[k] == '\n' || r->line_len[s] == MG_LAUNCH_LINE_MAX) {
+      emit_line(s == 0 ? 1 : 2, rank, r->line[s], r->line_len[s]);
+      r->line_len[s] = 0;
+      if (buf[k] == '\n') continue;
+    }
+    r->line[s][r->line_len[s]++] = buf[k];
+  }
+}
+
+/* ---- signals and the supervision loop ----------------------------------------------------- */
+
+static int sig_pipe[2] = {-1, -1};
+
+static void on_signal(int sig) {
+  int saved = errno;
+  unsigned char b = (unsigned char)sig;
+  ssize_t w = write(sig_pipe[1], &b, 1); /* a full pipe already holds a wake-up */
+  (void)w;
+  errno = saved;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+static void signal_all(mg_rank_t *ranks, int n, int sig) {
+  for (int i = 0; i < n; i++)
+    if (ranks[i].pid > 0) (void)kill(-ranks[i].pid, sig); /* a group that just went: ESRCH */
+}
+
+static int supervise(const mg_launch_opts_t *o, mg_rank_t *ranks) {
+  int n = o->nproc, live = n, first = -1;
+  int forwarded = 0;         /* SIGINT/SIGTERM received and forwarded */
+  double kill_at = 0;        /* when stragglers get SIGKILL; 0 = not stopping */
+  double drain_until = 0;    /* after the last exit: how long to wait for output to end */
+  struct pollfd *pfds = calloc((size_t)(1 + 2 * n), sizeof *pfds);
+  int *who = calloc((size_t)(1 + 2 * n), sizeof *who);
+  if (pfds == NULL || who == NULL) {
+    fprintf(stderr, "mgcomm launch: out of memory\n");
+    signal_all(ranks, n, SIGKILL);
+    free(pfds);
+    free(who);
+    return 1;
+  }
+  for (;;) {
+    int open_pipes = 0;
+    size_t np = 0;
+    pfds[np++] = (struct pollfd){sig_pipe[0], POLLIN, 0};
+    for (int i = 0; i < n; i++) {
+      for (int k = 0; k < 2; k++) {
+        int fd = k == 0 ? ranks[i].out_fd : ranks[i].err_fd;
+        if (fd < 0) continue;
+        who[np] = 2 * i + k;
+        pfds[np++] = (struct pollfd){fd, POLLIN, 0};
+      }
+    }
+    open_pipes = (int)np - 1;
+    double now = now_s();
+    if (live == 0) {
+      /* Everybody exited: pass on what they printed last (a grandchild may hold a pipe open, so
+       * not for ever). */
+      if (open_pipes == 0) break;
+      if (drain_until == 0) drain_until = now + 1.0;
+      if (now >= drain_until) break;
+    }
+    double wake = kill_at > 0 ? kill_at : drain_until > 0 ? drain_until : 0;
+    int timeout = wake > 0 ? (int)((wake - now) * 1000) + 1 : -1;
+    if (wake > 0 && timeout < 0) timeout = 0;
+    int rc = poll(pfds, np, timeout);
+    if (rc < 0 && errno != EINTR) {
+      fprintf(stderr, "mgcomm launch: poll: %s\n", strerror(errno));
+      signal_all(ranks, n, SIGKILL);
+      kill_at = 0;
+    }
+    if (rc > 0 && (pfds[0].revents & POLLIN)) {
+      unsigned char sigs[64];
+      ssize_t got = read(sig_pipe[0], sigs, sizeof sigs);
+      for (ssize_t k = 0; k < got; k++) {
+        if (sigs[k] != SIGINT && sigs[k] != SIGTERM) continue; /* SIGCHLD: reaped below */
+        if (forwarded) {
+          fprintf(stderr, "mgcomm launch: second %s: killing every rank\n",
+                  sigs[k] == SIGINT ? "SIGINT" : "SIGTERM");
+          signal_all(ranks, n, SIGKILL);
+          continue;
+        }
+        forwarded = 1;
+        fprintf(stderr, "mgcomm launch: forwarding %s to %d rank%s\n",
+                sigs[k] == SIGINT ? "SIGINT" : "SIGTERM", live, live == 1 ? "" : "s");
+        signal_all(ranks, n, sigs[k]);
+        if (kill_at == 0) kill_at = now_s() + o->grace_s;
+      }
+    }
+    for (size_t k = 1; rc > 0 && k < np; k++)
+      if (pfds[k].revents) pump(&ranks[who[k] / 2], who[k] / 2, who[k] % 2);
+    /* reap */
+    for (;;) {
+      int status;
+      pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) break;
+      for (int i = 0; i < n; i++) {
+        if (ranks[i].pid != pid) continue;
+        ranks[i].pid = 0;
+        ranks[i].status = status;
+        live--;
+        if (exit_code_of(status) == 0) break;
+        ranks[i].failed = 1;
+        if (first >= 0) break;
+        first = i;
+        if (WIFSIGNALED(status))
+          fprintf(stderr, "mgcomm launch: rank %d (pid %d) was killed by signal %d (%s)", i,
+                  (int)pid, WTERMSIG(status), strsignal(WTERMSIG(status)));
+        else
+          fprintf(stderr, "mgcomm launch: rank %d (pid %d) exited with status %d", i, (int)pid,
+                  WEXITSTATUS(status));
+        if (live > 0 && !forwarded) {
+          fprintf(stderr, "; stopping the other %d rank%s (SIGTERM, then SIGKILL after %g s)\n",
+                  live, live == 1 ? "" : "s", o->grace_s);
+          signal_all(ranks, n, SIGTERM);
+          if (kill_at == 0) kill_at = now_s() + o->grace_s;
+        } else {
+          fprintf(stderr, "\n");
+        }
+        break;
+      }
+    }
+    if (kill_at > 0 && now_s() >= kill_at && live > 0) {
+      fprintf(stderr, "mgcomm launch: %d rank%s still running after %g s: SIGKILL\n", live,
+              live == 1 ? "" : "s", o->grace_s);
+      signal_all(ranks, n, SIGKILL);
+      kill_at = 0;
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    if (ranks[i].out_fd >= 0) close(ranks[i].out_fd); /* our pipe; a grandchild keeps writing */
+    if (ranks[i].err_fd >= 0) close(ranks[i].err_fd); /* our pipe; likewise */
+  }
+  free(pfds);
+  free(who);
+  return first >= 0 ? exit_code_of(ranks[first].status) : 0;
+}
+
+/* ---- the entry point ---------------------------------------------------------------------- */
+
+int mg_cli_launch(int argc, char **argv) {
+  mg_launch_opts_t o;
+  int rc = parse_opts(argc, argv, &o);
+  if (rc != 0) return rc < 0 ? 0 : rc;
+  mg_launch_job_t job;
+  if ((rc = job_setup(&o, &job)) != 0) return rc;
+  if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    fprintf(stderr, "mgcomm launch: pipe: %s\n", strerror(errno));
+    return 1;
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  /* sigaction cannot fail for these valid signals and actions. */
+  (void)sigaction(SIGINT, &sa, NULL);
+  (void)sigaction(SIGTERM, &sa, NULL);
+  sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  (void)sigaction(SIGCHLD, &sa, NULL);
+  sa.sa_handler = SIG_IGN;
+  sa.sa_flags = 0;
+  (void)sigaction(SIGPIPE, &sa, NULL); /* a closed stdout of ours must not kill the job */
+
+  mg_rank_t *ranks = calloc((size_t)o.nproc, sizeof *ranks);
+  if (ranks == NULL) {
+    fprintf(stderr, "mgcomm launch: out of memory\n");
+    return 1;
+  }
+  (void)fflush(NULL); /* so children do not repeat our buffered output; nothing is buffered yet */
+  pid_t self = getpid();
+  int total = o.nproc, started = 0;
+  for (int r = 0; r < total; r++) {
+    int out[2] = {-1, -1}, err[2] = {-1, -1};
+    ranks[r].out_fd = ranks[r].err_fd = -1;
+    if (o.tag) {
+      ranks[r].line[0] = malloc(MG_LAUNCH_LINE_MAX);
+      ranks[r].line[1] = malloc(MG_LAUNCH_LINE_MAX);
+      if (ranks[r].line[0] == NULL || ranks[r].line[1] == NULL || pipe2(out, O_CLOEXEC) != 0 ||
+          pipe2(err, O_CLOEXEC) != 0) {
+        fprintf(stderr, "mgcomm launch: cannot set up output of rank %d: %s\n", r,
+                strerror(errno));
+        for (int k = 0; k < 2; k++) {
+          if (out[k] >= 0) close(out[k]); /* unused pipe */
+          if (err[k] >= 0) close(err[k]); /* unused pipe */
+        }
+        break;
+      }
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+      fprintf(stderr, "mgcomm launch: cannot start rank %d: %s\n", r, strerror(errno));
+      break;
+    }
+    if (pid == 0) run_rank(&o, &job, r, out[1], err[1], self);
+    /* The child does the same first thing; once it has exec'd this fails with EACCES, and the
+     * group exists either way. */
+    (void)setpgid(pid, pid);
+    ranks[r].pid = pid;
+    if (o.tag) {
+      close(out[1]); /* write ends: the child's copies are the ones that matter */
+      close(err[1]);
+      ranks[r].out_fd = out[0];
+      ranks[r].err_fd = err[0];
+    }
+    started++;
+  }
+  if (started < o.nproc) {
+    /* Could not start the whole job: stop the part that runs. */
+    signal_all(ranks, o.nproc, SIGKILL);
+    o.nproc = started;
+    supervise(&o, ranks);
+    rc = 1;
+  } else {
+    rc = supervise(&o, ranks);
+  }
+  for (int r = 0; r < total; r++) {
+    free(ranks[r].line[0]);
+    free(ranks[r].line[1]);
+  }
+  free(ranks);
+  return rc;
+}
