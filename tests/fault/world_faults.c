@@ -16,7 +16,8 @@
  *   moves it to the error state with the timeout as its error and message.
  * mismatch / count_mismatch: rank 1 enqueues all_gather (or a different count) where the others
  *   enqueue all_reduce: every request fails within 2 s (no hang, no corruption: ASan), the
- *   message names the mismatch, and `mgcomm trace` names rank 1 and the operation.
+ *   message names the mismatch, and `mgcomm trace` names rank 1 and the operation; fresh
+ *   communicators then give correct results.
  * killed_rank: process rank 2 of 3 is killed while the others wait on a host stream: their
  *   requests end with MG_ERR_REMOTE naming rank 2 within 2 s; they shrink to 2 ranks and get
  *   correct results on new streams.
@@ -232,6 +233,19 @@ static void test_mismatch(int counts) {
   ASSERT_CONTAINS(o, "first divergence at collective #0: all_reduce (int64 x 1) enqueued by ranks 0,2");
   ASSERT_CONTAINS(o, counts ? "rank 1 enqueued all_reduce (int64 x 2)"
                             : "rank 1 enqueued all_gather (int64 x 1)");
+  teardown(3);
+  /* Recovery: fresh communicators and streams give correct results. */
+  setup(3, &cfg);
+  for (int r = 0; r < 3; r++) {
+    ASSERT_OK(mg_all_reduce(v[r], out[r], 2, MG_INT64, MG_SUM, comms[r], streams[r]));
+    ASSERT_OK(mg_record(comms[r], streams[r], &req[r]));
+  }
+  for (int r = 0; r < 3; r++) {
+    ASSERT_OK(mg_request_wait(req[r], 0));
+    ASSERT_OK(mg_request_free(req[r]));
+    ASSERT_EQ(out[r][0], 6);
+    ASSERT_EQ(out[r][1], 6);
+  }
   teardown(3);
 }
 
