@@ -18,8 +18,8 @@
  *
  * Divisions of this file: export macro and version; status codes and errors; data types and
  * reduction operations; configuration; communicators; operations and groups; custom ops;
- * memory; rendezvous (the store, mg_comm_init_env); diagnostics (parameters, libraries,
- * features, devices).
+ * memory; rendezvous (the store, mg_comm_init_env); requests and streams; world; flight
+ * recorder; diagnostics (parameters, libraries, features, devices).
  */
 #ifndef MGCOMM_H
 #define MGCOMM_H
@@ -192,7 +192,28 @@ MG_EXTERN mg_status_t mg_backend_resolve(mg_backend_t requested, mg_backend_t *o
                                          size_t reason_len);
 
 #define MG_UNDEF_INT INT_MIN
-#define MG_CONFIG_VERSION 2
+#define MG_CONFIG_VERSION 3
+
+/* How a request learns that a stream has passed the point it waits for (mg_record), the seeds'
+ * three strategies. All are bounded by the request's deadline (the watchdog). */
+typedef enum mg_completion {
+  MG_COMPLETION_DEFAULT = 0, /* MGCOMM_COMPLETION (hostfn unless set) */
+  MG_COMPLETION_HOSTFN = 1,  /* the stream calls back: cuLaunchHostFunc on the NCCL backend, the
+                                rank's worker itself on a host stream */
+  MG_COMPLETION_POLL = 2,    /* checked every poll_interval_s (cuEventQuery; a host stream's
+                                progress) by the watchdog thread */
+  MG_COMPLETION_SYNC = 3     /* the thread in mg_request_wait blocks on the stream; a request
+                                nobody waits for is found complete by mg_request_test or by the
+                                watchdog's periodic check */
+} mg_completion_t;
+
+/* What the watchdog does with a communicator one of whose requests passed its deadline. */
+typedef enum mg_on_timeout {
+  MG_ON_TIMEOUT_DEFAULT = 0, /* MGCOMM_ON_TIMEOUT (abort unless set) */
+  MG_ON_TIMEOUT_ABORT = 1,   /* abort the communicator (a world: every rank), so that no thread
+                                stays stuck in it; its other requests end with MG_ERR_ABORTED */
+  MG_ON_TIMEOUT_REPORT = 2   /* only fail the request; the communicator moves to MG_COMM_ERROR */
+} mg_on_timeout_t;
 
 /* Parameters of a communicator. Initialise with MG_CONFIG_INIT, then set the fields you want;
  * a config that was not initialised that way (bad size or version) is MG_ERR_INVALID_USAGE.
@@ -225,12 +246,20 @@ typedef struct mg_config {
   int nccl_nvls_ctas;              /* nvlsCTAs, NCCL >= 2.27 */
   int nccl_nchannels_per_net_peer; /* nChannelsPerNetPeer, NCCL >= 2.28 */
   int nccl_nvlink_centric_sched;   /* nvlinkCentricSched, NCCL >= 2.28 */
+  /* Requests, the world and the flight recorder (MG_CONFIG_VERSION 3). */
+  int trace_entries;    /* flight-recorder ring of the communicator, in operations; 0 =
+                           MGCOMM_TRACE_ENTRIES (2048); -1 = no recorder */
+  mg_completion_t completion; /* MG_COMPLETION_DEFAULT = MGCOMM_COMPLETION */
+  double poll_interval_s;     /* MG_COMPLETION_POLL: seconds between checks; 0 =
+                                 MGCOMM_POLL_INTERVAL (50 us) */
+  mg_on_timeout_t on_timeout; /* MG_ON_TIMEOUT_DEFAULT = MGCOMM_ON_TIMEOUT */
 } mg_config_t;
 
 #define MG_CONFIG_INIT                                                                    \
   {sizeof(mg_config_t), MG_CONFIG_VERSION, MG_BACKEND_AUTO, 0.0, MG_UNDEF_INT,            \
    MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, NULL, MG_UNDEF_INT, MG_UNDEF_INT, NULL,       \
-   MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT}
+   MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT,    \
+   0, MG_COMPLETION_DEFAULT, 0.0, MG_ON_TIMEOUT_DEFAULT}
 
 /* ---------------------------------------------------------------------------------------------
  * Communicators
@@ -245,7 +274,7 @@ typedef struct mg_comm mg_comm_t;
 
 /* Opaque handle of a stream. On the NCCL backend it is the caller's CUDA stream (cudaStream_t and
  * CUstream are the same handle: pass it with a cast). On the host backend NULL runs the operation
- * before the call returns. */
+ * before the call returns, and a host stream (mg_stream_create) runs it on the rank's worker. */
 typedef struct mg_stream *mg_stream_t;
 
 /* 128 opaque bytes that every rank of one new communicator must receive, created by one rank with
@@ -359,9 +388,12 @@ MG_EXTERN size_t mg_comm_last_error(const mg_comm_t *comm, char *buf, size_t len
  * than the in-place form each operation allows. The message names the function and argument.
  *
  * Completion: on the host backend with stream NULL the operation has completed when the call
- * returns (outside a group). On the NCCL backend it is enqueued on the CUDA stream and the call
- * returns (NCCL's stream semantics). Errors of the operation itself (MG_ERR_TIMED_OUT,
- * MG_ERR_REMOTE, MG_ERR_ABORTED, MG_ERR_BACKEND) move the communicator to MG_COMM_ERROR.
+ * returns (outside a group); on a host stream it is queued for the rank's worker and the call
+ * returns (its errors are the stream's, see mg_record). On the NCCL backend it is enqueued on the
+ * CUDA stream and the call returns (NCCL's stream semantics). Errors of the operation itself
+ * (MG_ERR_TIMED_OUT, MG_ERR_REMOTE, MG_ERR_ABORTED, MG_ERR_BACKEND) move the communicator to
+ * MG_COMM_ERROR. A stream of another communicator, or on the host backend a stream that is not a
+ * host stream, is MG_ERR_INVALID_ARGUMENT.
  *
  * Inside mg_group_begin/end the call only validates and records the operation; it runs at
  * mg_group_end.
@@ -659,6 +691,269 @@ MG_EXTERN mg_status_t mg_store_close(mg_store_t *store);
  * cannot bind the address), and the errors of mg_unique_id_create and mg_comm_init_rank. On error
  * *out is untouched and nothing is left behind. */
 MG_EXTERN mg_status_t mg_comm_init_env(const mg_config_t *config, mg_comm_t **out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Requests and streams
+ *
+ * A request (mg_request_t) stands for work that completes later. It ends exactly once: with
+ * MG_OK, an error of the work, MG_ERR_TIMED_OUT (its deadline passed: the communicator's
+ * timeout_s from the moment it was made), or MG_ERR_ABORTED (mg_comm_abort, mg_world_abort,
+ * mg_world_rebuild, or a destroy, ended it). A call that returns an error makes no request.
+ *
+ * Callbacks (mg_request_on_complete) run once, on a thread of the library (a rank's worker, the
+ * watchdog's helper), never under a lock of the library: a callback may call any mgcomm function,
+ * submit new work and free its request. It should return promptly: the thread that runs it
+ * completes other requests after it. Inside a callback, mg_last_error() is the request's message
+ * when status < 0.
+ *
+ * Host streams (host backend): mg_stream_create makes an ordered queue served by the rank's
+ * worker thread (one per communicator, named mg-rank<N>). An operation or mg_record on a host
+ * stream returns at once and runs, in order, on that thread. The operations of one communicator
+ * must reach every rank in the same order; with several streams on one communicator they run in
+ * the order they were submitted to the communicator (the worker serves them first come, first
+ * served). An operation that fails on a stream makes the stream's error sticky: every later
+ * mg_record and mg_stream_sync on it reports that first error (with its message).
+ * On the NCCL backend mg_stream_t is the caller's CUDA stream, and the library creates none.
+ */
+typedef struct mg_request mg_request_t;
+
+/* A completion callback: req is the request (valid until freed; the callback may free it),
+ * status its outcome, arg the value given to mg_request_on_complete. */
+typedef void (*mg_request_cb_t)(mg_request_t *req, mg_status_t status, void *arg);
+
+/* Creates a host stream on comm (host backend). Errors: MG_ERR_INVALID_USAGE (bad comm, comm not
+ * ready), MG_ERR_INVALID_ARGUMENT (stream NULL), MG_ERR_NOT_SUPPORTED (NCCL backend: pass your
+ * CUDA stream), MG_ERR_OUT_OF_MEMORY, MG_ERR_SYSTEM (the worker thread cannot start).
+ * Thread-safe. */
+MG_EXTERN mg_status_t mg_stream_create(mg_comm_t *comm, mg_stream_t *stream);
+
+/* Releases a host stream. Work already submitted to it still runs and its requests still
+ * complete; the handle is invalid afterwards. NULL is MG_OK; a bad handle is
+ * MG_ERR_INVALID_USAGE. Thread-safe. (mg_comm_destroy of its communicator aborts what is queued
+ * and stops the worker, waiting for a callback that runs on it to return.) */
+MG_EXTERN mg_status_t mg_stream_destroy(mg_stream_t stream);
+
+/* Waits until everything submitted to the host stream before the call has run, and returns the
+ * stream's sticky error (MG_OK when nothing failed). timeout_s > 0 is this call's deadline, 0 the
+ * communicator's timeout_s; MG_ERR_TIMED_OUT when it passes, naming the operation the stream is
+ * in. Errors: MG_ERR_INVALID_USAGE (bad handle; called from the stream's own worker, which would
+ * wait for itself), MG_ERR_INVALID_ARGUMENT (timeout_s negative or NaN). */
+MG_EXTERN mg_status_t mg_stream_sync(mg_stream_t stream, double timeout_s);
+
+/* Makes a request that completes when everything submitted to stream on comm before this call has
+ * completed (as cuEventRecord), with the stream's error: on a host stream, the sticky error; on
+ * the host backend with stream NULL the operations completed before they returned, so the
+ * request is already complete (MG_OK). How the request learns of it is the config's completion
+ * strategy. A communicator in the error state still records (the request reports the stream's
+ * error). Errors: MG_ERR_INVALID_USAGE (bad comm; comm aborted or finalized),
+ * MG_ERR_INVALID_ARGUMENT (req NULL, a stream of another communicator or, on the host backend,
+ * not a host stream), MG_ERR_OUT_OF_MEMORY, MG_ERR_BACKEND. On error *req is untouched.
+ * Thread-safe. */
+MG_EXTERN mg_status_t mg_record(mg_comm_t *comm, mg_stream_t stream, mg_request_t **req);
+
+/* Waits until req has completed and returns its outcome (its message in mg_last_error()).
+ * timeout_s > 0 bounds this wait only: MG_ERR_TIMED_OUT then leaves the request pending
+ * (mg_request_test tells it apart from a request that itself timed out). timeout_s == 0 waits
+ * until the request ends, which its own deadline bounds. Errors of the call: MG_ERR_INVALID_USAGE
+ * (bad handle; called from the worker thread that must complete req, which would wait for
+ * itself), MG_ERR_INVALID_ARGUMENT (timeout_s negative or NaN), MG_ERR_STALE (a request of a
+ * world generation that mg_world_rebuild or mg_world_destroy ended; the request itself completed,
+ * its callback ran). Thread-safe; several threads may wait for one request. */
+MG_EXTERN mg_status_t mg_request_wait(mg_request_t *req, double timeout_s);
+
+/* Never blocks. *status = MG_INPROGRESS while req is pending, else its outcome (and for an error,
+ * its message in mg_last_error()). Returns MG_OK, or MG_ERR_INVALID_USAGE (bad handle),
+ * MG_ERR_INVALID_ARGUMENT (status NULL), MG_ERR_STALE (as mg_request_wait). Thread-safe. */
+MG_EXTERN mg_status_t mg_request_test(mg_request_t *req, mg_status_t *status);
+
+/* Registers cb to run once when req completes, or soon (on a library thread) when it already
+ * has. One callback per request. Errors: MG_ERR_INVALID_USAGE (bad handle, a callback is already
+ * registered), MG_ERR_INVALID_ARGUMENT (cb NULL), MG_ERR_STALE. Thread-safe. */
+MG_EXTERN mg_status_t mg_request_on_complete(mg_request_t *req, mg_request_cb_t cb, void *arg);
+
+/* Releases the caller's handle. A pending request is detached: it still completes and its
+ * callback still runs once (with req as argument, which must then not be used); its memory is
+ * reclaimed after that. NULL is MG_OK; a freed or foreign handle is MG_ERR_INVALID_USAGE and
+ * nothing is touched. Allowed inside the request's own callback. Thread-safe. */
+MG_EXTERN mg_status_t mg_request_free(mg_request_t *req);
+
+/* ---------------------------------------------------------------------------------------------
+ * World: all ranks of a communicator in this process, one worker thread per rank
+ *
+ * A world owns nranks ranks (one per CUDA device on the NCCL backend, one per thread on the host
+ * backend), each served by a worker thread named mg-rank<N> with an ordered mailbox; the worker
+ * creates its rank's communicator with mg_comm_init_rank and no other thread posts to it. A world
+ * operation takes one buffer per rank (arrays indexed by rank), validates everything, sends one
+ * message to each rank's worker, which posts its part inside mg_group_begin/end (each rank on
+ * its own thread, as NCCL's one-thread-per-GPU model), and returns one request. The request
+ * completes when every part has completed, with MG_OK or the first error, whose message starts
+ * with "rank N: ". Any number of threads may submit concurrently: every worker sees the world's
+ * operations in one order. The buffers must stay valid until the request completes.
+ *
+ * Built-in reduction ops only (custom ops belong to one communicator). mg_world_* functions
+ * that take a world return MG_ERR_INVALID_USAGE for a bad handle.
+ *
+ * Failures: a part that fails with a communicator-breaking error (timeout, remote, backend)
+ * moves the world to the error state: new operations are MG_ERR_INVALID_USAGE until
+ * mg_world_rebuild. The watchdog ends a world request that passes its deadline with
+ * MG_ERR_TIMED_OUT and, by the config's on_timeout, aborts the world.
+ */
+typedef struct mg_world mg_world_t;
+
+/* Creates a world of nranks ranks (config: backend, timeout_s, ...; NULL = defaults; copied). On
+ * the NCCL backend rank i uses device devices[i] (NULL: 0..nranks-1); the host backend ignores
+ * devices. Returns when every rank's communicator is ready. Errors: MG_ERR_INVALID_ARGUMENT (out
+ * NULL, nranks < 1, duplicate devices), MG_ERR_INVALID_USAGE (config not initialised), the errors
+ * of mg_comm_init_rank (the first, naming the rank), MG_ERR_SYSTEM (a worker thread cannot
+ * start), MG_ERR_OUT_OF_MEMORY. On error nothing is left behind. Thread-safe. */
+MG_EXTERN mg_status_t mg_world_create(const mg_config_t *config, int nranks, const int *devices,
+                                      mg_world_t **out);
+
+/* Aborts every rank's communicator, ends every pending request of the world with MG_ERR_ABORTED
+ * (before returning; their callbacks run on a library thread), stops the workers and releases
+ * everything. A callback running on a worker is waited for (a callback that never returns keeps
+ * this call too). NULL is MG_OK. Must not be called from a callback running on one of the
+ * world's workers (MG_ERR_INVALID_USAGE). */
+MG_EXTERN mg_status_t mg_world_destroy(mg_world_t *world);
+
+/* Aborts every rank's communicator; every pending request of the world ends with MG_ERR_ABORTED
+ * before the call returns (callbacks run on a library thread). Always returns, promptly, from any
+ * thread (also from a callback), with operations pending. Afterwards the world accepts only
+ * mg_world_rebuild, queries and mg_world_destroy; a second abort is MG_OK. */
+MG_EXTERN mg_status_t mg_world_abort(mg_world_t *world);
+
+/* After a failure (or at any time): aborts what is left of the current communicators, ends their
+ * pending requests with MG_ERR_ABORTED, makes fresh communicators (a new unique id) and bumps the
+ * generation. Requests of older generations answer MG_ERR_STALE afterwards. Returns when every
+ * rank is ready again; the next operations run on the new communicators. Errors: the errors of
+ * mg_comm_init_rank (naming the rank; the world stays in the error state and may be rebuilt
+ * again), MG_ERR_INVALID_USAGE (called from one of the world's workers, or while another thread
+ * rebuilds it). */
+MG_EXTERN mg_status_t mg_world_rebuild(mg_world_t *world);
+
+/* Queries; MG_ERR_INVALID_ARGUMENT for a NULL output. */
+MG_EXTERN mg_status_t mg_world_size(const mg_world_t *world, int *nranks);
+/* The generation: 1 after mg_world_create, + 1 per successful or attempted mg_world_rebuild. */
+MG_EXTERN mg_status_t mg_world_generation(const mg_world_t *world, uint64_t *generation);
+
+/* What the world can do, from the loader: the backend, versions of the libraries it uses, and
+ * the features they have. */
+typedef struct mg_world_info {
+  mg_backend_t backend;
+  int nranks;
+  uint64_t generation;
+  int nccl_version;                /* NCCL's encoding (22809); 0 on the host backend */
+  const char *nccl_version_string; /* "2.28.9"; "" on the host backend (static storage) */
+  int cuda_version;                /* the driver's (13000); 0 on the host backend */
+  unsigned features;               /* bit f is set when mg_feature_info(f) says available */
+} mg_world_info_t;
+MG_EXTERN mg_status_t mg_world_info(const mg_world_t *world, mg_world_info_t *info);
+/* *can_access = 1 when rank from can read rank to's buffers directly: the two devices are peers
+ * (cuDeviceCanAccessPeer) or the same; always 1 on the host backend. MG_ERR_INVALID_ARGUMENT for
+ * a rank out of range. */
+MG_EXTERN mg_status_t mg_world_can_access_peer(const mg_world_t *world, int from, int to,
+                                               int *can_access);
+
+/* World forms of the operations: buffers are arrays of nranks pointers, [r] for rank r, with the
+ * meaning the single-rank operation gives them; *req receives the request (req must not be NULL,
+ * except inside mg_world_group_begin/end, where it must be NULL). Errors (no request is made):
+ * MG_ERR_INVALID_USAGE (bad world, world aborted, in the error state or being rebuilt; inside a
+ * group of another world), MG_ERR_INVALID_ARGUMENT (an array NULL, any per-rank argument as the
+ * single-rank operation checks it, a custom op; the message names the rank), MG_ERR_OUT_OF_MEMORY. */
+MG_EXTERN mg_status_t mg_world_all_reduce(mg_world_t *world, const void *const *send,
+                                          void *const *recv, size_t count, mg_dtype_t dtype,
+                                          mg_op_t op, mg_request_t **req);
+MG_EXTERN mg_status_t mg_world_broadcast(mg_world_t *world, const void *const *send,
+                                         void *const *recv, size_t count, mg_dtype_t dtype,
+                                         int root, mg_request_t **req);
+MG_EXTERN mg_status_t mg_world_reduce(mg_world_t *world, const void *const *send,
+                                      void *const *recv, size_t count, mg_dtype_t dtype,
+                                      mg_op_t op, int root, mg_request_t **req);
+MG_EXTERN mg_status_t mg_world_all_gather(mg_world_t *world, const void *const *send,
+                                          void *const *recv, size_t sendcount, mg_dtype_t dtype,
+                                          mg_request_t **req);
+MG_EXTERN mg_status_t mg_world_reduce_scatter(mg_world_t *world, const void *const *send,
+                                              void *const *recv, size_t recvcount,
+                                              mg_dtype_t dtype, mg_op_t op, mg_request_t **req);
+MG_EXTERN mg_status_t mg_world_all_to_all(mg_world_t *world, const void *const *send,
+                                          void *const *recv, size_t count, mg_dtype_t dtype,
+                                          mg_request_t **req);
+/* sendcounts[r], sdispls[r], recvcounts[r], rdispls[r]: rank r's arrays of nranks elements, as
+ * mg_all_to_allv takes them; copied during the call. */
+MG_EXTERN mg_status_t mg_world_all_to_allv(mg_world_t *world, const void *const *send,
+                                           const size_t *const *sendcounts,
+                                           const size_t *const *sdispls, void *const *recv,
+                                           const size_t *const *recvcounts,
+                                           const size_t *const *rdispls, mg_dtype_t dtype,
+                                           mg_request_t **req);
+MG_EXTERN mg_status_t mg_world_gather(mg_world_t *world, const void *const *send,
+                                      void *const *recv, size_t count, mg_dtype_t dtype, int root,
+                                      mg_request_t **req);
+MG_EXTERN mg_status_t mg_world_scatter(mg_world_t *world, const void *const *send,
+                                       void *const *recv, size_t count, mg_dtype_t dtype,
+                                       int root, mg_request_t **req);
+/* Point to point: rank `rank` sends count elements to peer (mg_send on that rank only), or
+ * receives them from peer. A send and its receive are separate world operations on different
+ * workers, so they may be submitted in either order; inside one world group they are posted
+ * together (needed when a rank sends to itself). */
+MG_EXTERN mg_status_t mg_world_send(mg_world_t *world, int rank, const void *send, size_t count,
+                                    mg_dtype_t dtype, int peer, mg_request_t **req);
+MG_EXTERN mg_status_t mg_world_recv(mg_world_t *world, int rank, void *recv, size_t count,
+                                    mg_dtype_t dtype, int peer, mg_request_t **req);
+
+/* World groups: between mg_world_group_begin and mg_world_group_end the calling thread's world
+ * operations (with req NULL) are validated and recorded; the outermost end sends them to the
+ * workers as one batch (each worker posts its parts inside one mg_group_begin/end) and makes one
+ * request for the batch. Groups nest; a group covers one world. If an operation inside failed,
+ * the end sends nothing, makes no request and returns that first error. An empty group gives an
+ * already complete request. Errors of end: MG_ERR_INVALID_USAGE (no group open, or one of
+ * another world), MG_ERR_INVALID_ARGUMENT (req NULL at the outermost end: the group is then
+ * discarded), the first error inside. Thread-local, as mg_group_begin/end. */
+MG_EXTERN mg_status_t mg_world_group_begin(mg_world_t *world);
+MG_EXTERN mg_status_t mg_world_group_end(mg_world_t *world, mg_request_t **req);
+
+/* A scope for C that ends the group exactly once, also when an operation inside fails:
+ *
+ *     mg_status_t st;
+ *     mg_request_t *req = NULL;
+ *     MG_WORLD_GROUP(world, &req, st) {
+ *       mg_world_send(world, 0, a, n, MG_FLOAT32, 1, NULL);
+ *       mg_world_recv(world, 1, b, n, MG_FLOAT32, 0, NULL);
+ *     }
+ *     if (st == MG_OK) st = mg_request_wait(req, 0);
+ *
+ * st is mg_world_group_begin's error (the body does not run) or mg_world_group_end's result.
+ * Leave the body normally (or with continue); break, return or goto would skip the end. */
+#define MG__WG_CAT2(a, b) a##b
+#define MG__WG_CAT(a, b) MG__WG_CAT2(a, b)
+#define MG_WORLD_GROUP(world, req, st)                                                         \
+  for (int MG__WG_CAT(mg__wg_once_, __LINE__) = ((st) = mg_world_group_begin(world)) == MG_OK; \
+       MG__WG_CAT(mg__wg_once_, __LINE__);                                                     \
+       MG__WG_CAT(mg__wg_once_, __LINE__) = 0, (st) = mg_world_group_end((world), (req)))
+
+/* ---------------------------------------------------------------------------------------------
+ * Flight recorder
+ *
+ * Every communicator keeps a ring of its last operations (config trace_entries, default 2048):
+ * sequence number, kind, dtype, count, root or peer, stream, the times it was enqueued, started
+ * and ended, and its state. Ranks publish their progress (last collective enqueued and
+ * completed) where the others can read it (host backend: the shared segment), so a timeout says
+ * "all_reduce #42 (float32 x 1048576): ranks 0,1,3 waiting, rank 2 last enqueued #41
+ * (all_gather)". On a timeout the communicator dumps its ring into MGCOMM_TRACE_DIR when that is
+ * set; `mgcomm trace <dir>` merges the dumps of all ranks and names the first operation where
+ * they diverge. docs/world.md describes the JSON.
+ */
+
+/* Writes comm's ring as JSON to path; when path is an existing directory, to
+ * <path>/mgcomm-trace-<comm id>-r<rank>.json. Works in every state, also after abort. Errors:
+ * MG_ERR_INVALID_USAGE (bad comm), MG_ERR_INVALID_ARGUMENT (path NULL or empty),
+ * MG_ERR_NOT_SUPPORTED (the recorder is off), MG_ERR_SYSTEM (the file cannot be written; the
+ * message names it). Thread-safe. */
+MG_EXTERN mg_status_t mg_comm_dump_trace(mg_comm_t *comm, const char *path);
+
+/* Every rank of the world dumps its ring into the directory dir (as mg_comm_dump_trace with a
+ * directory). Errors: as mg_comm_dump_trace, the first one naming the rank. */
+MG_EXTERN mg_status_t mg_world_dump_trace(mg_world_t *world, const char *dir);
 
 /* ---------------------------------------------------------------------------------------------
  * Diagnostics: parameters, libraries, features, devices

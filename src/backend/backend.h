@@ -64,20 +64,74 @@ typedef struct mg__op {
   size_t *v;              /* all_to_allv: sendcounts, sdispls, recvcounts, rdispls (4 x nranks),
                              owned by the op */
   mg_stream_t stream;
+  struct mg_stream *hstream; /* the host stream (src/core/stream.c) when stream is one, else
+                                NULL; set by the core before check_op */
   uint64_t seq;           /* collectives: sequence number on the comm, the same on every rank;
                              send/recv: per-peer sequence number */
+  uint64_t trace_id;      /* the operation's entry in the comm's flight recorder (0: none) */
   double deadline;        /* absolute (mg__now()) time by which the operation must complete */
   mg_status_t status;     /* outcome, set by the backend's launch */
   size_t send_bytes;      /* bytes this rank reads from send / writes to recv (0 where it does */
   size_t recv_bytes;      /* not use the buffer), set by validation for the backend's checks */
 } mg__op_t;
 
-#define MG__BACKEND_VERSION 1
+/* ---- completion tracking ------------------------------------------------------------------
+ *
+ * A mark is a point in a stream: it is reached once everything enqueued on the stream before it
+ * has completed. The core makes one for mg_record (inside the request) and for each rank's part
+ * of a world operation, then learns that it was reached in the way the communicator's
+ * completion strategy says (mgcomm.h, mg_completion_t):
+ *   HOSTFN  mark_notify: the backend calls mg__mark_signal(mark, status) when the stream passes
+ *           the mark (NCCL: cuLaunchHostFunc on the stream, with a function that does nothing but
+ *           call mg__mark_signal; the core never runs user code or CUDA calls on that thread);
+ *   POLL    mark_query, called by the watchdog thread every poll interval (NCCL: cuEventQuery);
+ *   SYNC    mark_wait, called by the thread in mg_request_wait (NCCL: cuEventSynchronize is not
+ *           bounded, so a loop of cuEventQuery and short sleeps until the deadline).
+ * Whatever the strategy, the core may call mark_query at any time (mg_request_test, the
+ * watchdog's safety check), and the request's deadline bounds every wait: a HostFn that never
+ * runs (CUDA skips host functions after a context fault) only delays the request until the
+ * watchdog ends it with MG_ERR_TIMED_OUT.
+ *
+ * mark->stream is what the caller passed: NULL, a host stream (the host backend accepts those
+ * of the mark's communicator), or a stream of the backend (NCCL: a CUstream). */
+typedef struct mg__mark {
+  mg_comm_t *comm;
+  mg_stream_t stream;
+  /* The core's: called through mg__mark_signal, once, for a mark armed by mark_notify. */
+  void (*on_signal)(struct mg__mark *mark, mg_status_t status, const char *msg);
+  void *owner;           /* the core's (the request or the world part); opaque to backends */
+  const void *wowner;    /* set by mark_record when a thread of the library reaches the mark
+                            (host: the stream's worker): that thread must never wait for it */
+  _Alignas(16) unsigned char priv[48]; /* backend state (mark_priv_size <= 48 bytes), zeroed by
+                                          the core before mark_record */
+} mg__mark_t;
+
+/* For backends: the mark armed by mark_notify was reached (status MG_OK) or never will be
+ * (status < 0, msg its message, may be NULL). Call it once per armed mark, from any thread
+ * (a CUDA host-function thread included: the core then runs no user code and no CUDA call on
+ * it), holding no lock that a core call could need. It may be called from inside mark_notify
+ * when the mark is reached already. After it returns the mark may be freed. */
+void mg__mark_signal(mg__mark_t *mark, mg_status_t status, const char *msg);
+
+/* ---- progress, for timeout messages and the flight recorder -------------------------------- */
+typedef struct mg__progress {
+  uint64_t enqueued1;  /* sequence number + 1 of the last collective the rank enqueued; 0: none */
+  uint64_t completed1; /* sequence number + 1 of the last collective it completed; 0: none */
+  mg__opkind_t kind;   /* of the last enqueued collective */
+  mg_dtype_t dtype;
+  uint64_t count;
+  int root;
+} mg__progress_t;
+
+#define MG__BACKEND_VERSION 2
 
 enum {
   MG__CAP_SPLIT = 1u << 0,   /* comm_split is provided */
   MG__CAP_SHRINK = 1u << 1,  /* comm_shrink is provided */
   MG__CAP_PREMUL = 1u << 2,  /* redop_create / redop_destroy are provided */
+  MG__CAP_PROGRESS = 1u << 3, /* op_enqueued / peer_progress / comm_tag are provided */
+  MG__CAP_MARKS = 1u << 4,    /* mark_record / query / notify / wait / release are provided:
+                                 mg_record and the world work on this backend */
 };
 
 typedef struct mg__backend {
@@ -139,6 +193,46 @@ typedef struct mg__backend {
                               double deadline, void **handle);
   /* Called with comm->lock held, in any state (after abort too). */
   mg_status_t (*mem_deregister)(mg_comm_t *comm, void *handle, int flags);
+
+  /* ---- completion tracking (see mg__mark_t above); MG__CAP_MARKS: all five provided ---- */
+  size_t mark_priv_size; /* bytes of mark->priv the backend uses (<= sizeof mark->priv) */
+  /* Places mark after everything enqueued so far on mark->stream of mark->comm (NCCL:
+   * cuEventRecord on the stream, in the comm's device context). Called under no lock of the
+   * core, from any thread; never waits for the stream. MG_OK, or the error (message naming the
+   * call); on error nothing was made and mark_release is not called. MG_ERR_INVALID_ARGUMENT for
+   * a stream the backend does not accept. */
+  mg_status_t (*mark_record)(mg__mark_t *mark);
+  /* Never blocks: MG_INPROGRESS while not reached, MG_OK once reached, or the error that means it
+   * never will be (NCCL: cuEventQuery's CUDA_SUCCESS / CUDA_ERROR_NOT_READY / other, and the
+   * communicator's asynchronous error). May run on any thread, concurrently with mark_notify,
+   * mark_wait and mg__mark_signal of the same mark, never with or after mark_release. */
+  mg_status_t (*mark_query)(mg__mark_t *mark);
+  /* Arms the HOSTFN strategy: mg__mark_signal(mark, st) will be called once (NCCL:
+   * cuLaunchHostFunc). MG_OK or an error (nothing armed; the core then polls). */
+  mg_status_t (*mark_notify)(mg__mark_t *mark);
+  /* Blocks until the mark is reached (its status), deadline passes (MG_ERR_TIMED_OUT) or
+   * mark->comm->aborting is set (MG_ERR_ABORTED); never past the deadline. */
+  mg_status_t (*mark_wait)(mg__mark_t *mark, double deadline);
+  /* Releases the mark (cuEventDestroy, or back to a pool); called once per successful
+   * mark_record, after the last query and wait, and after mg__mark_signal if the mark was armed
+   * (the core keeps an armed mark alive until it is signalled, so a host function queued on a
+   * stream that never runs it keeps one request's memory: CUDA skips host functions after a
+   * context fault). The communicator may be destroyed already: do not use mark->comm. It may
+   * run on any thread, a CUDA host-function thread included (from within mg__mark_signal): it
+   * must not call CUDA there (NCCL: return the event to a pool that a library thread drains). */
+  void (*mark_release)(mg__mark_t *mark);
+
+  /* ---- progress (MG__CAP_PROGRESS: all three are provided) ---- */
+  /* The core numbered op (a collective) and is about to run or queue it: publish it where the
+   * other ranks can read it (host: the shared segment; NCCL: the rendezvous store). Called with
+   * the op's communicator's seq_lock held (calls on one comm are ordered); never blocks. */
+  void (*op_enqueued)(const mg__op_t *op);
+  /* Where rank r of comm is, as r published it. Never blocks. MG_OK, or MG_ERR_NOT_SUPPORTED when
+   * r's progress cannot be read (then the core says so). */
+  mg_status_t (*peer_progress)(mg_comm_t *comm, int r, mg__progress_t *out);
+  /* A 64-bit name of comm, the same on every rank and different for different communicators
+   * (host: from the segment name; NCCL: a hash of the unique id), for trace files. */
+  uint64_t (*comm_tag)(const mg_comm_t *comm);
 } mg__backend_t;
 
 extern const mg__backend_t mg__backend_host;

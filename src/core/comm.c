@@ -7,8 +7,10 @@
  * notices the flag and returns; then abort takes the lock to release the backend's resources.
  * Every wait done under comm->lock watches comm->aborting (backend contract).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "boot/boot.h"
 #include "core/clock.h"
@@ -16,6 +18,9 @@
 #include "core/handle.h"
 #include "core/log.h"
 #include "core/params.h"
+#include "core/request.h"
+#include "core/stream.h"
+#include "core/trace.h"
 
 static const char *mg__state_name(int state) {
   switch (state) {
@@ -72,27 +77,55 @@ void mg__comm_fail(mg_comm_t *comm, mg_status_t status) {
 
 double mg__comm_deadline(const mg_comm_t *comm) { return mg__now() + comm->timeout_s; }
 
+/* The caller's config (checked already), or the defaults for NULL. */
+static void mg__config_copy(mg_config_t *dst, const mg_config_t *src) {
+  mg_config_t def = MG_CONFIG_INIT;
+  *dst = src != NULL ? *src : def;
+}
+
 mg_status_t mg__comm_alloc(const mg__backend_t *backend, const mg_config_t *config,
                            mg_comm_t **out) {
   mg_comm_t *comm = calloc(1, sizeof *comm + backend->comm_priv_size + 15);
   if (comm == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "cannot allocate a communicator");
   comm->backend = backend;
-  if (config != NULL) {
-    comm->config = *config;
-  } else {
-    mg_config_t def = MG_CONFIG_INIT;
-    comm->config = def;
-  }
+  mg__config_copy(&comm->config, config);
   comm->config.backend = backend->id;
   comm->timeout_s =
       comm->config.timeout_s > 0 ? comm->config.timeout_s : mg__param_double(MG_PARAM_TIMEOUT);
+  const mg_config_t *c = &comm->config;
+  if (c->completion != MG_COMPLETION_DEFAULT) {
+    comm->completion = c->completion;
+  } else {
+    const char *v = mg__param_str(MG_PARAM_COMPLETION);
+    comm->completion = strcmp(v, "poll") == 0   ? MG_COMPLETION_POLL
+                       : strcmp(v, "sync") == 0 ? MG_COMPLETION_SYNC
+                                                : MG_COMPLETION_HOSTFN;
+  }
+  comm->poll_interval =
+      c->poll_interval_s > 0 ? c->poll_interval_s : mg__param_double(MG_PARAM_POLL_INTERVAL);
+  if (c->on_timeout != MG_ON_TIMEOUT_DEFAULT)
+    comm->on_timeout = c->on_timeout;
+  else if (strcmp(mg__param_str(MG_PARAM_ON_TIMEOUT), "report") == 0)
+    comm->on_timeout = MG_ON_TIMEOUT_REPORT;
+  else
+    comm->on_timeout = MG_ON_TIMEOUT_ABORT;
+  int entries = c->trace_entries == 0    ? (int)mg__param_int(MG_PARAM_TRACE_ENTRIES)
+                : c->trace_entries < 0 ? 0
+                                       : c->trace_entries;
+  if (mg__trace_create(comm, entries) < 0) {
+    free(comm);
+    return MG_ERR_OUT_OF_MEMORY;
+  }
   comm->device = -1;
   pthread_mutex_init(&comm->lock, NULL);
   pthread_mutex_init(&comm->err_lock, NULL);
   pthread_mutex_init(&comm->redop_lock, NULL);
+  pthread_mutex_init(&comm->seq_lock, NULL);
   atomic_init(&comm->state, MG_COMM_READY);
   atomic_init(&comm->async_error, MG_OK);
   atomic_init(&comm->aborting, 0);
+  atomic_init(&comm->abort_done, 0);
+  atomic_init(&comm->users, 0);
   comm->priv = (void *)(((uintptr_t)(comm + 1) + 15) & ~(uintptr_t)15);
   comm->magic = MG__COMM_MAGIC;
   *out = comm;
@@ -108,9 +141,11 @@ void mg__comm_free(mg_comm_t *comm) {
   mg__reg_free_all(comm);
   mg__boot_release(comm->boot);
   comm->magic = MG__COMM_DEAD;
+  mg__trace_destroy(comm);
   pthread_mutex_destroy(&comm->lock);
   pthread_mutex_destroy(&comm->err_lock);
   pthread_mutex_destroy(&comm->redop_lock);
+  pthread_mutex_destroy(&comm->seq_lock);
   free(comm->p2p_seq);
   free(comm);
 }
@@ -135,6 +170,19 @@ static mg_status_t mg__config_backend(const mg_config_t *config, const char *fn,
     if (!(config->timeout_s >= 0))
       return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->timeout_s %g is negative", fn,
                        config->timeout_s);
+    const mg_config_t c = *config;
+    if (c.trace_entries < -1)
+      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->trace_entries %d is below -1", fn,
+                       c.trace_entries);
+    if ((unsigned)c.completion > MG_COMPLETION_SYNC)
+      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->completion %d is not an "
+                       "mg_completion_t", fn, (int)c.completion);
+    if (!(c.poll_interval_s >= 0))
+      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->poll_interval_s %g is negative",
+                       fn, c.poll_interval_s);
+    if ((unsigned)c.on_timeout > MG_ON_TIMEOUT_REPORT)
+      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->on_timeout %d is not an "
+                       "mg_on_timeout_t", fn, (int)c.on_timeout);
     want = config->backend;
   }
   mg_backend_t id;
@@ -380,6 +428,14 @@ out_err:
 mg_status_t mg_comm_finalize(mg_comm_t *comm) {
   static const char fn[] = "mg_comm_finalize";
   MG_CHECK(mg__comm_check_ready(comm, fn));
+  if (comm->worker_owned) {
+    /* What the host streams hold is "issued on comm": it runs first. */
+    if (mg__worker_is_current(comm->worker))
+      return mg__error(MG_ERR_INVALID_USAGE,
+                       "%s: called on the communicator's own worker (from a callback), which "
+                       "would wait for itself", fn);
+    MG_CHECK(mg__worker_drain(comm->worker, mg__comm_deadline(comm), fn));
+  }
   pthread_mutex_lock(&comm->lock);
   mg_status_t st = atomic_load(&comm->aborting)
                        ? mg__error(MG_ERR_ABORTED, "%s: comm was aborted", fn)
@@ -394,17 +450,40 @@ mg_status_t mg_comm_finalize(mg_comm_t *comm) {
   return st;
 }
 
-mg_status_t mg_comm_abort(mg_comm_t *comm) {
-  MG_CHECK(mg__comm_check(comm, "mg_comm_abort"));
-  if (atomic_exchange(&comm->aborting, 1)) return MG_OK; /* already aborting or aborted */
-  /* Not under the lock: a thread blocked under it must be woken first. */
+/* The part of abort that never blocks: flags, pending requests, waking the waits. Not under the
+ * lock: a thread blocked under it must be woken first. */
+static void mg__comm_abort_start(mg_comm_t *comm) {
+  if (atomic_exchange(&comm->aborting, 1)) return; /* already aborting or aborted */
   atomic_store(&comm->state, MG_COMM_ABORTED);
   int expected = MG_OK;
   atomic_compare_exchange_strong(&comm->async_error, &expected, MG_ERR_ABORTED);
   MG_INFO(MG_SUBSYS_INIT, "mg_comm_abort: rank %d of %d", comm->rank, comm->nranks);
+  char msg[96];
+  snprintf(msg, sizeof msg, "rank %d of %d: the communicator was aborted", comm->rank,
+           comm->nranks);
+  mg__wd_abort(comm, NULL, 0, msg);
   comm->backend->comm_interrupt(comm);
+}
+
+/* The backend's release, once; the caller holds comm->lock. */
+static void mg__comm_abort_finish(mg_comm_t *comm) {
+  if (atomic_load(&comm->aborting) && !atomic_exchange(&comm->abort_done, 1))
+    comm->backend->comm_abort(comm);
+}
+
+void mg__comm_abort_nowait(mg_comm_t *comm) {
+  mg__comm_abort_start(comm);
+  if (pthread_mutex_trylock(&comm->lock) == 0) {
+    mg__comm_abort_finish(comm);
+    pthread_mutex_unlock(&comm->lock);
+  }
+}
+
+mg_status_t mg_comm_abort(mg_comm_t *comm) {
+  MG_CHECK(mg__comm_check(comm, "mg_comm_abort"));
+  mg__comm_abort_start(comm);
   pthread_mutex_lock(&comm->lock);
-  comm->backend->comm_abort(comm);
+  mg__comm_abort_finish(comm);
   pthread_mutex_unlock(&comm->lock);
   return MG_OK;
 }
@@ -412,11 +491,21 @@ mg_status_t mg_comm_abort(mg_comm_t *comm) {
 mg_status_t mg_comm_destroy(mg_comm_t *comm) {
   if (comm == NULL) return MG_OK;
   MG_CHECK(mg__comm_check(comm, "mg_comm_destroy"));
+  if (comm->worker_owned && mg__worker_is_current(comm->worker))
+    return mg__error(MG_ERR_INVALID_USAGE,
+                     "mg_comm_destroy: called on the communicator's own worker (from a "
+                     "callback), which cannot stop itself");
   int state = atomic_load(&comm->state);
-  if (state != MG_COMM_FINALIZED && !atomic_load(&comm->aborting)) mg_comm_abort(comm);
+  if (state != MG_COMM_FINALIZED) mg_comm_abort(comm);
+  /* What its streams still hold runs now and fails fast (the comm is aborted or finalized). */
+  if (comm->worker_owned) mg__worker_stop(comm->worker);
   mg__handle_unregister(comm);
   pthread_mutex_lock(&comm->lock);
   pthread_mutex_unlock(&comm->lock); /* wait out any call that passed the handle check */
+  while (atomic_load(&comm->users) > 0) { /* a request's query or wait; they watch aborting */
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL); /* an early wake-up only shortens the nap */
+  }
   if (!atomic_load(&comm->aborting)) /* custom ops go before their communicator */
     for (mg__custom_op_t *c = comm->custom_ops; c != NULL; c = c->next)
       comm->backend->redop_destroy(comm, &c->redop);

@@ -2,8 +2,10 @@
  * comm.h -- the core's communicator object, shared by every layer above the backends.
  *
  * Lock order (two locks are never taken the other way round): a group launch takes the locks of
- * its communicators in increasing address order; mg_comm.err_lock and mg_comm.redop_lock are
- * leaves (taken last, held for a copy or a list walk only).
+ * its communicators in increasing address order; then mg_comm.seq_lock (numbering; taken alone
+ * by operations queued on host streams, which must not wait for a running operation), then the
+ * flight recorder's lock; mg_comm.err_lock and mg_comm.redop_lock are leaves (taken last, held
+ * for a copy or a list walk only).
  */
 #ifndef MG_CORE_COMM_H
 #define MG_CORE_COMM_H
@@ -39,7 +41,8 @@ struct mg_comm {
   atomic_int aborting;            /* set first thing by abort; backends' waits watch it */
   pthread_mutex_t err_lock;       /* guards last_error */
   char last_error[MG__ERROR_LEN]; /* last error raised on this comm, by any thread */
-  uint64_t coll_seq;              /* sequence number of the next collective (under lock) */
+  pthread_mutex_t seq_lock;       /* guards coll_seq, p2p_seq, worker creation */
+  uint64_t coll_seq;              /* sequence number of the next collective (under seq_lock) */
   uint64_t *p2p_seq;              /* per peer: next send and recv sequence (2 x nranks) */
   pthread_mutex_t redop_lock;     /* guards custom_ops (a leaf lock) */
   mg__custom_op_t *custom_ops;    /* custom reduction ops of this comm */
@@ -47,6 +50,19 @@ struct mg_comm {
   struct mg_reg *regs;            /* registrations of buffers (mem.c; under lock), owned */
   struct mg__boot_job *boot;      /* mg_comm_init_env: a reference on the job's store (rank 0
                                      serves it); released by mg__comm_free; else NULL */
+  atomic_int abort_done;          /* the backend's comm_abort ran (once) */
+  atomic_int users;               /* threads using a mark of this comm outside its lock (a
+                                     request's query or wait); destroy waits for them */
+  struct mg__trace *trace;        /* flight recorder (core/trace.c); NULL when off */
+  struct mg__worker *worker;      /* the rank's worker thread (host streams, the world); NULL
+                                     until one is needed; under seq_lock */
+  int worker_owned;               /* 1: made by mg_stream_create, stopped by destroy; 0: the
+                                     world's */
+  double wd_error_since;           /* the watchdog: when it first saw the backend's async error
+                                     while requests were pending (0: not seen; its lock) */
+  mg_completion_t completion;     /* resolved from the config (never DEFAULT) */
+  double poll_interval;           /* seconds, resolved */
+  mg_on_timeout_t on_timeout;     /* resolved */
   void *priv;                     /* backend state, comm_priv_size bytes */
 };
 
@@ -61,6 +77,10 @@ mg_status_t mg__comm_check_state(mg_comm_t *comm, const char *fn);
 void mg__comm_save_error(mg_comm_t *comm);
 /* Moves comm to MG_COMM_ERROR with status as its async error (first error wins). */
 void mg__comm_fail(mg_comm_t *comm, mg_status_t status);
+/* Aborts comm without waiting for its lock (the watchdog): sets the flags, ends its pending
+ * requests with MG_ERR_ABORTED, interrupts its waits; the backend's release runs now if the lock
+ * is free, else at the next mg_comm_abort or mg_comm_destroy. Never blocks. */
+void mg__comm_abort_nowait(mg_comm_t *comm);
 /* Absolute deadline (mg__now() seconds) for a wait on comm. */
 double mg__comm_deadline(const mg_comm_t *comm);
 /* Allocates a communicator object for backend with defaults from config (may be NULL). */

@@ -1,11 +1,13 @@
 /*
  * group.c -- posting operations: alone, or recorded in the calling thread's group and posted
- * together at the outermost mg_group_end.
+ * together at the outermost mg_group_end. An operation on a host stream is numbered and queued
+ * for its communicator's worker (stream.c), which runs it through the same launch below.
  *
  * A failed call inside a group records the first error; mg_group_end then posts nothing and
  * returns that error with its message, so a group is never half posted.
  *
- * Lock order: mg__launch locks the communicators of a batch in increasing address order.
+ * Lock order: mg__launch locks the communicators of a batch in increasing address order, then
+ * (per operation) its comm's seq_lock, then the flight recorder's lock.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,8 @@
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/op.h"
+#include "core/stream.h"
+#include "core/trace.h"
 
 typedef struct {
   int depth;                    /* nesting of mg_group_begin */
@@ -44,34 +48,57 @@ static int mg__breaks(mg_status_t st) {
          st != MG_ERR_NOT_SUPPORTED;
 }
 
-/* Posts ops[0..n) as one batch: locks their communicators, numbers the operations, hands them to
- * their backends, and records failures on the communicators. */
-static mg_status_t mg__launch(mg__op_t **ops, int n) {
+void mg__op_number(mg__op_t *op, int started) {
+  mg_comm_t *c = op->comm;
+  if (mg__opkind_is_collective(op->kind)) {
+    op->seq = c->coll_seq++;
+    if (c->backend->caps & MG__CAP_PROGRESS) c->backend->op_enqueued(op);
+  } else {
+    op->seq = c->p2p_seq[2 * (size_t)op->root + (op->kind == MG_OPK_RECV)]++;
+  }
+  mg__trace_enqueue(op, started);
+}
+
+/* Posts ops[0..n) as one batch: locks their communicators, numbers the operations (unless a host
+ * stream numbered them when they were queued: `numbered`), hands them to their backends, records
+ * failures on the communicators and in the flight recorder, and dumps the recorder of a
+ * communicator whose operation timed out into MGCOMM_TRACE_DIR. */
+static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
   if (n == 0) return MG_OK;
   mg_comm_t *one[1];
   mg_comm_t **comms = n == 1 ? one : malloc(sizeof *comms * (size_t)n);
   if (comms == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "mg_group_end: out of memory");
   for (int i = 0; i < n; i++) comms[i] = ops[i]->comm;
-  qsort(comms, (size_t)n, sizeof *comms, mg__ptr_cmp);
+  if (n > 1) qsort(comms, (size_t)n, sizeof *comms, mg__ptr_cmp);
   int nc = 0;
   for (int i = 0; i < n; i++)
     if (nc == 0 || comms[nc - 1] != comms[i]) comms[nc++] = comms[i];
   for (int i = 0; i < nc; i++) pthread_mutex_lock(&comms[i]->lock);
 
   mg_status_t st = MG_OK;
-  for (int i = 0; i < nc && st == MG_OK; i++) /* an abort may have come since validation */
-    st = mg__comm_check_state(comms[i], mg__opkind_name(ops[0]->kind));
+  for (int i = 0; i < nc && st == MG_OK; i++) { /* an abort may have come since validation */
+    if (numbered && atomic_load(&comms[i]->aborting))
+      st = mg__error(MG_ERR_ABORTED, "%s on rank %d: the communicator was aborted before the "
+                     "operation ran", mg__opkind_name(ops[0]->kind), comms[i]->rank);
+    else
+      st = mg__comm_check_state(comms[i], mg__opkind_name(ops[0]->kind));
+  }
+  int launched = 0;
   if (st == MG_OK) {
+    launched = 1;
     double now = mg__now();
     for (int i = 0; i < n; i++) {
       mg__op_t *op = ops[i];
       mg_comm_t *c = op->comm;
       op->deadline = now + c->timeout_s;
       op->status = MG_INPROGRESS;
-      if (mg__opkind_is_collective(op->kind))
-        op->seq = c->coll_seq++;
-      else
-        op->seq = c->p2p_seq[2 * (size_t)op->root + (op->kind == MG_OPK_RECV)]++;
+      if (numbered) {
+        mg__trace_start(op);
+      } else {
+        pthread_mutex_lock(&c->seq_lock);
+        mg__op_number(op, 1);
+        pthread_mutex_unlock(&c->seq_lock);
+      }
     }
     /* One launch per backend, keeping the order of the operations. */
     for (int i = 0; i < n; i++) {
@@ -97,19 +124,73 @@ static mg_status_t mg__launch(mg__op_t **ops, int n) {
       free(tmp);
       if (bst < 0 && st == MG_OK) st = bst;
     }
-    for (int i = 0; i < n; i++) {
-      mg__op_t *op = ops[i];
-      if (op->status == MG_INPROGRESS && st < 0) op->status = st; /* never launched */
-      if (op->status < 0) {
-        if (mg__breaks(op->status))
-          mg__comm_fail(op->comm, op->status);
-        else
-          mg__comm_save_error(op->comm);
+  }
+  mg__trace_snap_t *snaps[8];
+  int nsnaps = 0;
+  for (int i = 0; i < n; i++) {
+    mg__op_t *op = ops[i];
+    if (!launched) {
+      if (numbered) { /* it was recorded when queued: it ends here */
+        op->status = st;
+        mg__trace_end(op);
       }
+      continue;
+    }
+    if (op->status == MG_INPROGRESS && st < 0) op->status = st; /* never launched */
+    mg__trace_end(op);
+    if (op->status < 0) {
+      if (mg__breaks(op->status))
+        mg__comm_fail(op->comm, op->status);
+      else
+        mg__comm_save_error(op->comm);
+    }
+    int first = 1; /* one dump per communicator */
+    for (int j = 0; j < i && first; j++) first = ops[j]->comm != op->comm || ops[j]->status != MG_ERR_TIMED_OUT;
+    if (op->status == MG_ERR_TIMED_OUT && first && nsnaps < 8) {
+      snaps[nsnaps] = mg__trace_autodump_snap(op->comm);
+      nsnaps += snaps[nsnaps] != NULL;
     }
   }
   for (int i = nc - 1; i >= 0; i--) pthread_mutex_unlock(&comms[i]->lock);
   if (comms != one) free(comms);
+  if (nsnaps > 0) {
+    char keep[MG__ERROR_LEN]; /* writing the dumps must not replace the operation's message */
+    mg_last_error_copy(keep, sizeof keep);
+    for (int i = 0; i < nsnaps; i++) mg__trace_autodump_write(snaps[i]);
+    mg__error(st, "%s", keep);
+  }
+  return st;
+}
+
+mg_status_t mg__launch_numbered(mg__op_t **ops, int n) { return mg__launch(ops, n, 1); }
+
+mg_status_t mg__op_stream(mg__op_t *op, const char *fn) {
+  op->hstream = NULL;
+  if (op->stream == NULL) return MG_OK;
+  struct mg_stream *hs = mg__hstream_lookup(op->stream);
+  if (hs == NULL) return MG_OK; /* a stream of the backend: its check_op judges it */
+  if (mg__hstream_comm(hs) != op->comm)
+    return mg__error(MG_ERR_INVALID_ARGUMENT,
+                     "%s: stream %p is a host stream of another communicator", fn,
+                     (void *)op->stream);
+  op->hstream = hs;
+  return MG_OK;
+}
+
+/* Runs or queues ops[0..n) (outside a group, or at its end): those on host streams go to their
+ * workers, the others run now; nothing is posted if memory runs out. */
+static mg_status_t mg__dispatch(mg__op_t **ops, int n) {
+  int ns = 0;
+  for (int i = 0; i < n; i++) ns += ops[i]->hstream != NULL;
+  if (ns == 0) return mg__launch(ops, n, 0);
+  if (ns == n) return mg__stream_submit(ops, n);
+  mg__op_t **split = malloc(sizeof *split * (size_t)n);
+  if (split == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "mg_group_end: out of memory");
+  int a = 0, b = ns;
+  for (int i = 0; i < n; i++) split[ops[i]->hstream != NULL ? a++ : b++] = ops[i];
+  mg_status_t st = mg__stream_submit(split, ns);
+  if (st == MG_OK) st = mg__launch(split + ns, n - ns, 0);
+  free(split);
   return st;
 }
 
@@ -118,15 +199,20 @@ mg_status_t mg__post(mg__op_t *op, const size_t *const v_in[4], const char *fn) 
   if (st < 0) return mg__group_note(st);
   mg__log_set_rank(op->comm->rank);
   st = mg__op_validate(op, v_in, fn);
+  if (st >= 0) st = mg__op_stream(op, fn);
   if (st >= 0) st = op->comm->backend->check_op(op, fn);
   if (st < 0) {
     mg__op_release(op);
     mg__comm_save_error(op->comm);
     return mg__group_note(st);
   }
+  return mg__post_checked(op, fn);
+}
+
+mg_status_t mg__post_checked(mg__op_t *op, const char *fn) {
   if (mg__grp.depth == 0) {
     mg__op_t *one = op;
-    st = mg__launch(&one, 1);
+    mg_status_t st = mg__dispatch(&one, 1);
     mg__op_release(op);
     return st;
   }
@@ -165,7 +251,7 @@ mg_status_t mg_group_end(void) {
     mg__error(st, "mg_group_end: nothing was posted; the group's first error was: %s",
               mg__grp.errmsg);
   else
-    st = mg__launch(mg__grp.ops, mg__grp.n);
+    st = mg__dispatch(mg__grp.ops, mg__grp.n);
   for (int i = 0; i < mg__grp.n; i++) {
     mg__op_release(mg__grp.ops[i]);
     free(mg__grp.ops[i]);

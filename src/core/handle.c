@@ -80,10 +80,29 @@ void mg__handle_unregister(const void *p) {
   pthread_rwlock_unlock(&mg__reg_lock);
 }
 
+int mg__handle_take(const void *p, mg__handle_kind_t kind) {
+  pthread_rwlock_wrlock(&mg__reg_lock);
+  long j = mg__find(p);
+  int ok = j >= 0 && mg__slots[j].kind == (int)kind;
+  if (ok) mg__slots[j].p = MG__TOMB;
+  pthread_rwlock_unlock(&mg__reg_lock);
+  return ok;
+}
+
 int mg__handle_valid(const void *p, mg__handle_kind_t kind) {
   pthread_rwlock_rdlock(&mg__reg_lock);
   long j = mg__find(p);
   int ok = j >= 0 && mg__slots[j].kind == (int)kind;
+  pthread_rwlock_unlock(&mg__reg_lock);
+  return ok;
+}
+
+int mg__handle_with(const void *p, mg__handle_kind_t kind, void (*fn)(void *p, void *arg),
+                    void *arg) {
+  pthread_rwlock_rdlock(&mg__reg_lock);
+  long j = mg__find(p);
+  int ok = j >= 0 && mg__slots[j].kind == (int)kind;
+  if (ok) fn((void *)p, arg);
   pthread_rwlock_unlock(&mg__reg_lock);
   return ok;
 }

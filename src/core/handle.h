@@ -11,12 +11,24 @@
 typedef enum mg__handle_kind {
   MG__HANDLE_COMM = 1,
   MG__HANDLE_STORE = 2, /* mg_store_t (src/boot/) */
+  MG__HANDLE_REQUEST = 3, /* mg_request_t (src/core/request.c) */
+  MG__HANDLE_STREAM = 4,  /* host streams, mg_stream_t (src/core/stream.c) */
+  MG__HANDLE_WORLD = 5,   /* mg_world_t (src/world/) */
 } mg__handle_kind_t;
 
 /* MG_OK, or MG_ERR_OUT_OF_MEMORY. */
 mg_status_t mg__handle_register(const void *p, mg__handle_kind_t kind);
 void mg__handle_unregister(const void *p);
+/* Unregisters p if it is registered with this kind: 1 when this call removed it, 0 otherwise (of
+ * two concurrent calls, one gets 1). */
+int mg__handle_take(const void *p, mg__handle_kind_t kind);
 /* 1 when p is registered with this kind. */
 int mg__handle_valid(const void *p, mg__handle_kind_t kind);
+/* When p is registered with this kind, calls fn(p, arg) under the registry's read lock, so that
+ * p cannot be unregistered (and freed by its owner) while fn runs, and returns 1; else 0. fn is
+ * short and never registers or unregisters a handle. Lock order: the registry, then fn's locks;
+ * so an owner unregisters its handle before it takes its own locks to destroy it. */
+int mg__handle_with(const void *p, mg__handle_kind_t kind, void (*fn)(void *p, void *arg),
+                    void *arg);
 
 #endif

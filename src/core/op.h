@@ -17,5 +17,16 @@ mg_status_t mg__redop_capture(mg__op_t *op, const char *fn);
  * group. v_in: all_to_allv's four arrays, else NULL. */
 mg_status_t mg__post(mg__op_t *op, const size_t *const v_in[4], const char *fn);
 void mg__op_release(mg__op_t *op);
+/* Posts an op that was validated already (the world's workers): as mg__post after validation. */
+mg_status_t mg__post_checked(mg__op_t *op, const char *fn);
+/* Numbers op on its communicator, publishes it to the backend (op_enqueued) and records it in
+ * the flight recorder, as started when started is 1. The caller holds op->comm->seq_lock. */
+void mg__op_number(mg__op_t *op, int started);
+/* Runs ops[0..n) of one item of a host stream on the worker (numbered by mg__op_number): as a
+ * group end does, with their communicators' locks. Returns the first error. */
+mg_status_t mg__launch_numbered(mg__op_t **ops, int n);
+/* Validates op->stream against op->comm: NULL, a host stream of op->comm (op->hstream is set),
+ * or a foreign stream the backend judges in check_op. */
+mg_status_t mg__op_stream(mg__op_t *op, const char *fn);
 
 #endif

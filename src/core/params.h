@@ -69,6 +69,25 @@
   X(STORE_FRAME_TIMEOUT, DOUBLE, "10", 0.01, 3600, "",                                         \
     "Store server: seconds a connection may take to authenticate, to finish a message it "     \
     "began, or to read a reply; slower connections are closed")                                \
+  X(TRACE_DIR, STRING, "", 0, 0, "",                                                           \
+    "Flight recorder: folder into which a communicator dumps its trace (JSON) when one of "    \
+    "its operations or requests times out; empty = no automatic dump")                        \
+  X(TRACE_ENTRIES, INT, "2048", 0, 16777216, "",                                               \
+    "Flight recorder: operations kept per communicator (a ring); 0 = no recorder")            \
+  X(WATCHDOG_INTERVAL, DOUBLE, "0.1", 0.001, 60, "",                                           \
+    "Watchdog: seconds between its checks of pending requests against their deadlines and "   \
+    "of the backends' asynchronous errors")                                                    \
+  X(ON_TIMEOUT, CHOICE, "abort", 0, 0, "abort|report",                                         \
+    "What the watchdog does with a communicator whose request timed out: abort it (no thread " \
+    "stays stuck) or report (the request fails, the communicator moves to the error state)")  \
+  X(COMPLETION, CHOICE, "hostfn", 0, 0, "hostfn|poll|sync",                                    \
+    "How requests learn that a stream passed them: hostfn (the stream calls back), poll "     \
+    "(checked every MGCOMM_POLL_INTERVAL) or sync (the waiting thread blocks on the stream)") \
+  X(POLL_INTERVAL, DOUBLE, "0.00005", 0.000001, 1, "",                                         \
+    "Seconds between two checks of a pending request under the poll completion strategy")     \
+  X(WAIT_SPIN_US, INT, "20", 0, 1000000, "",                                                   \
+    "Microseconds a thread waiting for a request, and an idle rank worker, spin before they "  \
+    "sleep")                                                                                   \
   MG__PARAM_TESTING_ROWS(X)
 
 typedef enum {

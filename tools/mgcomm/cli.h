@@ -9,5 +9,6 @@
 int mg_cli_info(int argc, char **argv);
 int mg_cli_bench(int argc, char **argv);
 int mg_cli_launch(int argc, char **argv);
+int mg_cli_trace(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@ static const struct {
     {"info", mg_cli_info, "libraries, devices, features and parameters ([--json] [--config])"},
     {"bench", mg_cli_bench, "nccl-tests-compatible benchmark of the collectives, with checks"},
     {"launch", mg_cli_launch, "start N processes of one job on this machine (-n N -- program)"},
+    {"trace", mg_cli_trace, "merge flight-recorder dumps and name where the ranks diverge"},
 };
 
 static void usage(FILE *f) {

@@ -13,6 +13,9 @@
 #include "backend/host/host.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/op.h"
+#include "core/stream.h"
+#include "core/trace.h"
 
 static const char mg__hid_magic[8] = MG__HID_MAGIC;
 
@@ -128,10 +131,14 @@ static mg_status_t mg__internal(mg_comm_t *comm, mg__opkind_t kind, const void *
   op.dtype = MG_INT64;
   op.redop.op = MG_MAX;
   op.root = -1;
-  op.seq = comm->coll_seq++;
   op.deadline = deadline;
+  pthread_mutex_lock(&comm->seq_lock);
+  mg__op_number(&op, 1); /* numbered and recorded like any other: every rank agrees */
+  pthread_mutex_unlock(&comm->seq_lock);
   mg__op_t *one = &op;
-  return mg__host_launch(&one, 1);
+  mg_status_t st = mg__host_launch(&one, 1);
+  mg__trace_end(&op);
+  return st;
 }
 
 static mg_status_t mg__child_init(mg_comm_t *child, const mg__hid_t *id, double deadline,
@@ -204,7 +211,12 @@ static void h_interrupt(mg_comm_t *comm) {
   if (hc->shm.base != NULL) mg__hshm_wake(&hc->shm);
 }
 
-static void h_abort(mg_comm_t *comm) { mg__hshm_detach(&mg__hcomm(comm)->shm, MG__HRANK_FAILED); }
+/* The peers learn of the abort at once; the mapping stays until destroy, so that threads still
+ * reading this rank's progress (a timeout message, a trace dump) never touch unmapped memory. */
+static void h_abort(mg_comm_t *comm) {
+  mg__hshm_t *s = &mg__hcomm(comm)->shm;
+  if (s->base != NULL) mg__hshm_fail(s, comm->rank);
+}
 
 static void h_destroy(mg_comm_t *comm) { mg__hshm_detach(&mg__hcomm(comm)->shm, MG__HRANK_LEFT); }
 
@@ -215,17 +227,65 @@ static mg_status_t h_async_error(mg_comm_t *comm) {
     char why[160];
     int culprit;
     mg_status_t ps = r == comm->rank ? MG_OK : mg__hshm_peer_status(s, r, why, sizeof why, &culprit);
-    if (ps < 0) return mg__error(ps, "host backend: %s", why);
+    /* A peer that failed because of this rank is not a remote failure: this rank's own
+     * operation reports what happened. */
+    if (ps < 0 && culprit != comm->rank) return mg__error(ps, "host backend: %s", why);
   }
   return MG_OK;
 }
 
 static mg_status_t h_check_op(const mg__op_t *op, const char *fn) {
-  if (op->stream != NULL)
+  if (op->stream != NULL && op->hstream == NULL)
     return mg__error(MG_ERR_INVALID_ARGUMENT,
-                     "%s: stream %p is not valid on the host backend, which runs operations "
-                     "before returning (pass NULL)", fn, (void *)op->stream);
+                     "%s: stream %p is not a host stream; on the host backend pass NULL (run "
+                     "before returning) or a stream of mg_stream_create", fn, (void *)op->stream);
   return MG_OK;
+}
+
+/* ---- progress ---- */
+
+static void h_op_enqueued(const mg__op_t *op) {
+  mg__hshm_t *s = &mg__hcomm(op->comm)->shm;
+  if (s->base == NULL) return;
+  mg__hshm_desc_t *d = &s->ranks[s->me].enq;
+  atomic_store_explicit(&d->seq1, 0, memory_order_relaxed); /* readers retry while it changes */
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&d->count, op->count, memory_order_relaxed);
+  atomic_store_explicit(&d->kind, (int32_t)op->kind, memory_order_relaxed);
+  atomic_store_explicit(&d->dtype, (int32_t)op->dtype, memory_order_relaxed);
+  atomic_store_explicit(&d->root, (int32_t)op->root, memory_order_relaxed);
+  atomic_store_explicit(&d->seq1, op->seq + 1, memory_order_release);
+}
+
+static mg_status_t h_peer_progress(mg_comm_t *comm, int r, mg__progress_t *out) {
+  mg__hshm_t *s = &mg__hcomm(comm)->shm;
+  if (s->base == NULL)
+    return mg__error(MG_ERR_NOT_SUPPORTED, "rank %d's segment is not mapped", comm->rank);
+  const mg__hshm_rank_t *rb = &s->ranks[r];
+  for (int tries = 0;; tries++) {
+    uint64_t q = atomic_load_explicit(&rb->enq.seq1, memory_order_acquire);
+    out->count = atomic_load_explicit(&rb->enq.count, memory_order_relaxed);
+    out->kind = (mg__opkind_t)atomic_load_explicit(&rb->enq.kind, memory_order_relaxed);
+    out->dtype = (mg_dtype_t)atomic_load_explicit(&rb->enq.dtype, memory_order_relaxed);
+    out->root = atomic_load_explicit(&rb->enq.root, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    uint64_t again = atomic_load_explicit(&rb->enq.seq1, memory_order_relaxed);
+    uint64_t done = atomic_load_explicit(&rb->done_seq, memory_order_acquire);
+    /* seq1 is 0 while the rank rewrites the descriptor, and moves when it enqueues again. */
+    int torn = again != q || (q == 0 && done != 0);
+    if (torn && tries < 100) continue;
+    if (torn) return mg__error(MG_ERR_NOT_SUPPORTED, "rank %d's progress kept changing", r);
+    out->enqueued1 = q;
+    out->completed1 = done;
+    return MG_OK;
+  }
+}
+
+static uint64_t h_comm_tag(const mg_comm_t *comm) {
+  uint64_t lo, hi;
+  memcpy(&lo, mg__hcomm(comm)->id.secret, 8);
+  memcpy(&hi, mg__hcomm(comm)->id.secret + 8, 8);
+  return mg__mix(lo ^ mg__mix(hi));
 }
 
 static mg_status_t h_redop_create(mg_comm_t *comm, mg_dtype_t dtype, mg__redop_t *redop) {
@@ -265,7 +325,7 @@ const mg__backend_t mg__backend_host = {
     .version = MG__BACKEND_VERSION,
     .name = "host",
     .id = MG_BACKEND_HOST,
-    .caps = MG__CAP_SPLIT | MG__CAP_SHRINK | MG__CAP_PREMUL,
+    .caps = MG__CAP_SPLIT | MG__CAP_SHRINK | MG__CAP_PREMUL | MG__CAP_PROGRESS | MG__CAP_MARKS,
     .comm_priv_size = sizeof(mg__hcomm_t),
     .available = h_available,
     .unique_id = h_unique_id,
@@ -287,4 +347,13 @@ const mg__backend_t mg__backend_host = {
     .mem_copy = h_mem_copy,
     .mem_register = h_mem_register,
     .mem_deregister = h_mem_deregister,
+    .mark_priv_size = sizeof(void *), /* stream.c's mg__hmark_t: one pointer */
+    .mark_record = mg__hmark_record,
+    .mark_query = mg__hmark_query,
+    .mark_notify = mg__hmark_notify,
+    .mark_wait = mg__hmark_wait,
+    .mark_release = mg__hmark_release,
+    .op_enqueued = h_op_enqueued,
+    .peer_progress = h_peer_progress,
+    .comm_tag = h_comm_tag,
 };

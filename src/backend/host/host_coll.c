@@ -554,6 +554,15 @@ static int mg__hx_start(mg__hx_t *x) {
     return -1;
   }
   x->started = 1;
+  /* Test builds: "host.fail" fails the operation as a broken transport would, with the rule's
+   * code (MG_ERR_BACKEND when it is not a status); the peers see this rank fail. */
+  int injected = MG_FAULT_POINT("host.fail");
+  if (injected != 0) {
+    char d[160];
+    mg_status_t st = injected < 0 ? (mg_status_t)injected : MG_ERR_BACKEND;
+    mg__error(st, "%s: injected failure (fault point host.fail)", mg__desc(x->op, d, sizeof d));
+    return mg__hx_fail(x, st, x->me);
+  }
   if (mg__opkind_is_collective(x->op->kind)) mg__coll_start(x);
   return 1;
 }

@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/params.h"
+#include "loader/fault.h"
 
 #define MG__PAGE 4096u
 
@@ -110,6 +111,12 @@ static void mg__nap(void) {
 mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me, double deadline,
                             const atomic_int *aborting) {
   memset(s, 0, sizeof *s);
+  /* Test builds: "host.attach" fails the attach with the rule's code (MG_ERR_SYSTEM when it is
+   * not a status), as a failing shm_open would. */
+  int injected = MG_FAULT_POINT("host.attach");
+  if (injected != 0)
+    return mg__error(injected < 0 ? (mg_status_t)injected : MG_ERR_SYSTEM,
+                     "attaching %s: injected failure (fault point host.attach)", name);
   snprintf(s->name, sizeof s->name, "%s", name);
   s->nranks = nranks;
   s->me = me;

@@ -22,7 +22,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 1u
+#define MG__HSHM_VERSION 2u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -57,8 +57,9 @@ typedef struct mg__hshm_desc {
   _Atomic int32_t redop;  /* built-in op, or -1 for a custom one */
 } mg__hshm_desc_t;
 
-/* One rank's published state: progress counters and the collectives it is in. Written only by
- * its rank; read by all. 128 bytes, so two ranks never share a cache line. */
+/* One rank's published state: progress counters, the collectives it is in and the last one it
+ * enqueued. Written only by its rank; read by all. 256 bytes, so two ranks never share a cache
+ * line. */
 typedef struct mg__hshm_rank {
   _Atomic uint64_t posted;   /* steps whose input this rank has placed in its slot */
   _Atomic uint64_t reduced;  /* steps whose slice this rank has reduced (two-phase steps) */
@@ -73,9 +74,14 @@ typedef struct mg__hshm_rank {
   _Atomic uint64_t done_seq; /* sequence number + 1 of the last collective completed */
   _Atomic int32_t cause;     /* MG__HRANK_FAILED: the rank whose failure caused it (itself if it
                                 timed out or aborted), so that survivors name the first culprit */
-  char pad_[128 - 116];
+  int32_t pad0_;
+  /* The last collective the rank enqueued (numbered: it may still be queued on a host stream),
+   * for the flight recorder and timeout messages. seq1 is stored last, and read first and again
+   * last by readers, who retry when it changed in between. */
+  mg__hshm_desc_t enq;
+  char pad_[256 - 152];
 } mg__hshm_rank_t;
-_Static_assert(sizeof(mg__hshm_rank_t) == 128, "rank block is two cache lines");
+_Static_assert(sizeof(mg__hshm_rank_t) == 256, "rank block is four cache lines");
 
 /* Cursors of the ring from rank s to rank d (bytes written / read since the start). */
 typedef struct mg__hshm_chan {

@@ -1,0 +1,410 @@
+/*
+ * trace.c -- the flight recorder (trace.h) and mg_comm_dump_trace.
+ *
+ * Divisions: the ring; describing a stall; snapshots and the JSON dump (its format is in
+ * docs/world.md; tools/mgcomm/trace.c reads it).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/comm.h"
+#include "core/log.h"
+#include "core/params.h"
+#include "core/trace.h"
+
+enum { MG__TR_ENQUEUED = 1, MG__TR_STARTED = 2, MG__TR_COMPLETED = 3, MG__TR_FAILED = 4 };
+
+static const char *mg__tr_state_name(int s) {
+  switch (s) {
+    case MG__TR_ENQUEUED: return "enqueued";
+    case MG__TR_STARTED: return "started";
+    case MG__TR_COMPLETED: return "completed";
+    case MG__TR_FAILED: return "failed";
+  }
+  return "unknown";
+}
+
+typedef struct mg__trace_ent {
+  uint64_t id;     /* 1-based number of the entry on its comm; 0: slot never used */
+  uint64_t seq;    /* the operation's sequence number (per peer for send/recv) */
+  uint64_t count;
+  uintptr_t stream;
+  double t_enq, t_start, t_end; /* mg__now() seconds; 0 until it happened */
+  int32_t kind, dtype, root, state, status;
+} mg__trace_ent_t;
+
+struct mg__trace {
+  pthread_mutex_t lock; /* leaf */
+  uint32_t cap;
+  uint64_t next_id;     /* entries made so far */
+  uint64_t enq1, done1; /* collectives: last enqueued / completed sequence number + 1 */
+  mg__trace_ent_t ent[];
+};
+
+/* ---- the ring ------------------------------------------------------------------------------ */
+
+mg_status_t mg__trace_create(mg_comm_t *comm, int entries) {
+  comm->trace = NULL;
+  if (entries <= 0) return MG_OK;
+  mg__trace_t *t = calloc(1, sizeof *t + (size_t)entries * sizeof(mg__trace_ent_t));
+  if (t == NULL)
+    return mg__error(MG_ERR_OUT_OF_MEMORY, "cannot allocate a flight recorder of %d entries",
+                     entries);
+  pthread_mutex_init(&t->lock, NULL);
+  t->cap = (uint32_t)entries;
+  comm->trace = t;
+  return MG_OK;
+}
+
+void mg__trace_destroy(mg_comm_t *comm) {
+  if (comm->trace == NULL) return;
+  pthread_mutex_destroy(&comm->trace->lock);
+  free(comm->trace);
+  comm->trace = NULL;
+}
+
+static mg__trace_ent_t *mg__tr_slot(mg__trace_t *t, uint64_t id) {
+  mg__trace_ent_t *e = &t->ent[(id - 1) % t->cap];
+  return e->id == id ? e : NULL; /* NULL: overwritten by a newer entry */
+}
+
+void mg__trace_enqueue(mg__op_t *op, int started) {
+  mg__trace_t *t = op->comm->trace;
+  if (t == NULL) return;
+  double now = mg__now();
+  pthread_mutex_lock(&t->lock);
+  uint64_t id = ++t->next_id;
+  mg__trace_ent_t *e = &t->ent[(id - 1) % t->cap];
+  e->id = id;
+  e->seq = op->seq;
+  e->count = op->count;
+  e->stream = (uintptr_t)op->stream;
+  e->t_enq = now;
+  e->t_start = started ? now : 0;
+  e->t_end = 0;
+  e->kind = op->kind;
+  e->dtype = op->dtype;
+  e->root = op->root;
+  e->state = started ? MG__TR_STARTED : MG__TR_ENQUEUED;
+  e->status = MG_INPROGRESS;
+  if (mg__opkind_is_collective(op->kind)) t->enq1 = op->seq + 1;
+  pthread_mutex_unlock(&t->lock);
+  op->trace_id = id;
+}
+
+void mg__trace_start(const mg__op_t *op) {
+  mg__trace_t *t = op->comm->trace;
+  if (t == NULL || op->trace_id == 0) return;
+  double now = mg__now();
+  pthread_mutex_lock(&t->lock);
+  mg__trace_ent_t *e = mg__tr_slot(t, op->trace_id);
+  if (e != NULL) {
+    e->t_start = now;
+    e->state = MG__TR_STARTED;
+  }
+  pthread_mutex_unlock(&t->lock);
+}
+
+void mg__trace_end(const mg__op_t *op) {
+  mg__trace_t *t = op->comm->trace;
+  if (t == NULL || op->trace_id == 0) return;
+  double now = mg__now();
+  pthread_mutex_lock(&t->lock);
+  mg__trace_ent_t *e = mg__tr_slot(t, op->trace_id);
+  if (e != NULL) {
+    if (e->t_start == 0) e->t_start = now; /* failed before it started */
+    e->t_end = now;
+    e->status = op->status;
+    e->state = op->status < 0 ? MG__TR_FAILED : MG__TR_COMPLETED;
+  }
+  if (op->status >= 0 && mg__opkind_is_collective(op->kind) && op->seq + 1 > t->done1)
+    t->done1 = op->seq + 1;
+  pthread_mutex_unlock(&t->lock);
+}
+
+/* ---- describing a stall ---------------------------------------------------------------------- */
+
+static size_t mg__cat(char *buf, size_t len, size_t o, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static size_t mg__cat(char *buf, size_t len, size_t o, const char *fmt, ...) {
+  if (o >= len) return o;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf + o, len - o, fmt, ap);
+  va_end(ap);
+  return n < 0 ? o : o + (size_t)n;
+}
+
+static const char *mg__dt(int dtype) {
+  const char *n = mg_dtype_name((mg_dtype_t)dtype);
+  return n ? n : "?";
+}
+
+void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
+  size_t o = 0;
+  buf[0] = '\0';
+  mg__trace_t *t = comm->trace;
+  mg__trace_ent_t pend = {0}, p2p = {0};
+  if (t != NULL) {
+    pthread_mutex_lock(&t->lock);
+    uint64_t first = t->next_id > t->cap ? t->next_id - t->cap + 1 : 1;
+    for (uint64_t id = first; id <= t->next_id; id++) {
+      mg__trace_ent_t *e = mg__tr_slot(t, id);
+      if (e == NULL || e->state == MG__TR_COMPLETED || e->state == MG__TR_FAILED) continue;
+      if (mg__opkind_is_collective((mg__opkind_t)e->kind)) {
+        if (pend.id == 0) pend = *e;
+      } else if (p2p.id == 0) {
+        p2p = *e;
+      }
+    }
+    pthread_mutex_unlock(&t->lock);
+  }
+  if (pend.id == 0 && p2p.id != 0) {
+    mg__cat(buf, len, o, "%s #%llu %s rank %d (%s x %llu) %s", mg__opkind_name(p2p.kind),
+            (unsigned long long)p2p.seq, p2p.kind == MG_OPK_SEND ? "to" : "from", p2p.root,
+            mg__dt(p2p.dtype), (unsigned long long)p2p.count,
+            p2p.state == MG__TR_STARTED ? "is in progress" : "is queued");
+    return;
+  }
+  if (pend.id == 0) {
+    mg__cat(buf, len, o, "rank %d of %d has no operation pending%s", comm->rank, comm->nranks,
+            t == NULL ? " (no flight recorder)" : "");
+    return;
+  }
+  o = mg__cat(buf, len, o, "%s #%llu (%s x %llu)", mg__opkind_name(pend.kind),
+              (unsigned long long)pend.seq, mg__dt(pend.dtype), (unsigned long long)pend.count);
+  if (!(comm->backend->caps & MG__CAP_PROGRESS)) {
+    mg__cat(buf, len, o, ": the %s backend does not publish the progress of the other ranks",
+            comm->backend->name);
+    return;
+  }
+  const uint64_t want = pend.seq + 1;
+  char waiting[256] = "";
+  size_t w = 0;
+  int nwait = 0;
+  char others[768] = "";
+  size_t ot = 0;
+  for (int r = 0; r < comm->nranks; r++) {
+    mg__progress_t p;
+    if (comm->backend->peer_progress(comm, r, &p) < 0) {
+      ot = mg__cat(others, sizeof others, ot, ", rank %d's progress is unknown", r);
+      continue;
+    }
+    if (p.enqueued1 >= want && p.completed1 < want) {
+      w = mg__cat(waiting, sizeof waiting, w, "%s%d", nwait ? "," : "", r);
+      nwait++;
+    } else if (p.completed1 >= want) {
+      ot = mg__cat(others, sizeof others, ot, ", rank %d completed it", r);
+    } else if (p.enqueued1 == 0) {
+      ot = mg__cat(others, sizeof others, ot, ", rank %d has not enqueued any collective", r);
+    } else {
+      ot = mg__cat(others, sizeof others, ot, ", rank %d last enqueued #%llu (%s)", r,
+                   (unsigned long long)(p.enqueued1 - 1), mg__opkind_name(p.kind));
+    }
+  }
+  if (nwait > 0)
+    o = mg__cat(buf, len, o, ": rank%s %s waiting%s", nwait > 1 ? "s" : "", waiting, others);
+  else
+    o = mg__cat(buf, len, o, ":%s", others + 1);
+}
+
+/* ---- snapshots and the JSON dump ------------------------------------------------------------ */
+
+struct mg__trace_snap {
+  int rank, nranks;
+  const char *backend;
+  uint64_t tag;
+  char reason[32];
+  double at;
+  uint32_t cap;
+  uint64_t recorded;
+  uint64_t enq1, done1;
+  int npeers;              /* nranks when the backend publishes progress, else 0 */
+  mg__progress_t *peers;   /* [npeers] */
+  int *peer_known;         /* [npeers] */
+  size_t n;
+  mg__trace_ent_t *ent;    /* [n], oldest first */
+};
+
+void mg__trace_snap_free(mg__trace_snap_t *s) {
+  if (s == NULL) return;
+  free(s->peers);
+  free(s->peer_known);
+  free(s->ent);
+  free(s);
+}
+
+mg__trace_snap_t *mg__trace_snapshot(mg_comm_t *comm, const char *reason) {
+  mg__trace_t *t = comm->trace;
+  if (t == NULL) {
+    mg__error(MG_ERR_NOT_SUPPORTED, "rank %d has no flight recorder (trace_entries -1, or "
+              "MGCOMM_TRACE_ENTRIES=0)", comm->rank);
+    return NULL;
+  }
+  mg__trace_snap_t *s = calloc(1, sizeof *s);
+  int progress = (comm->backend->caps & MG__CAP_PROGRESS) != 0;
+  if (s != NULL) {
+    s->ent = malloc(sizeof *s->ent * t->cap);
+    if (progress) {
+      s->peers = calloc((size_t)comm->nranks, sizeof *s->peers);
+      s->peer_known = calloc((size_t)comm->nranks, sizeof *s->peer_known);
+    }
+  }
+  if (s == NULL || s->ent == NULL || (progress && (s->peers == NULL || s->peer_known == NULL))) {
+    mg__trace_snap_free(s);
+    mg__error(MG_ERR_OUT_OF_MEMORY, "cannot copy the flight recorder of rank %d", comm->rank);
+    return NULL;
+  }
+  s->rank = comm->rank;
+  s->nranks = comm->nranks;
+  s->backend = comm->backend->name;
+  s->tag = progress ? comm->backend->comm_tag(comm) : (uint64_t)(uintptr_t)comm;
+  snprintf(s->reason, sizeof s->reason, "%s", reason);
+  s->at = mg__now();
+  s->cap = t->cap;
+  if (progress) {
+    s->npeers = comm->nranks;
+    for (int r = 0; r < comm->nranks; r++)
+      s->peer_known[r] = comm->backend->peer_progress(comm, r, &s->peers[r]) == MG_OK;
+  }
+  pthread_mutex_lock(&t->lock);
+  s->recorded = t->next_id;
+  s->enq1 = t->enq1;
+  s->done1 = t->done1;
+  uint64_t first = t->next_id > t->cap ? t->next_id - t->cap + 1 : 1;
+  for (uint64_t id = first; id <= t->next_id; id++) {
+    mg__trace_ent_t *e = mg__tr_slot(t, id);
+    if (e != NULL) s->ent[s->n++] = *e;
+  }
+  pthread_mutex_unlock(&t->lock);
+  return s;
+}
+
+static void mg__json_time(FILE *f, const char *key, double t, const char *sep) {
+  if (t == 0)
+    fprintf(f, "\"%s\": null%s", key, sep);
+  else
+    fprintf(f, "\"%s\": %.9f%s", key, t, sep);
+}
+
+static void mg__json_seq1(FILE *f, const char *key, uint64_t v1, const char *sep) {
+  if (v1 == 0)
+    fprintf(f, "\"%s\": -1%s", key, sep);
+  else
+    fprintf(f, "\"%s\": %llu%s", key, (unsigned long long)(v1 - 1), sep);
+}
+
+static void mg__default_name(const mg__trace_snap_t *s, const char *dir, char *out, size_t len) {
+  snprintf(out, len, "%s/mgcomm-trace-%016llx-r%d.json", dir, (unsigned long long)s->tag, s->rank);
+}
+
+mg_status_t mg__trace_write(const mg__trace_snap_t *s, const char *path, const char *fn) {
+  char file[4096];
+  struct stat sb;
+  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+    mg__default_name(s, path, file, sizeof file);
+  else
+    snprintf(file, sizeof file, "%s", path);
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp%d", file, (int)getpid());
+  FILE *f = fopen(tmp, "w");
+  if (f == NULL) return mg__error_errno(MG_ERR_SYSTEM, errno, "%s: cannot write %s", fn, tmp);
+  char host[256] = "";
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0'; /* the name is informative only */
+  for (char *c = host; *c; c++)
+    if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) *c = '_';
+  fprintf(f, "{\n  \"format\": \"mgcomm-trace\",\n  \"version\": 1,\n");
+  fprintf(f, "  \"comm\": \"%016llx\",\n  \"rank\": %d,\n  \"nranks\": %d,\n",
+          (unsigned long long)s->tag, s->rank, s->nranks);
+  fprintf(f, "  \"backend\": \"%s\",\n  \"host\": \"%s\",\n  \"pid\": %d,\n", s->backend, host,
+          (int)getpid());
+  fprintf(f, "  \"reason\": \"%s\",\n  \"dumped_at\": %.9f,\n", s->reason, s->at);
+  fprintf(f, "  \"capacity\": %u,\n  \"recorded\": %llu,\n  ", s->cap,
+          (unsigned long long)s->recorded);
+  mg__json_seq1(f, "last_enqueued", s->enq1, ",\n  ");
+  mg__json_seq1(f, "last_completed", s->done1, ",\n");
+  fprintf(f, "  \"peers\": [");
+  for (int r = 0; r < s->npeers; r++) {
+    const mg__progress_t *p = &s->peers[r];
+    fprintf(f, "%s\n    {\"rank\": %d, ", r ? "," : "", r);
+    if (!s->peer_known[r]) {
+      fprintf(f, "\"known\": false}");
+      continue;
+    }
+    mg__json_seq1(f, "last_enqueued", p->enqueued1, ", ");
+    mg__json_seq1(f, "last_completed", p->completed1, "");
+    if (p->enqueued1 != 0)
+      fprintf(f, ", \"kind\": \"%s\", \"dtype\": \"%s\", \"count\": %llu, \"root\": %d",
+              mg__opkind_name(p->kind), mg__dt(p->dtype), (unsigned long long)p->count, p->root);
+    fprintf(f, "}");
+  }
+  fprintf(f, "%s],\n  \"entries\": [", s->npeers ? "\n  " : "");
+  for (size_t i = 0; i < s->n; i++) {
+    const mg__trace_ent_t *e = &s->ent[i];
+    const int coll = mg__opkind_is_collective((mg__opkind_t)e->kind);
+    fprintf(f, "%s\n    {\"id\": %llu, \"seq\": %llu, \"kind\": \"%s\", \"collective\": %s, ",
+            i ? "," : "", (unsigned long long)e->id, (unsigned long long)e->seq,
+            mg__opkind_name(e->kind), coll ? "true" : "false");
+    fprintf(f, "\"dtype\": \"%s\", \"count\": %llu, \"root\": %d, \"peer\": %d, ",
+            mg__dt(e->dtype), (unsigned long long)e->count, coll ? e->root : -1,
+            coll ? -1 : e->root);
+    fprintf(f, "\"stream\": \"0x%llx\", ", (unsigned long long)e->stream);
+    mg__json_time(f, "t_enqueue", e->t_enq, ", ");
+    mg__json_time(f, "t_start", e->t_start, ", ");
+    mg__json_time(f, "t_end", e->t_end, ", ");
+    fprintf(f, "\"state\": \"%s\", \"status\": \"%s\"}", mg__tr_state_name(e->state),
+            e->status == MG_INPROGRESS ? "" : mg_status_name((mg_status_t)e->status));
+  }
+  fprintf(f, "%s]\n}\n", s->n ? "\n  " : "");
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad) {
+    int err = errno;
+    unlink(tmp); /* best effort: do not leave a partial file behind */
+    return mg__error_errno(MG_ERR_SYSTEM, err, "%s: cannot write %s", fn, tmp);
+  }
+  if (rename(tmp, file) != 0) {
+    int err = errno;
+    unlink(tmp); /* as above */
+    return mg__error_errno(MG_ERR_SYSTEM, err, "%s: cannot rename %s to %s", fn, tmp, file);
+  }
+  MG_INFO(MG_SUBSYS_COLL, "%s: rank %d's flight recorder written to %s", fn, s->rank, file);
+  return MG_OK;
+}
+
+mg__trace_snap_t *mg__trace_autodump_snap(mg_comm_t *comm) {
+  if (mg__param_str(MG_PARAM_TRACE_DIR)[0] == '\0' || comm->trace == NULL) return NULL;
+  return mg__trace_snapshot(comm, "timeout");
+}
+
+void mg__trace_autodump_write(mg__trace_snap_t *snap) {
+  if (snap == NULL) return;
+  const char *dir = mg__param_str(MG_PARAM_TRACE_DIR);
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+    MG_WARN("MGCOMM_TRACE_DIR %s cannot be created: %s", dir, strerror(errno));
+  char file[4096];
+  mg__default_name(snap, dir, file, sizeof file);
+  /* The timeout is what the caller reports; a dump that fails is only worth a warning. */
+  if (mg__trace_write(snap, file, "flight recorder") < 0) MG_WARN("%s", mg_last_error());
+  mg__trace_snap_free(snap);
+}
+
+mg_status_t mg_comm_dump_trace(mg_comm_t *comm, const char *path) {
+  static const char fn[] = "mg_comm_dump_trace";
+  MG_CHECK(mg__comm_check(comm, fn));
+  if (path == NULL || path[0] == '\0')
+    return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: path is NULL or empty", fn);
+  mg__trace_snap_t *s = mg__trace_snapshot(comm, "request");
+  if (s == NULL) {
+    mg__error_prefix("%s", fn);
+    return comm->trace == NULL ? MG_ERR_NOT_SUPPORTED : MG_ERR_OUT_OF_MEMORY;
+  }
+  mg_status_t st = mg__trace_write(s, path, fn);
+  mg__trace_snap_free(s);
+  return st;
+}
