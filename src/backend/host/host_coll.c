@@ -30,7 +30,10 @@
 
 /* ---- execution state ---------------------------------------------------------------------- */
 
-enum { MG__ALG_CHUNK, MG__ALG_ONE, MG__ALG_TWO };
+/* CHUNK: pipelined through the slots; ONE: small reductions, every reader reduces all inputs in
+ * one step; TWO: large reductions, each rank reduces its slice; MAIL: the smallest all_reduce,
+ * reduce, broadcast and all_gather, whose data travels in the ranks' mail lines. */
+enum { MG__ALG_CHUNK, MG__ALG_ONE, MG__ALG_TWO, MG__ALG_MAIL };
 enum { MG__SET_NONE, MG__SET_ROOT, MG__SET_ALL };
 
 typedef struct mg__hx {
@@ -226,10 +229,41 @@ static void mg__coll_start(mg__hx_t *x) {
     default:
       break;
   }
+  const int mailable = op->kind == MG_OPK_ALL_REDUCE || op->kind == MG_OPK_REDUCE ||
+                       op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER;
+  if (mailable && c * x->es <= MG__MAIL_BYTES) { /* the same choice on every rank */
+    x->alg = MG__ALG_MAIL;
+    x->E = c;
+    x->set2 = MG__SET_NONE;
+  }
   if (op->kind == MG_OPK_ALL_TO_ALLV)
     x->nsteps = UINT64_MAX; /* everybody's largest count decides, known after step 0 */
   else
     x->nsteps = c == 0 ? 0 : (c + x->E - 1) / x->E;
+}
+
+/* The key a mail carries: the collective's sequence number and shape, so that a reader checks
+ * the match without reading the peer's descriptor. */
+static uint64_t mg__mail_key(const mg__op_t *op) {
+  uint64_t k = op->seq * 0x9e3779b97f4a7c15ull;
+  k ^= ((uint64_t)op->kind << 56) ^ ((uint64_t)op->dtype << 48) ^ ((uint64_t)(uint32_t)op->root << 16);
+  k ^= (uint64_t)op->count * 0xc2b2ae3d27d4eb4full;
+  k ^= (uint64_t)(op->redop.premul ? 0xffu : (unsigned)op->redop.op) << 40;
+  return k ^ (k >> 29);
+}
+
+static inline mg__hshm_mail_t *mg__mail(const mg__hx_t *x, int r) {
+  return &x->s->ranks[r].mail[(x->s0 + x->k) & 1];
+}
+
+/* Phase 1 of a mail step: 1 when every rank in set has mailed this step. */
+static int mg__mail_ready(const mg__hx_t *x, uint64_t step1) {
+  if (x->set1 == MG__SET_NONE) return 1;
+  for (int r = 0; r < x->n; r++) {
+    if (r == x->me || (x->set1 == MG__SET_ROOT && r != x->op->root)) continue;
+    if (atomic_load_explicit(&mg__mail(x, r)->step1, memory_order_acquire) < step1) return 0;
+  }
+  return 1;
 }
 
 /* Announces the collective in desc[s0 & 1]. Called once every rank has finished step s0 - 2, so
@@ -256,6 +290,16 @@ static void mg__coll_announce(mg__hx_t *x) {
 /* In the first step: every rank read from must be in the same collective. */
 static int mg__coll_match(mg__hx_t *x) {
   const mg__op_t *op = x->op;
+  if (x->alg == MG__ALG_MAIL) { /* one cache line per peer: compare the keys of the mails */
+    const uint64_t key = mg__mail_key(op);
+    int same = 1;
+    for (int r = 0; r < x->n && same; r++) {
+      if (r == x->me || x->set1 == MG__SET_NONE || (x->set1 == MG__SET_ROOT && r != op->root))
+        continue;
+      same = atomic_load_explicit(&mg__mail(x, r)->key, memory_order_relaxed) == key;
+    }
+    if (same) return 0; /* else the descriptors say what differs */
+  }
   for (int r = 0; r < x->n; r++) {
     if (r == x->me || (x->set1 == MG__SET_ROOT && r != op->root) || x->set1 == MG__SET_NONE)
       continue;
@@ -289,6 +333,15 @@ static void mg__copy_in(mg__hx_t *x) {
   const mg__op_t *op = x->op;
   const size_t es = x->es, c = op->count, E = x->E;
   const size_t off = (size_t)x->k * E;
+  if (x->alg == MG__ALG_MAIL) {
+    /* Everybody mails but the non-roots of a broadcast, whom nobody reads. */
+    if (op->kind == MG_OPK_BROADCAST && op->root != x->me) return;
+    mg__hshm_mail_t *m = mg__mail(x, x->me);
+    memcpy(m->data, mg__sb(x), c * es);
+    atomic_store_explicit(&m->key, mg__mail_key(op), memory_order_relaxed);
+    atomic_store_explicit(&m->step1, x->s0 + x->k + 1, memory_order_release);
+    return;
+  }
   unsigned char *mine = mg__slot(x, x->me);
   switch (op->kind) {
     case MG_OPK_ALL_REDUCE:
@@ -359,6 +412,28 @@ static void mg__copy_out(mg__hx_t *x) {
   const size_t off = (size_t)x->k * E;
   const size_t len = mg__step_len(c, E, x->k);
   const int me = x->me, n = x->n, is_root = op->root == me;
+  if (x->alg == MG__ALG_MAIL) {
+    switch (op->kind) {
+      case MG_OPK_ALL_REDUCE:
+      case MG_OPK_REDUCE:
+        if (op->kind == MG_OPK_REDUCE && !is_root) break;
+        for (int r = 0; r < n; r++) x->in[r] = mg__mail(x, r)->data;
+        mg__host_reduce(mg__rb(x), x->in, n, c, op->dtype, &op->redop, n);
+        break;
+      case MG_OPK_BROADCAST:
+        if (mg__rb(x) != mg__sb(x))
+          memcpy(mg__rb(x), is_root ? mg__sb(x) : mg__mail(x, op->root)->data, c * es);
+        break;
+      default: /* all_gather */
+        for (int r = 0; r < n; r++) {
+          unsigned char *dst = mg__rb(x) + (size_t)r * c * es;
+          if (r != me) memcpy(dst, mg__mail(x, r)->data, c * es);
+          else if (dst != mg__sb(x)) memcpy(dst, mg__sb(x), c * es);
+        }
+        break;
+    }
+    return;
+  }
   switch (op->kind) {
     case MG_OPK_ALL_REDUCE:
     case MG_OPK_REDUCE:
@@ -445,7 +520,11 @@ static int mg__coll_progress(mg__hx_t *x) {
   mg__hshm_rank_t *mine = &x->s->ranks[x->me];
   for (;;) {
     const uint64_t s = x->s0 + x->k;
-    if (x->phase == 0 && s >= 2 && !MG__READY(x, MG__SET_ALL, released, s - 1)) return progressed;
+    mg__hcomm_t *hc = mg__hcomm(x->comm);
+    if (x->phase == 0 && s >= 2 && hc->all_released < s - 1) {
+      if (!MG__READY(x, MG__SET_ALL, released, s - 1)) return progressed;
+      hc->all_released = s - 1;
+    }
     if (!x->announced) mg__coll_announce(x);
     if (x->k >= x->nsteps) {
       mg__coll_finish(x);
@@ -459,7 +538,10 @@ static int mg__coll_progress(mg__hx_t *x) {
         progressed = 1;
         /* fall through */
       case 1:
-        if (!MG__READY(x, x->set1, posted, s + 1)) return progressed;
+        if (x->alg == MG__ALG_MAIL ? !mg__mail_ready(x, s + 1)
+                                   : !MG__READY(x, x->set1, posted, s + 1))
+          return progressed;
+        if (x->set1 == MG__SET_ALL && hc->all_released < s) hc->all_released = s;
         if (x->k == 0) {
           if (mg__coll_match(x) < 0) return -1;
           if (x->op->kind == MG_OPK_ALL_TO_ALLV) {
@@ -624,14 +706,20 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     atomic_store_explicit(&spin_s, spin, memory_order_relaxed);
   }
   double idle_since = -1;
+  unsigned idle = 0; /* passes without progress; the clock is read every 16 */
   int remaining = n;
   char first_err[MG__ERROR_LEN] = "";
   while (remaining > 0) {
     if (mg__pass(xs, n, &remaining, &st, first_err)) {
       idle_since = -1;
+      idle = 0;
       continue;
     }
     if (remaining == 0) break;
+    if ((idle++ & 15) != 0) {
+      mg__cpu_relax();
+      continue;
+    }
     double now = mg__now();
     if (idle_since < 0) idle_since = now;
     for (int i = 0; i < n; i++) {

@@ -22,7 +22,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 2u
+#define MG__HSHM_VERSION 3u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -57,9 +57,19 @@ typedef struct mg__hshm_desc {
   _Atomic int32_t redop;  /* built-in op, or -1 for a custom one */
 } mg__hshm_desc_t;
 
+/* The data of a small collective (MG__MAIL_BYTES at most per rank), its step and a key of the
+ * collective, in one cache line, so that a reader takes one cache miss per peer. */
+#define MG__MAIL_BYTES 48
+typedef struct mg__hshm_mail {
+  _Atomic uint64_t step1; /* step + 1 whose data this line holds; stored last (release) */
+  _Atomic uint64_t key;   /* hash of the collective's sequence number and shape */
+  unsigned char data[MG__MAIL_BYTES];
+} mg__hshm_mail_t;
+_Static_assert(sizeof(mg__hshm_mail_t) == 64, "a mail is one cache line");
+
 /* One rank's published state: progress counters, the collectives it is in and the last one it
- * enqueued. Written only by its rank; read by all. 256 bytes, so two ranks never share a cache
- * line. */
+ * enqueued. Written only by its rank; read by all. Whole cache lines, so two ranks never share
+ * one. */
 typedef struct mg__hshm_rank {
   _Atomic uint64_t posted;   /* steps whose input this rank has placed in its slot */
   _Atomic uint64_t reduced;  /* steps whose slice this rank has reduced (two-phase steps) */
@@ -80,8 +90,11 @@ typedef struct mg__hshm_rank {
    * last by readers, who retry when it changed in between. */
   mg__hshm_desc_t enq;
   char pad_[256 - 152];
+  /* Small collectives: the mail of step s is mail[s & 1] (reused, like the slots, only once
+   * every rank has finished step s - 2). */
+  mg__hshm_mail_t mail[2];
 } mg__hshm_rank_t;
-_Static_assert(sizeof(mg__hshm_rank_t) == 256, "rank block is four cache lines");
+_Static_assert(sizeof(mg__hshm_rank_t) == 384, "rank block is six cache lines");
 
 /* Cursors of the ring from rank s to rank d (bytes written / read since the start). */
 typedef struct mg__hshm_chan {
