@@ -751,6 +751,32 @@ MG_EXTERN mg_status_t mg_stream_sync(mg_stream_t stream, double timeout_s);
  * Thread-safe. */
 MG_EXTERN mg_status_t mg_record(mg_comm_t *comm, mg_stream_t stream, mg_request_t **req);
 
+/* mg_record, and the request can be timed against another one with mg_request_elapsed (as a
+ * CUDA event made with timing enabled: torch.cuda.Event(enable_timing=True)). The NCCL backend
+ * records an event that takes the GPU's timestamp, which makes it a little dearer than
+ * mg_record's; the host backend notes the time at which the mark is reached. Errors as
+ * mg_record. */
+MG_EXTERN mg_status_t mg_record_timed(mg_comm_t *comm, mg_stream_t stream, mg_request_t **req);
+
+/* *seconds = the time from the completion of start to the completion of end, two requests of
+ * mg_record_timed on one communicator that completed with MG_OK. What "completion" is:
+ *  - NCCL backend: when the GPU reached each point of its stream (cuEventElapsedTime of the two
+ *    events, resolution about half a microsecond); the host threads that learn of it are not
+ *    involved. The two may be on different streams of the communicator's device.
+ *  - host backend: the monotonic clock (CLOCK_MONOTONIC) at which the host engine reached each
+ *    mark: on a host stream when the rank's worker got to it (everything submitted before it on
+ *    that stream had run); on stream NULL when mg_record_timed was called (the operations
+ *    before it ran inside their own calls). It includes whatever the worker did in between,
+ *    callbacks too.
+ * Negative when end was reached before start. Returns MG_OK; MG_INPROGRESS while either request
+ * is pending (nothing is written: wait for both, then ask); MG_ERR_INVALID_USAGE (a bad or freed
+ * handle; a request that ended with an error, whose time is not known);
+ * MG_ERR_INVALID_ARGUMENT (seconds NULL, a request not made by mg_record_timed, the two made on
+ * different communicators); MG_ERR_BACKEND (the driver refused, e.g. an event of a context that
+ * faulted). The communicator may have been destroyed meanwhile. Thread-safe. */
+MG_EXTERN mg_status_t mg_request_elapsed(mg_request_t *start, mg_request_t *end,
+                                         double *seconds);
+
 /* Waits until req has completed and returns its outcome (its message in mg_last_error()).
  * timeout_s > 0 bounds this wait only: MG_ERR_TIMED_OUT then leaves the request pending
  * (mg_request_test tells it apart from a request that itself timed out). timeout_s == 0 waits

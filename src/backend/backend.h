@@ -102,6 +102,8 @@ typedef struct mg__mark {
   void *owner;           /* the core's (the request or the world part); opaque to backends */
   const void *wowner;    /* set by mark_record when a thread of the library reaches the mark
                             (host: the stream's worker): that thread must never wait for it */
+  int timed;             /* set by the core before mark_record: mark_elapsed will be asked for
+                            the time between this mark and another (mg_record_timed) */
   _Alignas(16) unsigned char priv[48]; /* backend state (mark_priv_size <= 48 bytes), zeroed by
                                           the core before mark_record */
 } mg__mark_t;
@@ -110,7 +112,12 @@ typedef struct mg__mark {
  * (status < 0, msg its message, may be NULL). Call it once per armed mark, from any thread
  * (a CUDA host-function thread included: the core then runs no user code and no CUDA call on
  * it), holding no lock that a core call could need. It may be called from inside mark_notify
- * when the mark is reached already. After it returns the mark may be freed. */
+ * when the mark is reached already. After it returns the mark may be freed.
+ * On a CUDA host-function thread it takes only the core's leaf locks (a request's, the
+ * watchdog's, the callback queue's, a world batch's) and the backend's mark_release: none of
+ * them is ever held across a CUDA or NCCL call, so the host function never waits for the
+ * device (CUDA's rule for host functions). It never takes a world's or a communicator's lock
+ * when status is MG_OK, which is what host functions pass. */
 void mg__mark_signal(mg__mark_t *mark, mg_status_t status, const char *msg);
 
 /* ---- progress, for timeout messages and the flight recorder -------------------------------- */
@@ -123,15 +130,20 @@ typedef struct mg__progress {
   int root;
 } mg__progress_t;
 
-#define MG__BACKEND_VERSION 2
+#define MG__BACKEND_VERSION 3
 
 enum {
   MG__CAP_SPLIT = 1u << 0,   /* comm_split is provided */
   MG__CAP_SHRINK = 1u << 1,  /* comm_shrink is provided */
   MG__CAP_PREMUL = 1u << 2,  /* redop_create / redop_destroy are provided */
   MG__CAP_PROGRESS = 1u << 3, /* op_enqueued / peer_progress / comm_tag are provided */
-  MG__CAP_MARKS = 1u << 4,    /* mark_record / query / notify / wait / release are provided:
-                                 mg_record and the world work on this backend */
+  MG__CAP_MARKS = 1u << 4,    /* mark_record / query / notify / wait / release / elapsed are
+                                 provided: mg_record and the world work on this backend */
+  MG__CAP_STREAM = 1u << 5,   /* comm_stream is provided: the world posts on a stream of the
+                                 library's own per rank (else on stream NULL) */
+  MG__CAP_ASYNC = 1u << 6,    /* operations complete on the device after launch returns: the
+                                 flight recorder's "completed" means issued, and only marks tell
+                                 when the device finished (timeout messages say so) */
 };
 
 typedef struct mg__backend {
@@ -221,11 +233,17 @@ typedef struct mg__backend {
    * run on any thread, a CUDA host-function thread included (from within mg__mark_signal): it
    * must not call CUDA there (NCCL: return the event to a pool that a library thread drains). */
   void (*mark_release)(mg__mark_t *mark);
+  /* Seconds from start to end (negative when end was reached first), both recorded with
+   * timed = 1 on one communicator and both reached (their requests completed with MG_OK);
+   * NCCL: cuEventElapsedTime. Before mark_release of either; the communicator may be destroyed
+   * already. MG_OK or the error (message naming the call). */
+  mg_status_t (*mark_elapsed)(mg__mark_t *start, mg__mark_t *end, double *seconds);
 
   /* ---- progress (MG__CAP_PROGRESS: all three are provided) ---- */
   /* The core numbered op (a collective) and is about to run or queue it: publish it where the
-   * other ranks can read it (host: the shared segment; NCCL: the rendezvous store). Called with
-   * the op's communicator's seq_lock held (calls on one comm are ordered); never blocks. */
+   * other ranks can read it (host: the shared segment; NCCL: a table of this process, which
+   * the ranks of other processes cannot read). Called with the op's communicator's seq_lock
+   * held (calls on one comm are ordered); never blocks. */
   void (*op_enqueued)(const mg__op_t *op);
   /* Where rank r of comm is, as r published it. Never blocks. MG_OK, or MG_ERR_NOT_SUPPORTED when
    * r's progress cannot be read (then the core says so). */
@@ -233,6 +251,12 @@ typedef struct mg__backend {
   /* A 64-bit name of comm, the same on every rank and different for different communicators
    * (host: from the segment name; NCCL: a hash of the unique id), for trace files. */
   uint64_t (*comm_tag)(const mg_comm_t *comm);
+
+  /* ---- the library's own stream (MG__CAP_STREAM) ---- */
+  /* A stream of the library's own for comm's operations, made on the first call and destroyed
+   * with comm (NCCL: a non-blocking CUDA stream of the device's primary context). Called only by
+   * the thread that owns comm (a world's rank worker). MG_OK or the error. */
+  mg_status_t (*comm_stream)(mg_comm_t *comm, mg_stream_t *out);
 } mg__backend_t;
 
 extern const mg__backend_t mg__backend_host;

@@ -265,8 +265,9 @@ void mg__request_poll(mg_request_t *req, int inline_cb) {
 
 /* ---- mg_record -------------------------------------------------------------------------------- */
 
-mg_status_t mg_record(mg_comm_t *comm, mg_stream_t stream, mg_request_t **out) {
-  static const char fn[] = "mg_record";
+/* mg_record and mg_record_timed (timed: the mark can be timed against another). */
+static mg_status_t mg__record(mg_comm_t *comm, mg_stream_t stream, int timed, mg_request_t **out,
+                              const char *fn) {
   MG_CHECK(mg__comm_check(comm, fn));
   /* A comm in the error state still records: the request reports the stream's error. */
   if (atomic_load(&comm->state) != MG_COMM_ERROR) MG_CHECK(mg__comm_check_ready(comm, fn));
@@ -280,9 +281,10 @@ mg_status_t mg_record(mg_comm_t *comm, mg_stream_t stream, mg_request_t **out) {
   req->be = comm->backend;
   req->strategy = comm->completion;
   req->poll_interval = comm->poll_interval;
-  snprintf(req->what, sizeof req->what, "mg_record on rank %d of %d", comm->rank, comm->nranks);
+  snprintf(req->what, sizeof req->what, "%s on rank %d of %d", fn, comm->rank, comm->nranks);
   req->mark.comm = comm;
   req->mark.stream = stream;
+  req->mark.timed = timed;
   req->mark.owner = req;
   req->mark.on_signal = mg__record_signalled;
   MG_ASSERT(comm->backend->mark_priv_size <= sizeof req->mark.priv);
@@ -308,6 +310,14 @@ mg_status_t mg_record(mg_comm_t *comm, mg_stream_t stream, mg_request_t **out) {
   }
   *out = req;
   return MG_OK;
+}
+
+mg_status_t mg_record(mg_comm_t *comm, mg_stream_t stream, mg_request_t **req) {
+  return mg__record(comm, stream, 0, req, "mg_record");
+}
+
+mg_status_t mg_record_timed(mg_comm_t *comm, mg_stream_t stream, mg_request_t **req) {
+  return mg__record(comm, stream, 1, req, "mg_record_timed");
 }
 
 /* ---- wait, test, callbacks, free -------------------------------------------------------- */
@@ -486,6 +496,52 @@ mg_status_t mg_request_on_complete(mg_request_t *req, mg_request_cb_t cb, void *
     if (st == MG_OK && done) mg__cbq_push(req); /* completed before: run it on the library's thread */
   }
   mg__request_unref(req);
+  return st;
+}
+
+/* MG_OK when req (start or end) is a request of mg_record_timed. */
+static mg_status_t mg__elapsed_kind(const mg_request_t *req, const char *name, const char *fn) {
+  if (req->kind != MG__REQ_RECORD || !req->mark.timed)
+    return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: %s was not made by mg_record_timed", fn, name);
+  return MG_OK;
+}
+
+/* MG_OK when req has a time to give: it completed with MG_OK. */
+static mg_status_t mg__elapsed_state(const mg_request_t *req, const char *name, const char *fn) {
+  if (atomic_load_explicit(&req->state, memory_order_acquire) == MG__REQ_PENDING)
+    return MG_INPROGRESS; /* not an error: the caller waits and asks again */
+  if (req->status < 0)
+    return mg__error(MG_ERR_INVALID_USAGE, "%s: %s ended with %s, so when its stream reached it "
+                     "is not known: %s", fn, name, mg_status_name(req->status),
+                     req->msg ? req->msg : "");
+  return MG_OK;
+}
+
+mg_status_t mg_request_elapsed(mg_request_t *start, mg_request_t *end, double *seconds) {
+  static const char fn[] = "mg_request_elapsed";
+  MG_CHECK(mg__request_get(start, fn));
+  mg_status_t st = mg__request_get(end, fn);
+  if (st < 0) {
+    mg__request_unref(start);
+    return st;
+  }
+  if (seconds == NULL) st = mg__error(MG_ERR_INVALID_ARGUMENT, "%s: seconds is NULL", fn);
+  if (st == MG_OK) st = mg__elapsed_kind(start, "start", fn);
+  if (st == MG_OK) st = mg__elapsed_kind(end, "end", fn);
+  if (st == MG_OK && start->comm != end->comm)
+    st = mg__error(MG_ERR_INVALID_ARGUMENT, "%s: start and end were recorded on different "
+                   "communicators (%s; %s)", fn, start->what, end->what);
+  if (st == MG_OK) st = mg__elapsed_state(start, "start", fn);
+  if (st == MG_OK) st = mg__elapsed_state(end, "end", fn);
+  if (st == MG_OK) {
+    double s = 0;
+    /* Both marks live as long as the references taken above (mark_release runs at the free). */
+    st = start->be->mark_elapsed(&start->mark, &end->mark, &s);
+    if (st < 0) mg__error_prefix("%s", fn);
+    if (st == MG_OK) *seconds = s;
+  }
+  mg__request_unref(end);
+  mg__request_unref(start);
   return st;
 }
 

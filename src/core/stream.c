@@ -424,13 +424,15 @@ typedef struct {
   atomic_int armed;    /* mark_notify armed and not yet signalled */
   mg_status_t status;
   char *msg;
+  double t_reached;    /* mg__now() when the worker ran the item; set before `reached` */
   mg__mark_t *mark;    /* for the signal (alive while armed: the core holds it) */
 } mg__hmark_tok_t;
 
 typedef struct {
   mg__hmark_tok_t *tok; /* NULL: NULL stream, reached at once */
+  double t_reached;     /* NULL stream: mg__now() at mark_record */
 } mg__hmark_t;
-_Static_assert(sizeof(mg__hmark_t) == sizeof(void *), "host_backend.c's mark_priv_size");
+_Static_assert(sizeof(mg__hmark_t) == MG__HMARK_PRIV_SIZE, "host_backend.c's mark_priv_size");
 
 static mg__hmark_t *mg__hm(mg__mark_t *m) { return (mg__hmark_t *)m->priv; }
 
@@ -447,6 +449,7 @@ static void mg__tok_run(mg__item_t *it) {
   pthread_mutex_lock(&s->lock);
   t->status = s->err;
   if (s->err < 0) t->msg = strdup(s->errmsg); /* NULL: the status goes without its message */
+  t->t_reached = mg__now();
   s->done++;
   atomic_store_explicit(&t->reached, 1, memory_order_release);
   if (s->waiters > 0) pthread_cond_broadcast(&s->cv);
@@ -458,7 +461,10 @@ static void mg__tok_run(mg__item_t *it) {
 mg_status_t mg__hmark_record(mg__mark_t *m) {
   mg__hmark_t *hm = mg__hm(m);
   hm->tok = NULL;
-  if (m->stream == NULL) return MG_OK;
+  if (m->stream == NULL) {
+    hm->t_reached = mg__now(); /* what came before on stream NULL ran inside its calls */
+    return MG_OK;
+  }
   struct mg_stream *s = mg__hstream_lookup(m->stream);
   if (s == NULL || s->comm != m->comm)
     return mg__error(MG_ERR_INVALID_ARGUMENT,
@@ -524,4 +530,16 @@ mg_status_t mg__hmark_wait(mg__mark_t *m, double deadline) {
 void mg__hmark_release(mg__mark_t *m) {
   mg__hmark_tok_t *t = mg__hm(m)->tok;
   if (t != NULL) mg__tok_unref(t);
+}
+
+/* When the host engine reached a mark: the worker's clock for a host stream, the record's for
+ * stream NULL. Both are reached (their requests completed), so t_reached is set. */
+static double mg__hmark_time(mg__mark_t *m) {
+  const mg__hmark_tok_t *t = mg__hm(m)->tok;
+  return t != NULL ? t->t_reached : mg__hm(m)->t_reached;
+}
+
+mg_status_t mg__hmark_elapsed(mg__mark_t *start, mg__mark_t *end, double *seconds) {
+  *seconds = mg__hmark_time(end) - mg__hmark_time(start);
+  return MG_OK;
 }

@@ -54,5 +54,10 @@ mg_status_t mg__hmark_query(mg__mark_t *mark);
 mg_status_t mg__hmark_notify(mg__mark_t *mark);
 mg_status_t mg__hmark_wait(mg__mark_t *mark, double deadline);
 void mg__hmark_release(mg__mark_t *mark);
+/* end's time minus start's: the mg__now() at which the host engine reached each (the worker
+ * ran the marker; for stream NULL, mark_record). */
+mg_status_t mg__hmark_elapsed(mg__mark_t *start, mg__mark_t *end, double *seconds);
+/* Bytes of mark->priv the host marks use (a marker and a time). */
+#define MG__HMARK_PRIV_SIZE (sizeof(void *) + sizeof(double))
 
 #endif

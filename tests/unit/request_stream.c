@@ -1,7 +1,8 @@
 /*
  * request_stream.c -- requests and host streams on the host backend.
  *
- *   request_stream basics | strategy hostfn|poll|sync | sticky | callbacks | misuse | concurrent
+ *   request_stream basics | strategy hostfn|poll|sync | sticky | callbacks | misuse | concurrent |
+ *                  elapsed
  *
  * basics: mg_record with stream NULL is complete at once; operations on host streams of two
  *   ranks return at once, run in order on the workers and give the right results; mg_record and
@@ -18,6 +19,11 @@
  *   negative timeout, a second callback, a bad config field.
  * concurrent: 8 threads record on the same two streams while operations flow; every request
  *   completes exactly once (TSan checks the rest).
+ * elapsed: mg_record_timed and mg_request_elapsed: on stream NULL the time between the two
+ *   records, on a host stream the time the worker spent between the two marks (an all_reduce
+ *   that waits 50 ms for its peer); reversed it is negative; every misuse (an untimed request,
+ *   a pending one, one that was aborted, two communicators, NULL, a freed handle) is refused
+ *   and writes nothing.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -403,6 +409,81 @@ static void test_concurrent(void) {
   teardown();
 }
 
+/* ---- elapsed ---- */
+
+static void *late_peer(void *arg) {
+  static int64_t in = 5, out;
+  usleep((useconds_t)(uintptr_t)arg);
+  ASSERT_OK(mg_all_reduce(&in, &out, 1, MG_INT64, MG_SUM, comms[1], streams[1]));
+  return NULL;
+}
+
+static void test_elapsed(void) {
+  setup(MG_COMPLETION_DEFAULT);
+  double sec = -1;
+  /* Stream NULL: the records themselves are the completions. */
+  mg_request_t *a, *b;
+  ASSERT_OK(mg_record_timed(comms[0], NULL, &a));
+  usleep(20000);
+  ASSERT_OK(mg_record_timed(comms[0], NULL, &b));
+  ASSERT_OK(mg_request_wait(a, 0));
+  ASSERT_OK(mg_request_wait(b, 0));
+  ASSERT_OK(mg_request_elapsed(a, b, &sec));
+  printf("  stream NULL, 20 ms apart: %.6f s\n", sec);
+  ASSERT(sec >= 0.020 && sec < 1.0);
+  ASSERT_OK(mg_request_elapsed(b, a, &sec));
+  ASSERT(sec <= -0.020);
+  ASSERT_OK(mg_request_free(a));
+  ASSERT_OK(mg_request_free(b));
+
+  /* A host stream: the all_reduce between the marks waits 50 ms for rank 1. */
+  int64_t x = 1, y = 0;
+  ASSERT_OK(mg_record_timed(comms[0], streams[0], &a));
+  ASSERT_OK(mg_all_reduce(&x, &y, 1, MG_INT64, MG_SUM, comms[0], streams[0]));
+  ASSERT_OK(mg_record_timed(comms[0], streams[0], &b));
+  /* b is pending until rank 1 comes: nothing is written, and it is not an error. */
+  sec = -1;
+  ASSERT_STATUS(MG_INPROGRESS, mg_request_elapsed(a, b, &sec));
+  ASSERT(sec == -1);
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, NULL, late_peer, (void *)(uintptr_t)50000), 0);
+  ASSERT_OK(mg_request_wait(b, 0));
+  ASSERT_EQ(pthread_join(th, NULL), 0);
+  ASSERT_OK(mg_request_elapsed(a, b, &sec));
+  printf("  host stream, an all_reduce that waits 50 ms for its peer: %.6f s\n", sec);
+  ASSERT(sec >= 0.045 && sec < 2.0);
+  ASSERT_EQ(y, 6);
+
+  /* Misuse: each refused, nothing written. */
+  mg_request_t *plain, *other;
+  ASSERT_OK(mg_record(comms[0], streams[0], &plain));
+  ASSERT_OK(mg_request_wait(plain, 0));
+  ASSERT_OK(mg_record_timed(comms[1], NULL, &other));
+  sec = -1;
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_request_elapsed(a, plain, &sec));
+  ASSERT_CONTAINS(mg_last_error(), "end was not made by mg_record_timed");
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_request_elapsed(a, other, &sec));
+  ASSERT_CONTAINS(mg_last_error(), "different communicators");
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_request_elapsed(a, b, NULL));
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_request_elapsed(NULL, b, &sec));
+  ASSERT_OK(mg_request_free(plain));
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_request_elapsed(a, plain, &sec)); /* freed */
+  ASSERT(sec == -1);
+  ASSERT_OK(mg_request_free(other));
+  ASSERT_OK(mg_request_free(b));
+  /* A request that the abort ended has no time. */
+  ASSERT_OK(mg_all_reduce(&x, &y, 1, MG_INT64, MG_SUM, comms[0], streams[0]));
+  ASSERT_OK(mg_record_timed(comms[0], streams[0], &b)); /* rank 1 never comes */
+  ASSERT_OK(mg_comm_abort(comms[0]));
+  ASSERT_STATUS(MG_ERR_ABORTED, mg_request_wait(b, 0));
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_request_elapsed(a, b, &sec));
+  ASSERT_CONTAINS(mg_last_error(), "end ended with MG_ERR_ABORTED");
+  ASSERT(sec == -1);
+  ASSERT_OK(mg_request_free(a));
+  ASSERT_OK(mg_request_free(b));
+  teardown();
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) FAIL("usage: %s TEST", argv[0]);
   const char *t = argv[1];
@@ -416,6 +497,7 @@ int main(int argc, char **argv) {
   else if (strcmp(t, "callbacks") == 0) test_callbacks();
   else if (strcmp(t, "misuse") == 0) test_misuse();
   else if (strcmp(t, "concurrent") == 0) test_concurrent();
+  else if (strcmp(t, "elapsed") == 0) test_elapsed();
   else FAIL("unknown test %s", t);
   printf("%s: ok\n", t);
   return 0;

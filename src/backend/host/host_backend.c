@@ -12,6 +12,7 @@
 
 #include "backend/host/host.h"
 #include "core/clock.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/op.h"
 #include "core/stream.h"
@@ -29,21 +30,14 @@ static void mg__hid_name(mg__hid_t *id) {
   *p = '\0';
 }
 
-static uint64_t mg__mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /* The id of a child communicator: a function of the parent's secret and (a, b, c). */
 static void mg__hid_derive(const mg__hid_t *parent, uint64_t a, uint64_t b, uint64_t c,
                            mg__hid_t *child) {
   uint64_t lo, hi;
   memcpy(&lo, parent->secret, 8);
   memcpy(&hi, parent->secret + 8, 8);
-  uint64_t t = mg__mix(a ^ mg__mix(b ^ mg__mix(c)));
-  uint64_t nlo = mg__mix(lo ^ t), nhi = mg__mix(hi ^ mg__mix(t ^ nlo));
+  uint64_t t = mg__mix64(a ^ mg__mix64(b ^ mg__mix64(c)));
+  uint64_t nlo = mg__mix64(lo ^ t), nhi = mg__mix64(hi ^ mg__mix64(t ^ nlo));
   memset(child, 0, sizeof *child);
   memcpy(child->magic, mg__hid_magic, sizeof child->magic);
   memcpy(child->secret, &nlo, 8);
@@ -186,7 +180,7 @@ static mg_status_t h_shrink(mg_comm_t *comm, const int *exclude, int nexclude, m
   uint64_t h = 0x5a41;
   int below = 0;
   for (int i = 0; i < nexclude; i++) {
-    h = mg__mix(h ^ (uint64_t)(uint32_t)exclude[i]);
+    h = mg__mix64(h ^ (uint64_t)(uint32_t)exclude[i]);
     if (exclude[i] < comm->rank) below++;
   }
   child->nranks = comm->nranks - nexclude;
@@ -285,7 +279,7 @@ static uint64_t h_comm_tag(const mg_comm_t *comm) {
   uint64_t lo, hi;
   memcpy(&lo, mg__hcomm(comm)->id.secret, 8);
   memcpy(&hi, mg__hcomm(comm)->id.secret + 8, 8);
-  return mg__mix(lo ^ mg__mix(hi));
+  return mg__mix64(lo ^ mg__mix64(hi));
 }
 
 static mg_status_t h_redop_create(mg_comm_t *comm, mg_dtype_t dtype, mg__redop_t *redop) {
@@ -347,12 +341,13 @@ const mg__backend_t mg__backend_host = {
     .mem_copy = h_mem_copy,
     .mem_register = h_mem_register,
     .mem_deregister = h_mem_deregister,
-    .mark_priv_size = sizeof(void *), /* stream.c's mg__hmark_t: one pointer */
+    .mark_priv_size = MG__HMARK_PRIV_SIZE,
     .mark_record = mg__hmark_record,
     .mark_query = mg__hmark_query,
     .mark_notify = mg__hmark_notify,
     .mark_wait = mg__hmark_wait,
     .mark_release = mg__hmark_release,
+    .mark_elapsed = mg__hmark_elapsed,
     .op_enqueued = h_op_enqueued,
     .peer_progress = h_peer_progress,
     .comm_tag = h_comm_tag,
