@@ -5,6 +5,9 @@
  * It is started by the first request listed, and leaves when nothing was listed for a while (the
  * next request joins it and starts a new one); it is joined at exit.
  *
+ * A mark armed for the hostfn strategy that is still unsignalled after MG__WD_NOTIFY_GRACE_S is
+ * queried too (CUDA drops host functions after a context fault).
+ *
  * It never blocks in a backend: under its lock it calls only the backend's non-blocking methods
  * (mark_query, async_error); an expiry aborts a communicator with mg__comm_abort_nowait, which
  * interrupts and leaves the release of resources to the next holder of the comm's lock if that
@@ -30,6 +33,13 @@
  * that runs the failing operation reports it first, with its own words, when it can (a host
  * worker always does, unless it is busy, e.g. in a long callback). */
 #define MG__WD_ASYNC_GRACE_S 1.0
+/* A mark armed with mark_notify that has not been signalled for this long is queried at every
+ * interval from then on: CUDA never runs a host function queued behind a context fault, and
+ * the query reports the fault (or finds the mark reached) long before the deadline. Before that
+ * the signal, which comes within microseconds of the stream reaching the mark, is left alone, so
+ * that the thread the backend signals on completes the request (a host worker runs callbacks
+ * inline). */
+#define MG__WD_NOTIFY_GRACE_S 1.0
 
 static struct {
   pthread_mutex_t lock;
@@ -64,9 +74,10 @@ mg_status_t mg__wd_add(mg_request_t *req, mg_comm_t *comm) {
     pthread_mutex_unlock(&mg__wd.lock);
     return MG_ERR_ABORTED;
   }
-  req->next_poll = mg__now() + (req->strategy == MG_COMPLETION_POLL
-                                    ? req->poll_interval
-                                    : mg__param_double(MG_PARAM_WATCHDOG_INTERVAL));
+  req->next_poll = mg__now() + (req->strategy == MG_COMPLETION_POLL     ? req->poll_interval
+                                : req->strategy == MG_COMPLETION_HOSTFN ? MG__WD_NOTIFY_GRACE_S
+                                                                        : mg__param_double(
+                                                                              MG_PARAM_WATCHDOG_INTERVAL));
   req->wd_prev = NULL;
   req->wd_next = mg__wd.head;
   if (mg__wd.head != NULL) mg__wd.head->wd_prev = req;
@@ -265,15 +276,14 @@ static void *mg__wd_main(void *arg) {
       }
       if (r->deadline < wake) wake = r->deadline;
       if (r->kind != MG__REQ_RECORD) continue;
-      if (r->strategy != MG_COMPLETION_HOSTFN) {
-        if (now >= r->next_poll) {
-          r->next_poll = now + (r->strategy == MG_COMPLETION_POLL ? r->poll_interval : interval);
-          mg_status_t st = r->be->mark_query(&r->mark);
-          if (st != MG_INPROGRESS) /* missed: the next query finds it again */
-            (void)mg__hits_push(&reached, r, st, mg_last_error());
-        }
-        if (r->next_poll < wake) wake = r->next_poll;
+      /* POLL at its interval; SYNC and HOSTFN (after MG__WD_NOTIFY_GRACE_S) as a safety net. */
+      if (now >= r->next_poll) {
+        r->next_poll = now + (r->strategy == MG_COMPLETION_POLL ? r->poll_interval : interval);
+        mg_status_t st = r->be->mark_query(&r->mark);
+        if (st != MG_INPROGRESS) /* missed: the next query finds it again */
+          (void)mg__hits_push(&reached, r, st, mg_last_error());
       }
+      if (r->next_poll < wake) wake = r->next_poll;
       if (check_errors) mg__wd_check_comm(r, now, seen, &nseen, 64, &failed);
     }
     if (mg__wd.n > 0) idle_since = now;
