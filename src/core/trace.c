@@ -150,12 +150,13 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
   size_t o = 0;
   buf[0] = '\0';
   mg__trace_t *t = comm->trace;
-  mg__trace_ent_t pend = {0}, p2p = {0};
+  mg__trace_ent_t pend = {0}, p2p = {0}, last = {0};
   if (t != NULL) {
     pthread_mutex_lock(&t->lock);
     uint64_t first = t->next_id > t->cap ? t->next_id - t->cap + 1 : 1;
     for (uint64_t id = first; id <= t->next_id; id++) {
       mg__trace_ent_t *e = mg__tr_slot(t, id);
+      if (e != NULL) last = *e;
       if (e == NULL || e->state == MG__TR_COMPLETED || e->state == MG__TR_FAILED) continue;
       if (mg__opkind_is_collective((mg__opkind_t)e->kind)) {
         if (pend.id == 0) pend = *e;
@@ -165,11 +166,24 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
     }
     pthread_mutex_unlock(&t->lock);
   }
+  /* A backend whose operations finish on the device after they were issued (NCCL) marks them
+   * completed when issued: what the device may still be running is then the last operation
+   * issued, or one before it. */
+  const int issued = pend.id == 0 && p2p.id == 0 && last.id != 0 &&
+                     (comm->backend->caps & MG__CAP_ASYNC) != 0 && last.status >= 0;
+  if (issued) {
+    if (mg__opkind_is_collective((mg__opkind_t)last.kind))
+      pend = last;
+    else
+      p2p = last;
+  }
+  const char *on_device = issued ? ", the last operation this rank issued to the device (it, or "
+                                   "one before it on a stream, has not finished there)" : "";
   if (pend.id == 0 && p2p.id != 0) {
-    mg__cat(buf, len, o, "%s #%llu %s rank %d (%s x %llu) %s", mg__opkind_name(p2p.kind),
+    mg__cat(buf, len, o, "%s #%llu %s rank %d (%s x %llu)%s", mg__opkind_name(p2p.kind),
             (unsigned long long)p2p.seq, p2p.kind == MG_OPK_SEND ? "to" : "from", p2p.root,
             mg__dt(p2p.dtype), (unsigned long long)p2p.count,
-            p2p.state == MG__TR_STARTED ? "is in progress" : "is queued");
+            issued ? on_device : p2p.state == MG__TR_STARTED ? " is in progress" : " is queued");
     return;
   }
   if (pend.id == 0) {
@@ -177,8 +191,9 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
             t == NULL ? " (no flight recorder)" : "");
     return;
   }
-  o = mg__cat(buf, len, o, "%s #%llu (%s x %llu)", mg__opkind_name(pend.kind),
-              (unsigned long long)pend.seq, mg__dt(pend.dtype), (unsigned long long)pend.count);
+  o = mg__cat(buf, len, o, "%s #%llu (%s x %llu)%s", mg__opkind_name(pend.kind),
+              (unsigned long long)pend.seq, mg__dt(pend.dtype), (unsigned long long)pend.count,
+              on_device);
   if (!(comm->backend->caps & MG__CAP_PROGRESS)) {
     mg__cat(buf, len, o, ": the %s backend does not publish the progress of the other ranks",
             comm->backend->name);
@@ -209,7 +224,8 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
     }
   }
   if (nwait > 0)
-    o = mg__cat(buf, len, o, ": rank%s %s waiting%s", nwait > 1 ? "s" : "", waiting, others);
+    o = mg__cat(buf, len, o, ": rank%s %s %s%s", nwait > 1 ? "s" : "", waiting,
+                issued ? "enqueued it" : "waiting", others);
   else
     o = mg__cat(buf, len, o, ":%s", others + 1);
 }
