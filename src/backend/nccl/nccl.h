@@ -5,7 +5,9 @@
  * nccl_coll.c (operations and groups: one NCCL group per launch, and the wait for NCCL's
  * nonblocking calls), nccl_check.c (what only this backend can check before anything is
  * enqueued), nccl_config.c (mg_config_t's NCCL fields into ncclConfig_t, by version),
- * nccl_mem.c (allocation, copies, registration).
+ * nccl_mem.c (allocation, copies, registration), nccl_mark.c (completion: events, host
+ * functions, the library's own streams), nccl_progress.c (comm tags, and the progress the ranks
+ * of this process publish to each other).
  *
  * Every NCCL communicator is nonblocking (ARCHITECTURE.md contract 4): each NCCL call that may
  * answer ncclInProgress is followed by mg__nccl_wait, which polls ncclCommGetAsyncError against
@@ -20,6 +22,9 @@
 #include "device/device.h"
 #include "loader/loader.h"
 
+struct mg__nevpool;
+struct mg__nprog;
+
 typedef struct mg__ncomm {
   mg__ncclComm_t nc;      /* NULL before init completes and after abort (which frees it) */
   mg__CUdevice dev;
@@ -28,6 +33,12 @@ typedef struct mg__ncomm {
   int cc_major, cc_minor; /* the device's compute capability */
   int check_ptrs;         /* MGCOMM_CHECK_POINTERS, read when the comm was made */
   mg__CUstream copy_stream; /* mg_memcpy's stream, made on first use; NULL until then */
+  mg__CUstream own_stream;  /* comm_stream's (the world's rank stream), made on first use */
+  struct mg__nevpool *evpool; /* the device's pool of events for marks (process-wide) */
+  uint64_t tag;             /* comm_tag: the same on every rank */
+  struct mg__nprog *prog;   /* the progress table of tag in this process; NULL: none */
+  pthread_t abort_th;       /* the thread running ncclCommAbort (abort_started) */
+  int abort_started;        /* 1: abort_th runs or ran; destroy joins it */
   /* Where NCCL's background job writes the result of a split or shrink (the new comm) and of a
    * window registration: the job may finish after a timeout made us give up, so the storage
    * lives as long as this comm; abort joins the job and then frees a comm found here. */
@@ -64,6 +75,41 @@ mg_status_t mg__nccl_check_op(const mg__op_t *op, const char *fn);
  * of compute capability cc_major.cc_minor. MG_ERR_NOT_SUPPORTED naming what is missing. */
 mg_status_t mg__nccl_check_types(mg_dtype_t dtype, const mg__redop_t *redop, int reduction,
                                  int cc_major, int cc_minor, const char *fn);
+
+/* nccl_backend.c: the backend's async_error: ncclCommGetAsyncError, unless another thread is
+ * in NCCL for comm (it reports what NCCL says itself) or comm was aborted: then MG_OK. Never
+ * blocks. */
+mg_status_t mg__nccl_async_error(mg_comm_t *comm);
+
+/* nccl_mark.c */
+/* The pool of events of device `ordinal`, made on first use; it retains the device's primary
+ * context for the rest of the process (pooled events live in it). MG_OK or the error naming fn. */
+mg_status_t mg__nccl_evpool(int ordinal, const char *fn, struct mg__nevpool **out);
+mg_status_t mg__nccl_mark_record(mg__mark_t *mark);
+mg_status_t mg__nccl_mark_query(mg__mark_t *mark);
+mg_status_t mg__nccl_mark_notify(mg__mark_t *mark);
+mg_status_t mg__nccl_mark_wait(mg__mark_t *mark, double deadline);
+void mg__nccl_mark_release(mg__mark_t *mark);
+mg_status_t mg__nccl_mark_elapsed(mg__mark_t *start, mg__mark_t *end, double *seconds);
+/* Bytes of mark->priv the marks use. */
+#define MG__NMARK_PRIV_SIZE sizeof(void *)
+mg_status_t mg__nccl_comm_stream(mg_comm_t *comm, mg_stream_t *out);
+
+/* nccl_progress.c */
+/* The tag of a communicator made from an NCCL unique id. */
+uint64_t mg__nccl_tag_of_id(const mg__ncclUniqueId *id);
+/* The tag of a child of the communicator tagged parent: split (shrink 0; a = color) or shrink
+ * (shrink 1; a = a hash of the excluded ranks), at the parent's split_seq. The same on every
+ * member of the child. */
+uint64_t mg__nccl_tag_child(uint64_t parent, int shrink, uint64_t split_seq, uint64_t a);
+/* Enters comm (rank, nranks and tag set, NCCL communicator made) into this process's progress
+ * table; without memory it stays out (its peers' progress is then unknown, nothing fails). */
+void mg__nccl_progress_join(mg_comm_t *comm);
+/* Takes comm out of the table (destroy). */
+void mg__nccl_progress_leave(mg_comm_t *comm);
+void mg__nccl_op_enqueued(const mg__op_t *op);
+mg_status_t mg__nccl_peer_progress(mg_comm_t *comm, int r, mg__progress_t *out);
+uint64_t mg__nccl_comm_tag(const mg_comm_t *comm);
 
 /* nccl_config.c */
 /* ncclConfig_t for an NCCL of version `version` from in's NCCL fields, nonblocking. A field set

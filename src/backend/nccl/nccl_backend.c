@@ -13,7 +13,12 @@
  *    ncclCommDestroy is a collective of every rank of the node that hangs when one is missing;
  *  - a rank that passes MG_SPLIT_NOCOLOR gets no communicator (NCCL gives it none);
  *  - split and shrink write the new communicator from NCCL's thread when they finish, into the
- *    parent's state (pending_child), which outlives a timeout.
+ *    parent's state (pending_child), which outlives a timeout;
+ *  - ncclCommAbort runs on a thread of its own (mg-abort<rank>), joined by destroy: it returns
+ *    only once NCCL has freed the communicator's memory, which can wait for the kernels of the
+ *    other GPUs of the process; with every communicator of the process aborting on its own
+ *    thread, each stops its kernels before any free waits for them, and abort returns at once
+ *    (contract 4) on any thread, the watchdog's included.
  * Divisions: per-rank setup; availability and ids; init; split and shrink; the rest of the
  * lifecycle; custom ops; the table.
  */
@@ -22,6 +27,7 @@
 
 #include "backend/host/host.h"
 #include "backend/nccl/nccl.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/params.h"
 
@@ -33,6 +39,7 @@ _Static_assert(sizeof(mg__ncclUniqueId) == sizeof(mg_unique_id_t), "NCCL's id is
 static mg_status_t mg__ncomm_setup(mg_comm_t *comm, int device, const char *fn) {
   mg__ncomm_t *nx = mg__ncomm(comm);
   memset(nx, 0, sizeof *nx);
+  MG_CHECK(mg__nccl_evpool(device, fn, &nx->evpool));
   MG_CHECK(mg__device_ctx_retain(device, fn, &nx->dev, &nx->ctx));
   nx->retained = 1;
   comm->device = device;
@@ -143,8 +150,11 @@ static mg_status_t n_init(mg_comm_t *comm, const mg_unique_id_t *uid, double dea
   if (st < 0) {
     mg__ncomm_release(comm);
     mg__error_prefix("%s", fn);
+    return st;
   }
-  return st;
+  nx->tag = mg__nccl_tag_of_id(&id);
+  mg__nccl_progress_join(comm);
+  return MG_OK;
 }
 
 static mg_status_t n_init_all(mg_comm_t **comms, int n, const int *devices, double deadline) {
@@ -208,16 +218,21 @@ static mg_status_t n_init_all(mg_comm_t **comms, int n, const int *devices, doub
       mg__ncomm_release(comms[i]);
     }
     mg__error_prefix("%s", fn);
+    return st;
   }
-  return st;
+  for (int i = 0; i < n; i++) {
+    mg__ncomm(comms[i])->tag = mg__nccl_tag_of_id(&id);
+    mg__nccl_progress_join(comms[i]);
+  }
+  return MG_OK;
 }
 
 /* ---- split and shrink ----------------------------------------------------------------------- */
 
 /* Makes child (NULL: this rank joins none) with ncclCommSplit (shrink == 0) or ncclCommShrink,
- * waits for it, and reads the child's rank and size. */
+ * waits for it, reads the child's rank and size, and gives it its tag. */
 static mg_status_t mg__nccl_child(mg_comm_t *comm, mg_comm_t *child, int shrink, int color,
-                                  int key, int *exclude, int nexclude, int flags,
+                                  int key, int *exclude, int nexclude, int flags, uint64_t tag,
                                   double deadline, const char *fn) {
   mg__ncomm_t *px = mg__ncomm(comm);
   mg__ncclConfig_t cfg, *cfgp = NULL;
@@ -263,16 +278,25 @@ static mg_status_t mg__nccl_child(mg_comm_t *comm, mg_comm_t *child, int shrink,
     mg__nccl_drop(&mg__ncomm(child)->nc);
     mg__ncomm_release(child);
   }
-  if (st < 0) mg__error_prefix("%s", fn);
-  return st;
+  if (st < 0) {
+    mg__error_prefix("%s", fn);
+    return st;
+  }
+  if (child != NULL) {
+    mg__ncomm(child)->tag = tag;
+    mg__nccl_progress_join(child);
+  }
+  return MG_OK;
 }
 
 static mg_status_t n_split(mg_comm_t *comm, int color, int key, mg_comm_t *child,
                            double deadline) {
   static const char fn[] = "mg_comm_split";
   MG_CHECK(mg__feature_require(MG_FEATURE_NCCL_SPLIT, fn));
+  const uint64_t tag = mg__nccl_tag_child(mg__ncomm(comm)->tag, 0, comm->split_seq,
+                                          (uint64_t)(uint32_t)color);
   return mg__nccl_child(comm, child, 0, color == MG_SPLIT_NOCOLOR ? MG__NCCL_SPLIT_NOCOLOR : color,
-                        key, NULL, 0, 0, deadline, fn);
+                        key, NULL, 0, 0, tag, deadline, fn);
 }
 
 static mg_status_t n_shrink(mg_comm_t *comm, const int *exclude, int nexclude, mg_comm_t *child,
@@ -289,15 +313,21 @@ static mg_status_t n_shrink(mg_comm_t *comm, const int *exclude, int nexclude, m
                        "%s: NCCL cannot shrink a communicator in the error state by no rank; "
                        "exclude the failed ones", fn);
     MG_CHECK(mg__feature_require(MG_FEATURE_NCCL_SPLIT, fn));
-    return mg__nccl_child(comm, child, 0, 0, comm->rank, NULL, 0, 0, deadline, fn);
+    return mg__nccl_child(comm, child, 0, 0, comm->rank, NULL, 0, 0,
+                          mg__nccl_tag_child(mg__ncomm(comm)->tag, 1, comm->split_seq, 0),
+                          deadline, fn);
   }
   MG_CHECK(mg__feature_require(MG_FEATURE_NCCL_SHRINK, fn));
   int *ex = malloc(sizeof *ex * (size_t)nexclude); /* NCCL sorts the list in place */
   if (ex == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
   memcpy(ex, exclude, sizeof *ex * (size_t)nexclude);
+  uint64_t h = (uint64_t)nexclude; /* exclude is sorted: every survivor hashes the same list */
+  for (int i = 0; i < nexclude; i++) h = mg__mix64(h ^ (uint64_t)(uint32_t)exclude[i]);
   mg_status_t st =
       mg__nccl_child(comm, child, 1, 0, 0, ex, nexclude,
-                     failed ? MG__NCCL_SHRINK_ABORT : MG__NCCL_SHRINK_DEFAULT, deadline, fn);
+                     failed ? MG__NCCL_SHRINK_ABORT : MG__NCCL_SHRINK_DEFAULT,
+                     mg__nccl_tag_child(mg__ncomm(comm)->tag, 1, comm->split_seq, h), deadline,
+                     fn);
   free(ex);
   return st;
 }
@@ -321,31 +351,72 @@ static mg_status_t n_finalize(mg_comm_t *comm, double deadline) {
 }
 
 static void n_interrupt(mg_comm_t *comm) {
-  /* Nothing to wake: every wait of this backend (mg__nccl_wait, the copy stream's) reads
-   * comm->aborting at least every millisecond. */
+  /* Nothing to wake: every wait of this backend (mg__nccl_wait, the copy stream's, mark_wait)
+   * reads comm->aborting at least every millisecond. */
+}
+
+/* What the abort thread needs: the NCCL communicator, taken out of the comm's state, and the
+ * state itself for pending_child (alive until destroy joins the thread). */
+typedef struct {
+  mg__ncclComm_t nc;
+  mg__ncomm_t *nx;
+  int rank;
+} mg__nabort_t;
+
+static void mg__nabort_run(mg__nabort_t *a) {
+  mg__CUcontext saved = NULL;
+  /* Abort goes on without the context if it cannot be made current: NCCL sets its device. */
+  const int entered = mg__device_ctx_enter(a->nx->ctx, &saved) == MG_OK;
+  if (a->nc != NULL) {
+    /* ncclCommAbort frees the communicator whatever it answers; the answer only says whether
+     * everything was released cleanly, which changes nothing for us. It also joins NCCL's
+     * thread, so a split or shrink still running has written pending_child by then. */
+    mg__ncclResult_t r = mg__nccl.CommAbort(a->nc);
+    if (r != MG__ncclSuccess)
+      MG_INFO(MG_SUBSYS_INIT, "ncclCommAbort of rank %d answered %s", a->rank,
+              mg__nccl_result_name(r));
+  }
+  mg__nccl_drop(&a->nx->pending_child);
+  if (entered) mg__device_ctx_leave(a->nx->ctx, saved);
+}
+
+static void *mg__nabort_main(void *arg) {
+  mg__nabort_run(arg);
+  free(arg);
+  return NULL;
 }
 
 static void n_abort(mg_comm_t *comm) {
   mg__ncomm_t *nx = mg__ncomm(comm);
-  mg__CUcontext saved = NULL;
-  /* Abort goes on without the context if it cannot be made current: NCCL sets its device. */
-  const int entered = mg__device_ctx_enter(nx->ctx, &saved) == MG_OK;
-  if (nx->nc != NULL) {
-    /* ncclCommAbort frees the communicator whatever it answers; the answer only says whether
-     * everything was released cleanly, which changes nothing for us. It also joins NCCL's
-     * thread, so a split or shrink still running has written pending_child by then. */
-    mg__ncclResult_t r = mg__nccl.CommAbort(nx->nc);
-    if (r != MG__ncclSuccess)
-      MG_INFO(MG_SUBSYS_INIT, "ncclCommAbort of rank %d answered %s", comm->rank,
-              mg__nccl_result_name(r));
-    nx->nc = NULL;
+  if (nx->nc == NULL) return; /* never made (or aborted already): nothing of NCCL's is left */
+  mg__nabort_t *a = malloc(sizeof *a);
+  mg__nabort_t local = {nx->nc, nx, comm->rank};
+  nx->nc = NULL; /* from now on only the abort touches it */
+  if (a != NULL) {
+    *a = local;
+    if (pthread_create(&nx->abort_th, NULL, mg__nabort_main, a) == 0) {
+      nx->abort_started = 1;
+      char name[16];
+      snprintf(name, sizeof name, "mg-abort%d", comm->rank);
+      (void)pthread_setname_np(nx->abort_th, name); /* for debuggers only */
+      return;
+    }
+    free(a);
   }
-  mg__nccl_drop(&nx->pending_child);
-  if (entered) mg__device_ctx_leave(nx->ctx, saved);
+  /* No thread: abort here. It returns once NCCL has freed the communicator. */
+  MG_WARN("rank %d: cannot start a thread for ncclCommAbort; aborting on this thread",
+          comm->rank);
+  mg__nabort_run(&local);
 }
 
 static void n_destroy(mg_comm_t *comm) {
   mg__ncomm_t *nx = mg__ncomm(comm);
+  if (nx->abort_started) {
+    /* The one wait mgcomm cannot bound: NCCL's free of the communicator (docs/nccl.md). */
+    pthread_join(nx->abort_th, NULL);
+    nx->abort_started = 0;
+  }
+  mg__nccl_progress_leave(comm);
   mg__CUcontext saved = NULL;
   const int entered = mg__device_ctx_enter(nx->ctx, &saved) == MG_OK;
   if (nx->nc != NULL) {
@@ -357,16 +428,16 @@ static void n_destroy(mg_comm_t *comm) {
     }
     nx->nc = NULL;
   }
-  if (nx->copy_stream != NULL) {
-    /* Fails only for a stream that is gone already: nothing left to release. */
-    (void)mg__cuda.StreamDestroy(nx->copy_stream);
-    nx->copy_stream = NULL;
-  }
+  /* Each fails only for a stream that is gone already: nothing left to release. Work still on
+   * them completes first (cuStreamDestroy returns at once and CUDA frees the stream then). */
+  if (nx->copy_stream != NULL) (void)mg__cuda.StreamDestroy(nx->copy_stream);
+  if (nx->own_stream != NULL) (void)mg__cuda.StreamDestroy(nx->own_stream);
+  nx->copy_stream = nx->own_stream = NULL;
   if (entered) mg__device_ctx_leave(nx->ctx, saved);
   mg__ncomm_release(comm);
 }
 
-static mg_status_t n_async_error(mg_comm_t *comm) {
+mg_status_t mg__nccl_async_error(mg_comm_t *comm) {
   /* NCCL is called for a communicator by one thread at a time. A call that holds the lock is
    * in NCCL now and reports what NCCL says itself, so this poll does not wait for it. */
   if (pthread_mutex_trylock(&comm->lock) != 0) return MG_OK;
@@ -410,7 +481,8 @@ const mg__backend_t mg__backend_nccl = {
     .version = MG__BACKEND_VERSION,
     .name = "nccl",
     .id = MG_BACKEND_NCCL,
-    .caps = MG__CAP_SPLIT | MG__CAP_SHRINK | MG__CAP_PREMUL,
+    .caps = MG__CAP_SPLIT | MG__CAP_SHRINK | MG__CAP_PREMUL | MG__CAP_PROGRESS | MG__CAP_MARKS |
+            MG__CAP_STREAM | MG__CAP_ASYNC,
     .comm_priv_size = sizeof(mg__ncomm_t),
     .available = n_available,
     .unique_id = n_unique_id,
@@ -422,7 +494,7 @@ const mg__backend_t mg__backend_nccl = {
     .comm_interrupt = n_interrupt,
     .comm_abort = n_abort,
     .comm_destroy = n_destroy,
-    .async_error = n_async_error,
+    .async_error = mg__nccl_async_error,
     .check_op = mg__nccl_check_op,
     .redop_create = n_redop_create,
     .redop_destroy = n_redop_destroy,
@@ -432,4 +504,15 @@ const mg__backend_t mg__backend_nccl = {
     .mem_copy = mg__nccl_mem_copy,
     .mem_register = mg__nccl_mem_register,
     .mem_deregister = mg__nccl_mem_deregister,
+    .mark_priv_size = MG__NMARK_PRIV_SIZE,
+    .mark_record = mg__nccl_mark_record,
+    .mark_query = mg__nccl_mark_query,
+    .mark_notify = mg__nccl_mark_notify,
+    .mark_wait = mg__nccl_mark_wait,
+    .mark_release = mg__nccl_mark_release,
+    .mark_elapsed = mg__nccl_mark_elapsed,
+    .op_enqueued = mg__nccl_op_enqueued,
+    .peer_progress = mg__nccl_peer_progress,
+    .comm_tag = mg__nccl_comm_tag,
+    .comm_stream = mg__nccl_comm_stream,
 };
