@@ -89,7 +89,8 @@ static void mg__witem_run(mg__item_t *it) {
   const int r = wi->rank;
   pthread_mutex_lock(&w->lock);
   mg_comm_t *old = w->comms[r];
-  w->comms[r] = NULL; /* from now on nobody else reaches it */
+  w->comms[r] = NULL; /* from now on nobody else reaches it (nor its stream) */
+  w->streams[r] = NULL;
   pthread_mutex_unlock(&w->lock);
   /* Aborted by whoever sent the job; destroying it cannot fail on a valid handle. */
   (void)mg_comm_destroy(old);
@@ -99,19 +100,32 @@ static void mg__witem_run(mg__item_t *it) {
     mg_config_t cfg = w->config;
     cfg.device = w->devices[r];
     mg_comm_t *c = NULL;
+    mg_stream_t s = NULL;
     st = mg_comm_init_rank(&cfg, w->n, &j->id, r, &c);
+    if (st == MG_OK && (c->backend->caps & MG__CAP_STREAM)) {
+      st = c->backend->comm_stream(c, &s); /* owned by c: destroyed with it */
+      if (st < 0) {
+        char keep[MG__ERROR_LEN]; /* destroying c must not replace the reason */
+        mg_last_error_copy(keep, sizeof keep);
+        (void)mg_comm_destroy(c); /* a valid handle: cannot fail */
+        mg__error(st, "rank %d: %s", r, keep);
+      }
+    } else if (st < 0) {
+      mg__error_prefix("rank %d", r);
+    }
     if (st == MG_OK) {
       pthread_mutex_lock(&w->lock);
       int current = atomic_load(&w->gen->current) == j->gen && w->state != MG__WORLD_ABORTED &&
                     w->state != MG__WORLD_DEAD;
-      if (current) w->comms[r] = c;
+      if (current) {
+        w->comms[r] = c;
+        w->streams[r] = s;
+      }
       pthread_mutex_unlock(&w->lock);
       if (!current) {
         (void)mg_comm_destroy(c); /* the world moved on (aborted meanwhile): not wanted */
         st = mg__error(MG_ERR_ABORTED, "rank %d: the world was aborted while it was rebuilt", r);
       }
-    } else {
-      mg__error_prefix("rank %d", r);
     }
   }
   pthread_mutex_lock(&j->lock);
@@ -206,6 +220,7 @@ static void mg__world_free(mg_world_t *w, int nworkers) {
       w->workers[r] = NULL;
       (void)mg_comm_destroy(w->comms[r]); /* a valid handle or NULL: cannot fail */
       w->comms[r] = NULL;
+      w->streams[r] = NULL;
     }
   }
   for (int r = 0; r < nworkers; r++)
@@ -227,6 +242,7 @@ static void mg__world_free(mg_world_t *w, int nworkers) {
   pthread_mutex_destroy(&w->lock);
   w->magic = 0;
   free(w->comms);
+  free(w->streams);
   free(w->workers);
   free(w->devices);
   free(w);
@@ -273,11 +289,14 @@ mg_status_t mg_world_create(const mg_config_t *config, int nranks, const int *de
   w->devices = malloc(sizeof *w->devices * (size_t)nranks);
   w->workers = calloc((size_t)nranks, sizeof *w->workers);
   w->comms = calloc((size_t)nranks, sizeof *w->comms);
+  w->streams = calloc((size_t)nranks, sizeof *w->streams);
   w->gen = calloc(1, sizeof *w->gen);
-  if (w->devices == NULL || w->workers == NULL || w->comms == NULL || w->gen == NULL) {
+  if (w->devices == NULL || w->workers == NULL || w->comms == NULL || w->streams == NULL ||
+      w->gen == NULL) {
     free(w->devices);
     free(w->workers);
     free(w->comms);
+    free(w->streams);
     free(w->gen);
     free(w);
     return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);

@@ -3,8 +3,9 @@
  * worker items) and world_ops.c (the operations, world groups, batches).
  *
  * One worker per rank (stream.c's workers, named mg-rank<N>) owns its rank's communicator: it
- * creates it (mg_comm_init_rank, with a new unique id per generation), posts every part on it,
- * and destroys it. Other threads only read comms[r] under the world's lock to abort it (abort is
+ * creates it (mg_comm_init_rank, with a new unique id per generation) and, on a backend with
+ * streams of its own (NCCL: a non-blocking CUDA stream of the rank's device), the stream the
+ * rank posts on, posts every part on them, and destroys them. Other threads only read comms[r] under the world's lock to abort it (abort is
  * for any thread) or to read its flight recorder.
  *
  * Lock order: world->lock, then a worker's mailbox lock (submission keeps one order on every
@@ -48,6 +49,8 @@ struct mg_world {
   mg_status_t error;        /* why it is in MG__WORLD_ERROR */
   char errmsg[MG__ERROR_LEN];
   mg_comm_t **comms;        /* [n]: written by the rank's worker only, under lock */
+  mg_stream_t *streams;     /* [n]: the stream each rank posts on, with comms[r] (NCCL: its
+                               communicator's own, made by its worker; NULL on host) */
   uint64_t submitted;       /* world operations submitted, for messages */
 };
 

@@ -30,6 +30,8 @@ typedef struct {
   int rank;
   int first, count;       /* its operations: b->ops[first .. first + count) */
   mg__mark_t mark;        /* their completion on the rank's stream */
+  const mg__backend_t *be; /* the mark's backend: its release may come after the communicator
+                              is gone (a host function signalled after a rebuild destroyed it) */
   atomic_int done;        /* 1 once the part has completed */
 } mg__wpart_t;
 
@@ -108,9 +110,7 @@ static void mg__wpart_done(mg__wpart_t *p, mg_status_t st, const char *msg) {
 static void mg__wpart_signalled(mg__mark_t *mark, mg_status_t st, const char *msg) {
   mg__wpart_t *p = mark->owner;
   mg__wbatch_t *b = p->b;
-  /* Read before the part is done: on a foreign thread (a CUDA host function) the worker may
-   * destroy the communicator right after. */
-  const mg__backend_t *be = mark->comm->backend;
+  const mg__backend_t *be = p->be; /* mark->comm may be gone (see mg__wpart_t) */
   atomic_fetch_add(&b->refs, 1); /* the mark lives in the batch: keep it until released */
   mg__wpart_done(p, st, msg);
   be->mark_release(mark);
@@ -144,8 +144,10 @@ static void mg__wpart_run(mg__item_t *it) {
   }
   memset(&p->mark, 0, sizeof p->mark);
   p->mark.comm = comm;
+  p->mark.stream = b->ops[p->first].stream; /* every operation of the part is on it */
   p->mark.owner = p;
   p->mark.on_signal = mg__wpart_signalled;
+  p->be = comm->backend;
   st = comm->backend->mark_record(&p->mark);
   if (st < 0) {
     mg__wpart_done(p, st, mg_last_error());
@@ -267,6 +269,7 @@ static mg_status_t mg__wvalidate(mg_world_t *w, mg__wop_t *wops, int n, mg__op_t
     mg__op_t *op = &out[i];
     *op = wops[i].op;
     op->comm = w->comms[r];
+    op->stream = w->streams[r];
     mg_status_t st = mg__op_validate(op, wops[i].v_in, fn);
     if (st >= 0) st = op->comm->backend->check_op(op, fn);
     if (st < 0) {
