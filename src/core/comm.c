@@ -500,6 +500,13 @@ mg_status_t mg_comm_destroy(mg_comm_t *comm) {
   /* What its streams still hold runs now and fails fast (the comm is aborted or finalized). */
   if (comm->worker_owned) mg__worker_stop(comm->worker);
   mg__handle_unregister(comm);
+  /* A finalized comm was not aborted: a request whose mark its backend has not signalled yet
+   * (NCCL: the host function runs a little after the stream got there) is still listed, and
+   * must not outlive the comm. After this the watchdog reaches the comm no more. */
+  char msg[96];
+  snprintf(msg, sizeof msg, "rank %d of %d: the communicator was destroyed", comm->rank,
+           comm->nranks);
+  mg__wd_abort(comm, NULL, 0, msg);
   pthread_mutex_lock(&comm->lock);
   pthread_mutex_unlock(&comm->lock); /* wait out any call that passed the handle check */
   while (atomic_load(&comm->users) > 0) { /* a request's query or wait; they watch aborting */

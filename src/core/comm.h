@@ -59,7 +59,7 @@ struct mg_comm {
   int worker_owned;               /* 1: made by mg_stream_create, stopped by destroy; 0: the
                                      world's */
   double wd_error_since;           /* the watchdog: when it first saw the backend's async error
-                                     while requests were pending (0: not seen; its lock) */
+                                     while requests were pending (0: not seen; its thread's) */
   mg_completion_t completion;     /* resolved from the config (never DEFAULT) */
   double poll_interval;           /* seconds, resolved */
   mg_on_timeout_t on_timeout;     /* resolved */

@@ -8,10 +8,14 @@
  * A mark armed for the hostfn strategy that is still unsignalled after MG__WD_NOTIFY_GRACE_S is
  * queried too (CUDA drops host functions after a context fault).
  *
- * It never blocks in a backend: under its lock it calls only the backend's non-blocking methods
- * (mark_query, async_error); an expiry aborts a communicator with mg__comm_abort_nowait, which
- * interrupts and leaves the release of resources to the next holder of the comm's lock if that
- * lock is busy. Callbacks of what it completes run on the callback thread, never here.
+ * It never blocks in a backend, and never calls one under its lock: a scan takes references on
+ * the requests it found and raises their communicators' `users` count under mg__wd.lock, then
+ * calls the non-blocking methods (mark_query, async_error) without it. A CUDA host function that
+ * signals a mark takes mg__wd.lock (to unlist the request), so that lock is never held across a
+ * CUDA or NCCL call (CUDA may hold its own locks while a host function runs). An expiry aborts a
+ * communicator with mg__comm_abort_nowait, which interrupts and leaves the release of resources
+ * to the next holder of the comm's lock if that lock is busy. Callbacks of what it completes run
+ * on the callback thread, never here.
  *
  * Lock order: mg__wd.lock, then a request's lock (mg__wd_abort and the scan take references
  * under mg__wd.lock and complete after releasing it). mg__wd.lock is taken under no other
@@ -233,15 +237,64 @@ void mg__wd_abort(mg_comm_t *comm, const mg__gen_t *gen_src, uint64_t below, con
   }
 }
 
-/* The asynchronous error of r's comm, checked once per scan per comm: a listed request's comm is
- * alive under mg__wd.lock (its abort unlists the request first, under this lock). A comm whose
- * error lasted MG__WD_ASYNC_GRACE_S fails with it and ends its pending requests with it. */
-static void mg__wd_check_comm(mg_request_t *r, double now, mg_comm_t **seen, int *nseen,
-                              int maxseen, mg__hits_t *failed) {
-  mg_comm_t *comm = r->comm;
-  for (int i = 0; i < *nseen; i++)
-    if (seen[i] == comm) return;
-  if (*nseen < maxseen) seen[(*nseen)++] = comm;
+/* Communicators a scan uses outside mg__wd.lock: their `users` count is raised under the lock,
+ * where a listed request's communicator is alive (destroy unlists its requests first, under the
+ * lock, and then waits for `users` to drop). check: poll its asynchronous error. */
+typedef struct {
+  struct mg__wd_held {
+    mg_comm_t *comm;
+    int check;
+  } *v;
+  int n, cap;
+} mg__held_t;
+
+/* comm held once (check or'ed in). 0 when out of memory: not held, the caller skips it. */
+static int mg__held_add(mg__held_t *h, mg_comm_t *comm, int check) {
+  for (int i = 0; i < h->n; i++)
+    if (h->v[i].comm == comm) {
+      h->v[i].check |= check;
+      return 1;
+    }
+  if (h->n == h->cap) {
+    int cap = h->cap ? 2 * h->cap : 16;
+    struct mg__wd_held *v = realloc(h->v, sizeof *v * (size_t)cap);
+    if (v == NULL) return 0; /* out of memory: this scan leaves it alone */
+    h->v = v;
+    h->cap = cap;
+  }
+  atomic_fetch_add(&comm->users, 1);
+  h->v[h->n].comm = comm;
+  h->v[h->n].check = check;
+  h->n++;
+  return 1;
+}
+
+static void mg__held_release(mg__held_t *h) {
+  for (int i = 0; i < h->n; i++) atomic_fetch_sub(&h->v[i].comm->users, 1);
+  free(h->v);
+  h->v = NULL;
+  h->n = h->cap = 0;
+}
+
+/* Queries the mark of every hit (its comm is held), completes those reached or failed, and drops
+ * the references. */
+static void mg__hits_query(mg__hits_t *a) {
+  for (int i = 0; i < a->n; i++) {
+    mg_request_t *req = a->v[i].req;
+    if (atomic_load_explicit(&req->state, memory_order_acquire) == MG__REQ_PENDING) {
+      mg_status_t st = req->be->mark_query(&req->mark);
+      if (st != MG_INPROGRESS) mg__request_complete(req, st, st < 0 ? mg_last_error() : NULL, 0);
+    }
+    mg__request_unref(req);
+  }
+  free(a->v);
+  a->v = NULL;
+  a->n = a->cap = 0;
+}
+
+/* The asynchronous error of a held comm. One that lasted MG__WD_ASYNC_GRACE_S fails the comm and
+ * ends its pending requests with it (into failed). wd_error_since is the watchdog thread's. */
+static void mg__wd_check_comm(mg_comm_t *comm, double now, mg__hits_t *failed) {
   if (atomic_load(&comm->aborting)) return;
   mg_status_t st = comm->backend->async_error(comm);
   if (st >= 0) {
@@ -251,13 +304,18 @@ static void mg__wd_check_comm(mg_request_t *r, double now, mg_comm_t **seen, int
   if (comm->wd_error_since == 0) comm->wd_error_since = now;
   if (now - comm->wd_error_since < MG__WD_ASYNC_GRACE_S) return;
   mg__comm_fail(comm, st);
+  char msg[MG__ERROR_LEN];
+  mg_last_error_copy(msg, sizeof msg);
+  pthread_mutex_lock(&mg__wd.lock);
   for (mg_request_t *q = mg__wd.head; q != NULL; q = q->wd_next)
     if (q->comm == comm) /* missed: the comm is in error; the request expires or is aborted */
-      (void)mg__hits_push(failed, q, st, mg_last_error());
+      (void)mg__hits_push(failed, q, st, msg);
+  pthread_mutex_unlock(&mg__wd.lock);
 }
 
 static void *mg__wd_main(void *arg) {
-  mg__hits_t expired = {0}, reached = {0}, failed = {0};
+  mg__hits_t expired = {0}, query = {0}, failed = {0};
+  mg__held_t held = {0};
   double idle_since = mg__now();
   pthread_mutex_lock(&mg__wd.lock);
   while (!mg__wd.stop) {
@@ -267,8 +325,6 @@ static void *mg__wd_main(void *arg) {
     mg__wd.added = 0;
     const int check_errors = now >= mg__wd.next_errors;
     if (check_errors) mg__wd.next_errors = now + interval;
-    mg_comm_t *seen[64];
-    int nseen = 0;
     for (mg_request_t *r = mg__wd.head; r != NULL; r = r->wd_next) {
       if (now >= r->deadline) {
         (void)mg__hits_push(&expired, r, MG_ERR_TIMED_OUT, NULL); /* missed: next scan */
@@ -276,21 +332,24 @@ static void *mg__wd_main(void *arg) {
       }
       if (r->deadline < wake) wake = r->deadline;
       if (r->kind != MG__REQ_RECORD) continue;
-      /* POLL at its interval; SYNC and HOSTFN (after MG__WD_NOTIFY_GRACE_S) as a safety net. */
-      if (now >= r->next_poll) {
+      /* POLL at its interval; SYNC and HOSTFN (after MG__WD_NOTIFY_GRACE_S) as a safety net.
+       * Missed (no memory): the next scan queries it. */
+      if (now >= r->next_poll && mg__held_add(&held, r->comm, 0) &&
+          mg__hits_push(&query, r, MG_INPROGRESS, NULL))
         r->next_poll = now + (r->strategy == MG_COMPLETION_POLL ? r->poll_interval : interval);
-        mg_status_t st = r->be->mark_query(&r->mark);
-        if (st != MG_INPROGRESS) /* missed: the next query finds it again */
-          (void)mg__hits_push(&reached, r, st, mg_last_error());
-      }
       if (r->next_poll < wake) wake = r->next_poll;
-      if (check_errors) mg__wd_check_comm(r, now, seen, &nseen, 64, &failed);
+      if (check_errors) (void)mg__held_add(&held, r->comm, 1); /* missed: next time */
     }
     if (mg__wd.n > 0) idle_since = now;
     pthread_mutex_unlock(&mg__wd.lock);
 
-    mg__hits_run(&reached, 0);
+    /* The backends are called with no lock of the library held: a CUDA host function that
+     * signals a mark takes mg__wd.lock, and must never wait for a thread that is inside CUDA. */
+    mg__hits_query(&query);
+    for (int i = 0; i < held.n; i++)
+      if (held.v[i].check) mg__wd_check_comm(held.v[i].comm, now, &failed);
     mg__hits_run(&failed, 0);
+    mg__held_release(&held);
     mg__hits_run(&expired, 1);
 
     pthread_mutex_lock(&mg__wd.lock);
