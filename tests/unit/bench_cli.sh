@@ -11,6 +11,9 @@
 #   procs_fault  a corrupted result in a process rank is counted over the job, exit 1; a failed
 #            operation ends every rank with exit 1
 #   mpirun   ranks as processes under Open MPI's mpirun (skipped without it)
+#   world    --world: the same table shape as threads, right results, JSON with api world
+#   world_fault  a failed world operation, a corrupted result and a world that cannot be
+#            created: exit 1, the failure named
 #   default  no arguments: the quick default, on the best backend, says why, within 30 s
 #            ($BENCH_DEFAULT_LIMIT_S: longer for sanitizer and unoptimised builds)
 #   plot     bench/plot.sh draws two runs (skipped without gnuplot)
@@ -82,6 +85,9 @@ args)
   expect_bad "-t and -g exclude each other" -t 2 -g 2
   expect_bad "GPUs need the nccl backend" --backend host -g 2
   expect_bad "--backend 'cuda'" --backend cuda
+  expect_bad "-r 3 is not a rank of 3" --world -t 3 -r 3
+  expect_bad "-r 2 is not a rank of 2" --world -r 2
+  expect_bad "nccl backend" --world -g 1
   # A backend that is not available (mg_backend_resolve's reason), or one this version of bench
   # cannot drive: exit 2 either way.
   expect_bad "nccl backend" --backend nccl
@@ -126,6 +132,7 @@ table)
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["backend"] == "host" and d["nranks"] == 2 and d["ranks_are"] == "threads", d
+assert d["api"] == "comm", d["api"]
 assert d["machine"]["gpus"] == [], d["machine"]
 rows = d["results"]
 assert len(rows) == 18, len(rows)
@@ -250,7 +257,7 @@ procs)
   python3 - "$tmp/p.json" <<'EOF' || fail "JSON content"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert (d["ranks_are"], d["nranks"]) == ("processes", 2), d
+assert (d["ranks_are"], d["api"], d["nranks"]) == ("processes", "comm", 2), d
 assert len(d["results"]) == 21 and {r["iters"] for r in d["results"]} == {3}, d["results"]
 EOF
   # Three processes, a root that is not rank 0, another dtype and op.
@@ -320,9 +327,78 @@ mpirun)
   python3 - "$tmp/m.json" <<'EOF' || fail "JSON content"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert (d["ranks_are"], d["nranks"], len(d["results"])) == ("processes", 2, 12), d
+assert (d["ranks_are"], d["api"], d["nranks"], len(d["results"])) == ("processes", "comm", 2, 12), d
 EOF
   echo "bench mpirun: ok"
+  ;;
+
+world)
+  need_python
+  # The same sweep directly and through the world: the same lines, columns and labels.
+  args=(-t 3 -c all -b 96 -e 6K -f 8 -n 2 -w 1)
+  "$MGCOMM" bench "${args[@]}" >"$tmp/direct" 2>&1 || fail "direct: exit $?: $(tail -5 "$tmp/direct")"
+  "$MGCOMM" bench --world "${args[@]}" --json "$tmp/w.json" --csv "$tmp/w.csv" >"$tmp/out" \
+    2>"$tmp/err" || fail "--world: exit $?: $(cat "$tmp/err")"
+  [ ! -s "$tmp/err" ] || fail "--world: something on stderr: $(cat "$tmp/err")"
+  grep -q '^# nranks 3 (threads of this process: the workers of one world' "$tmp/out" ||
+    fail "--world: $(grep '^# nranks' "$tmp/out")"
+  grep -q '^# time: median over iterations of (mg_request_wait returned - mg_world_<op> called)' \
+    "$tmp/out" || fail "--world: $(grep '^# time' "$tmp/out")"
+  # Comment lines other than the preamble and the averages, and the first five columns and the
+  # number of columns of every line.
+  shape() {
+    awk '/^#/ { if ($0 !~ /^# (mgcomm|nranks|time|Avg|Summary)/) print; next }
+         /^ *[0-9]/ { print NF, $1, $2, $3, $4, $5 }' "$1"
+  }
+  shape "$tmp/direct" >"$tmp/direct.shape"
+  shape "$tmp/out" >"$tmp/world.shape"
+  cmp -s "$tmp/direct.shape" "$tmp/world.shape" ||
+    fail "--world: not the direct table's shape: $(diff "$tmp/direct.shape" "$tmp/world.shape")"
+  [ "$(grep -c '^ *[0-9]' "$tmp/out")" = 27 ] || fail "--world: $(grep -c '^ *[0-9]' "$tmp/out") lines, want 27"
+  check_lines "$tmp/out" || fail "--world: bad lines"
+  python3 "$here/bench_json.py" "$tmp/w.json" "$tmp/w.csv" || fail "--world: the JSON or CSV does not conform"
+  python3 - "$tmp/w.json" <<'EOF' || fail "--world: JSON content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert (d["ranks_are"], d["api"], d["nranks"]) == ("threads", "world", 3), d
+assert len(d["results"]) == 48 and {r["iters"] for r in d["results"]} == {2}, len(d["results"])
+EOF
+  # Reductions whose exactness is narrow, on 3 world ranks.
+  for d in float16 bfloat16 float8_e4m3 int8; do
+    for o in sum prod avg; do
+      "$MGCOMM" bench --world -t 3 -c all_reduce,reduce_scatter,reduce -r 1 -d $d -o $o -b 96 \
+        -e 768 -f 8 -n 1 -w 0 >"$tmp/out" 2>&1 ||
+        fail "--world -d $d -o $o: exit $?: $(grep -v '^#' "$tmp/out" | head -5)"
+    done
+  done
+  echo "bench world: ok"
+  ;;
+
+world_fault)
+  # A world operation that fails (the first host operation of any rank): named, exit 1.
+  MGCOMM_FAULT=host.fail:1:1 "$MGCOMM" bench --world -t 2 -c all_reduce -b 1K -e 1K \
+    >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" = 1 ] || fail "fail: exit $rc, want 1; stderr: $(cat "$tmp/err")"
+  grep -q '^mgcomm bench: world: all_reduce 1024 B: MG_ERR_BACKEND: rank [01]: .*injected failure' \
+    "$tmp/err" || fail "fail: the failure is not named: $(cat "$tmp/err")"
+  grep -q '^# Summary: 0 results' "$tmp/out" || fail "fail: $(tail -1 "$tmp/out")"
+  # A corrupted result of one world rank is counted.
+  MGCOMM_FAULT=host.corrupt:1:1 "$MGCOMM" bench --world -t 2 -c all_reduce -b 1K -e 1K \
+    >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" = 1 ] || fail "corrupt: exit $rc, want 1; stdout: $(cat "$tmp/out"); stderr: $(cat "$tmp/err")"
+  awk '/^ *1024 / { found = $9 == 1 } END { exit !found }' "$tmp/out" ||
+    fail "corrupt: #wrong is not 1: $(grep '^ *1024' "$tmp/out")"
+  # A world whose communicators cannot be made: one rank's attach fails, and mg_world_create
+  # returns when the others have given up waiting for it (MGCOMM_TIMEOUT).
+  MGCOMM_TIMEOUT=2 MGCOMM_FAULT=host.attach:1:1 "$MGCOMM" bench --world -t 2 -c all_reduce -b 1K -e 1K \
+    >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" = 1 ] || fail "attach: exit $rc, want 1; stderr: $(cat "$tmp/err")"
+  grep -q '^mgcomm bench: cannot create a world of 2 ranks on the host backend: .*injected failure' \
+    "$tmp/err" || fail "attach: $(cat "$tmp/err")"
+  echo "bench world_fault: ok"
   ;;
 
 plot)
@@ -342,7 +418,7 @@ plot)
   ;;
 
 *)
-  echo "usage: bench_cli.sh args|table|factors|checks|fault|procs|procs_fault|mpirun|default|plot"
+  echo "usage: bench_cli.sh args|table|factors|checks|fault|procs|procs_fault|mpirun|world|world_fault|default|plot"
   exit 2
   ;;
 esac

@@ -5,9 +5,9 @@
  * reduce_scatter of float32 from 8 B to 64 MiB by factor 4, on 2 ranks of the best backend
  * available.
  *
- * Ranks are threads of this process (-t, the default), or, when a launcher made this process
- * one rank of a job and neither -t nor -g is given, processes: one rank each, from
- * mg_comm_init_env.
+ * Ranks are threads of this process (-t, the default), the workers of one world (--world), or,
+ * when a launcher made this process one rank of a job and neither -t, -g nor --world is given,
+ * processes: one rank each, from mg_comm_init_env.
  */
 #include <errno.h>
 #include <limits.h>
@@ -24,14 +24,14 @@
 static const char mg_bench_usage[] =
     "usage: mgcomm bench [-c coll[,coll...]] [-b minbytes] [-e maxbytes] [-f factor | -i increment]\n"
     "                    [-d dtype] [-o op] [-r root] [--backend auto|host|nccl] [-g ngpus | -t nthreads]\n"
-    "                    [-n iters] [-w warmup] [--inplace 0|1|both] [--check 0|1]\n"
+    "                    [--world] [-n iters] [-w warmup] [--inplace 0|1|both] [--check 0|1]\n"
     "                    [--json FILE] [--csv FILE]\n"
     "\n"
     "Measures mgcomm's collectives as nccl-tests does (same columns, units and bus-bandwidth\n"
     "factors) and checks every result. With no arguments: a quick default run.\n"
     "Under a launcher (mgcomm launch, mpirun, torchrun, srun: MGCOMM_RANK, RANK,\n"
-    "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID set) and without -t or -g, each process\n"
-    "is one rank (mg_comm_init_env) and rank 0 prints.\n"
+    "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID set) and without -t, -g or --world, each\n"
+    "process is one rank (mg_comm_init_env) and rank 0 prints.\n"
     "\n"
     "  -c  collectives, comma-separated, or all: all_reduce all_gather reduce_scatter all_to_all\n"
     "      broadcast reduce gather scatter sendrecv (default all_reduce,all_gather,reduce_scatter)\n"
@@ -44,6 +44,8 @@ static const char mg_bench_usage[] =
     "  --backend  auto (default: NCCL with a GPU, else host; MGCOMM_BACKEND overrides), host, nccl\n"
     "  -t  ranks as threads of this process on the host backend (default 2)\n"
     "  -g  ranks as GPUs of this process on the NCCL backend\n"
+    "  --world  run through a world (mg_world_create, mg_world_<op>, mg_request_wait) from one\n"
+    "      thread; its ranks are worker threads of this process (-t of them, default 2)\n"
     "  -n, -w  timed and warm-up iterations per size (default adaptive: up to 20 and 5,\n"
     "      fewer for large sizes)\n"
     "  --inplace  0 out of place only, 1 in place only, both (default)\n"
@@ -129,7 +131,7 @@ static const char *mg_bench_rank_var(void) {
 
 static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, mg_bench_report_t *rep,
                           int *help) {
-  int threads = 0, gpus = 0;
+  int threads = 0, gpus = 0, world = 0;
   size_t factor = 0, increment = 0;
   const char *backend = "auto";
   for (int i = 0; i < argc; i++) {
@@ -137,6 +139,10 @@ static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, mg_bench_re
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       *help = 1;
       return 0;
+    }
+    if (strcmp(a, "--world") == 0) {
+      world = 1;
+      continue;
     }
     if (i + 1 >= argc) return mg_bench_bad("%s: unknown option, or it needs a value", a);
     const char *v = argv[++i];
@@ -231,7 +237,9 @@ static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, mg_bench_re
                         "ranks on the host backend only: use --backend host",
                         mg_backend_name(o->backend), o->backend_reason);
   o->rank_var = mg_bench_rank_var();
-  if (o->rank_var != NULL && !threads && !gpus) {
+  if (world) {
+    o->ranks = MG_BENCH_WORLD;
+  } else if (o->rank_var != NULL && !threads && !gpus) {
     o->ranks = MG_BENCH_PROCESSES;
     return 0; /* the number of ranks, and so the root's check, come with the communicator */
   }
@@ -267,6 +275,7 @@ int mg_cli_bench(int argc, char **argv) {
   switch (o.ranks) {
     case MG_BENCH_THREADS: status = mg_bench_run_threads(&o, &rep); break;
     case MG_BENCH_PROCESSES: status = mg_bench_run_processes(&o, &rep); break;
+    case MG_BENCH_WORLD: status = mg_bench_run_world(&o, &rep); break;
   }
   free(rep.res.rows);
   return status;

@@ -13,6 +13,7 @@
  *                   timed iterations and the time rule (threads and processes alike)
  *   bench_threads.c ranks as threads of this process (mg_comm_init_all)
  *   bench_procs.c   this process as one rank of a launcher's job (mg_comm_init_env)
+ *   bench_world.c   --world: every rank through the world and its requests, from one thread
  *   bench_report.c  the preamble and table (stdout), JSON and CSV
  */
 #ifndef MG_CLI_BENCH_H
@@ -122,7 +123,8 @@ extern const mg_bench_mem_t mg_bench_mem_host;
 /* How the ranks run. */
 typedef enum mg_bench_ranks {
   MG_BENCH_THREADS = 0, /* -t (default): threads of this process, one communicator each */
-  MG_BENCH_PROCESSES    /* under a launcher: this process is one rank (mg_comm_init_env) */
+  MG_BENCH_PROCESSES,   /* under a launcher: this process is one rank (mg_comm_init_env) */
+  MG_BENCH_WORLD        /* --world: the workers of one world, driven from one thread */
 } mg_bench_ranks_t;
 
 typedef struct mg_bench_opts {
@@ -155,7 +157,7 @@ typedef struct mg_bench_result {
   mg_bench_geom_t g;
   int root;
   int inplace;
-  double time_us;   /* median over iterations of the time rule (bench_rank.c) */
+  double time_us;   /* median over iterations of the time rule (bench_rank.c, bench_world.c) */
   double algbw_gbs, busbw_gbs;
   uint64_t wrong;   /* bad elements, summed over ranks; 0 when not checked */
   int iters, warmup;
@@ -166,7 +168,7 @@ typedef struct mg_bench_results {
   size_t n, cap;
 } mg_bench_results_t;
 
-/* What the printing participant (rank 0) owns: the files asked for,
+/* What the printing participant (rank 0, or the world's one thread) owns: the files asked for,
  * open while the sweep runs, and the rows. */
 typedef struct mg_bench_report {
   const char *json_path, *csv_path; /* NULL: not asked for */
@@ -177,7 +179,7 @@ typedef struct mg_bench_report {
 /* ------------------------------------------------------------------------------------------ */
 /* The sweep (bench_run.c) */
 
-/* One participant of the sweep: a rank (threads, processes).
+/* One participant of the sweep: a rank (threads, processes) or the world's submitting thread.
  * Every participant runs the same sweep and meets the others in agree, in the same order. */
 typedef struct mg_bench_part mg_bench_part_t;
 struct mg_bench_part {
@@ -212,7 +214,7 @@ double mg_bench_now(void); /* CLOCK_MONOTONIC, seconds */
 void mg_bench_failed(const char *who, const mg_bench_case_t *k, mg_status_t st);
 
 /* ------------------------------------------------------------------------------------------ */
-/* How ranks run (bench_rank.c, bench_threads.c, bench_procs.c) */
+/* How ranks run (bench_rank.c, bench_threads.c, bench_procs.c, bench_world.c) */
 
 /* One rank of a communicator, run by one thread. */
 typedef struct mg_bench_rank {
@@ -236,6 +238,7 @@ int mg_bench_rank_run(mg_bench_rank_t *r);
  * (processes) and o->one_clock are set here. Return the exit status (0, 1 or 2). */
 int mg_bench_run_threads(mg_bench_opts_t *o, mg_bench_report_t *rep);
 int mg_bench_run_processes(mg_bench_opts_t *o, mg_bench_report_t *rep);
+int mg_bench_run_world(mg_bench_opts_t *o, mg_bench_report_t *rep);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Reports (bench_report.c) */

@@ -30,6 +30,10 @@ void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o) {
     case MG_BENCH_PROCESSES:
       fprintf(f, "(processes, one rank each, from mg_comm_init_env: %s is set)", o->rank_var);
       break;
+    case MG_BENCH_WORLD:
+      fprintf(f, "(threads of this process: the workers of one world, driven from one thread "
+                 "through mg_world_* and requests)");
+      break;
   }
   fprintf(f, "  minBytes %zu maxBytes %zu step: %zu(%s)", o->minbytes, o->maxbytes,
           o->factor ? o->factor : o->increment, o->factor ? "factor" : "bytes");
@@ -44,7 +48,10 @@ void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o) {
     fprintf(f, "  warmup iters: adaptive, %d to %d (-w fixes it)", MG_BENCH_WARMUP_MIN,
             MG_BENCH_WARMUP_DEFAULT);
   fprintf(f, "  validation: %d\n", o->check);
-  if (o->one_clock)
+  if (o->ranks == MG_BENCH_WORLD)
+    fprintf(f, "# time: median over iterations of (mg_request_wait returned - mg_world_<op> "
+               "called) on the submitting thread, monotonic clock");
+  else if (o->one_clock)
     fprintf(f, "# time: median over iterations of (last rank's end - last rank's start), "
                "monotonic clock%s", o->ranks == MG_BENCH_PROCESSES ? " (one machine)" : "");
   else
@@ -152,8 +159,9 @@ static void mg_bench_write_json(FILE *f, const mg_bench_opts_t *o, const mg_benc
   mg_bench_json_str(f, mg_version_string());
   fprintf(f, ", \"backend\": \"%s\", \"backend_reason\": ", mg_backend_name(o->backend));
   mg_bench_json_str(f, o->backend_reason);
-  fprintf(f, ", \"nranks\": %d, \"ranks_are\": \"%s\", \"date\": \"%s\",\n", o->nranks,
-          o->ranks == MG_BENCH_PROCESSES ? "processes" : "threads", date);
+  fprintf(f, ", \"nranks\": %d, \"ranks_are\": \"%s\", \"api\": \"%s\", \"date\": \"%s\",\n",
+          o->nranks, o->ranks == MG_BENCH_PROCESSES ? "processes" : "threads",
+          o->ranks == MG_BENCH_WORLD ? "world" : "comm", date);
   fprintf(f, " \"machine\": {\"host\": ");
   mg_bench_json_str(f, host);
   fprintf(f, ", \"cpus\": %ld, \"gpus\": []},\n \"results\": [", sysconf(_SC_NPROCESSORS_ONLN));

@@ -1,13 +1,13 @@
 /*
- * bench_run.c -- the sweep, the same whoever runs it: every rank of a communicator, threads of
- * this process or processes of a job.
+ * bench_run.c -- the sweep, the same whoever runs it: every rank of a communicator (threads of
+ * this process, or processes of a job), or the one thread that drives a world.
  *
  * Every participant walks the same collectives, sizes and placements, measures each case (the
- * mode's measure: bench_rank.c) and meets the others through the mode's agree wherever a
- * decision must be common: whether to start, whether a case failed, whether the printer could
- * record its row, and the exit status. The printer (rank 0) opens its files first, prints the
- * preamble, the table as rows complete and the summary, and writes the files at the end, also
- * after a failure (with the rows measured until then).
+ * mode's measure: bench_rank.c, bench_world.c) and meets the others through the mode's agree
+ * wherever a decision must be common: whether to start, whether a case failed, whether the
+ * printer could record its row, and the exit status. The printer (rank 0, or the world's thread)
+ * opens its files first, prints the preamble, the table as rows complete and the summary, and
+ * writes the files at the end, also after a failure (with the rows measured until then).
  *
  * Also here: what the modes share about one case (the iteration counts, the row from the
  * iteration times) and the progress line.
