@@ -17,6 +17,7 @@
 #   default  no arguments: the quick default, on the best backend, says why, within 30 s
 #            ($BENCH_DEFAULT_LIMIT_S: longer for sanitizer and unoptimised builds)
 #   plot     bench/plot.sh draws two runs (skipped without gnuplot)
+#   scripts  bench/compare.sh and bench/host_vs_mpi.sh end to end (skipped without Open MPI)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -401,6 +402,33 @@ world_fault)
   echo "bench world_fault: ok"
   ;;
 
+scripts)
+  # bench/compare.sh and bench/host_vs_mpi.sh, as small as they go (they need Open MPI, which
+  # they would install as root; the test does not).
+  need_python
+  if ! command -v mpicc >/dev/null 2>&1 || ! mpirun --version 2>&1 | grep -q "Open MPI"; then
+    echo "SKIP: Open MPI's mpicc and mpirun are needed (Debian: apt-get install openmpi-bin libopenmpi-dev)"
+    exit 77
+  fi
+  "$root/bench/compare.sh" -t 2 -R 2 -c all_reduce,broadcast -b 1K -e 4K -n 2 -w 0 --inplace 0 \
+    --keep "$tmp/c" >"$tmp/out" 2>&1 || fail "compare.sh: exit $?: $(cat "$tmp/out")"
+  [ "$(grep -c '^  \(all_reduce\|broadcast\) ' "$tmp/out")" = 4 ] || fail "compare.sh: $(cat "$tmp/out")"
+  [ "$(ls "$tmp/c"/*.json | wc -l)" = 4 ] || fail "compare.sh kept $(ls "$tmp/c")"
+  "$root/bench/host_vs_mpi.sh" -R 2 -c all_reduce,all_gather -b 8 -e 4K -f 8 -n 2 -w 0 \
+    -o "$tmp/r.md" --keep "$tmp/h" >"$tmp/out" 2>&1 || fail "host_vs_mpi.sh: exit $?: $(cat "$tmp/out")"
+  # 8, 64, 512, 4096 B of all_reduce; all_gather has no 8 B row (each rank's part would be 0).
+  [ "$(grep -c '^| all_reduce | no | ' "$tmp/r.md")" = 4 ] || fail "host_vs_mpi.sh: $(cat "$tmp/r.md")"
+  [ "$(grep -c '^| all_gather | no | ' "$tmp/r.md")" = 3 ] || fail "host_vs_mpi.sh: $(cat "$tmp/r.md")"
+  [ "$(ls "$tmp/h"/*.json | wc -l)" = 6 ] || fail "host_vs_mpi.sh kept $(ls "$tmp/h")"
+  for what in "^\*\*Machine\*\*: " "^\*\*Load average\*\* .*before .*, after " \
+    "^- busbw >= 1.0x Open MPI at every size >= 1 MiB, mgcomm processes: not evaluated" \
+    "^- latency <= 1.5x Open MPI .*mgcomm threads: \*\*\(met\|missed\)\*\*" \
+    "^- thread ranks at least as fast as process ranks .*: \*\*\(met\|missed\)\*\* .*7"; do
+    grep -q "$what" "$tmp/r.md" || fail "host_vs_mpi.sh: no line '$what': $(cat "$tmp/r.md")"
+  done
+  echo "bench scripts: ok"
+  ;;
+
 plot)
   need_python
   command -v gnuplot >/dev/null || {
@@ -418,7 +446,7 @@ plot)
   ;;
 
 *)
-  echo "usage: bench_cli.sh args|table|factors|checks|fault|procs|procs_fault|mpirun|world|world_fault|default|plot"
+  echo "usage: bench_cli.sh args|table|factors|checks|fault|procs|procs_fault|mpirun|world|world_fault|default|plot|scripts"
   exit 2
   ;;
 esac
