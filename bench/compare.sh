@@ -9,17 +9,20 @@
 #          absent (as root). mgcomm's ranks are threads of one process, MPI's are processes.
 #   -g N   NCCL backend, N GPUs of one process: the peer is nccl-tests, from $NCCL_TESTS_DIR
 #          (its build/<coll>_perf binaries, run with -g N).
-#   -R     runs of each program, alternated (peer, mgcomm, peer, ...); the table shows medians
-#          (default 3)
+#   -R     runs of each program, alternated (bench/lib.sh's mg_alternate: peer, mgcomm; then
+#          mgcomm, peer; ...); the table shows medians (default 3)
 #   --keep DIR   keep every run's JSON there (for bench/results/)
 #   bench options: -c -b -e -f -i -d -o -r -n -w --inplace, given to both programs. Iteration
 #          counts are fixed (default -n 20 -w 5) so that both do the same work.
 # Ratios: time mgcomm/peer (below 1: mgcomm is faster) and busbw mgcomm/peer (above 1: faster).
-# $MGCOMM names the mgcomm binary (default: build/mgcomm of this checkout).
+# $MGCOMM names the mgcomm binary (default: build/mgcomm of this checkout); $MPIRUN_OPTS adds
+# options to mpirun.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 mgcomm=${MGCOMM:-$root/build/mgcomm}
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 
 usage() {
   sed -n "2,/^# [$]MGCOMM/p" "$0" | sed "s/^# \{0,1\}//" >&2
@@ -61,20 +64,10 @@ mkdir -p "$dir"
 common=(-b "$minb" -e "$maxb" "${step[@]}" -d "$dtype" -o "$op" -r "$rootr" -n "$iters" -w "$warmup")
 
 if [ "$mode" = host ]; then
-  if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
-    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-      echo "compare.sh: needs Open MPI (Debian: apt-get install openmpi-bin libopenmpi-dev)" >&2
-      exit 1
-    fi
-    echo "compare.sh: installing openmpi-bin libopenmpi-dev" >&2
-    apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev >&2
-  fi
-  mpicc -O2 -std=c11 -Wall -Wextra -Werror -o "$dir/mpi_peer" "$here/mpi_peer.c"
-  mpirun_opts=(-np "$ranks" --oversubscribe)
-  [ "$(id -u)" != 0 ] || mpirun_opts+=(--allow-run-as-root)
+  mg_need_openmpi compare.sh
+  mg_build_mpi_peer "$dir"
   run_peer() { # OUT.json
-    mpirun "${mpirun_opts[@]}" "$dir/mpi_peer" -c "$colls" "${common[@]}" --inplace "$inplace" \
+    mg_mpirun "$ranks" "$dir/mpi_peer" -c "$colls" "${common[@]}" --inplace "$inplace" \
       --json "$1" >/dev/null
   }
   mg_ranks=(--backend host -t "$ranks")
@@ -115,25 +108,23 @@ EOF
   mg_ranks=(--backend nccl -g "$ranks")
 fi
 
-for r in $(seq 1 "$repeats"); do
-  run_peer "$dir/peer-$r.json"
+run_mgcomm() { # OUT.json
   "$mgcomm" bench "${mg_ranks[@]}" -c "$colls" "${common[@]}" --inplace "$inplace" \
-    --json "$dir/mgcomm-$r.json" >"$dir/mgcomm-$r.txt" ||
-    { echo "compare.sh: mgcomm bench failed (exit $?); its output: $dir/mgcomm-$r.txt" >&2; tail -3 "$dir/mgcomm-$r.txt" >&2; exit 1; }
-done
+    --json "$1" >"${1%.json}.txt" || {
+    echo "compare.sh: mgcomm bench failed (exit $?); its output: ${1%.json}.txt" >&2
+    tail -3 "${1%.json}.txt" >&2
+    return 1
+  }
+}
 
-python3 - "$dir" "$repeats" <<'EOF'
-import json, statistics, sys
+mg_alternate "$repeats" "$dir" peer mgcomm
+
+PYTHONPATH=$here python3 - "$dir" "$repeats" <<'EOF'
+import statistics, sys
+from medians import load
 d, R = sys.argv[1], int(sys.argv[2])
-def load(prefix):
-    runs = [json.load(open(f"{d}/{prefix}-{r}.json")) for r in range(1, R + 1)]
-    rows = {}
-    for run in runs:
-        for x in run["results"]:
-            rows.setdefault((x["collective"], x["inplace"], x["bytes"]), []).append(x)
-    return runs[0], rows
-mg_doc, mg = load("mgcomm")
-peer_doc, peer = load("peer")
+mg_doc, mg = load(d, "mgcomm", R)
+peer_doc, peer = load(d, "peer", R)
 name = peer_doc.get("peer", peer_doc["backend"])
 print(f"# mgcomm bench ({mg_doc['backend']}, {mg_doc['nranks']} {mg_doc['ranks_are']}) vs {name} "
       f"({peer_doc['nranks']} {peer_doc['ranks_are']}); medians of {R} alternated runs each")
@@ -143,10 +134,8 @@ ratios = []
 for key in sorted(mg, key=lambda k: (k[0], k[1], k[2])):
     if key not in peer or key[2] == 0:
         continue
-    t_m = statistics.median(x["time_us"] for x in mg[key])
-    t_p = statistics.median(x["time_us"] for x in peer[key])
-    b_m = statistics.median(x["busbw_gbs"] for x in mg[key])
-    b_p = statistics.median(x["busbw_gbs"] for x in peer[key])
+    t_m, t_p = mg[key]["time_us"], peer[key]["time_us"]
+    b_m, b_p = mg[key]["busbw_gbs"], peer[key]["busbw_gbs"]
     ratios.append(t_m / t_p)
     print(f"  {key[0]:<15} {int(key[1]):>7} {key[2]:>12} {t_m:>11.2f} {t_p:>11.2f} {t_m / t_p:>10.2f} "
           f"{b_m:>11.3f} {b_p:>11.3f} {(b_m / b_p if b_p else float('nan')):>11.2f}")

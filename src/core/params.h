@@ -47,6 +47,10 @@
     "pipelined through it in chunks")                                                          \
   X(HOST_SMALL_BYTES, INT, "16384", 0, 1073741824.0, "",                                       \
     "Host backend: messages up to this size use the one-step low-latency algorithms")          \
+  X(HOST_DIRECT_BYTES, INT, "262144", 0, 1e18, "",                                           \
+    "Host backend: broadcast, gather, scatter, all_gather and all_to_all of at least this many "\
+    "bytes per rank copy once, straight from the owner's buffer (process_vm_readv across "      \
+    "processes), instead of through the staging slots")                                        \
   X(HOST_P2P_BYTES, INT, "262144", 4096, 1073741824.0, "",                                     \
     "Host backend: bytes of each send/recv channel between two ranks")                         \
   X(HOST_SPIN_US, INT, "50", 0, 1000000, "",                                                   \

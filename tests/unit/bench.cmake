@@ -1,9 +1,10 @@
 # mgcomm bench (tools/mgcomm/bench*.c): its arithmetic without a backend, then the command line
-# end to end on the host backend (bench_cli.sh CASE; the JSON schema in bench_json.py).
+# end to end on the host backend: ranks as threads, as processes (mgcomm launch, mpirun) and
+# through the world (bench_cli.sh CASE; the JSON schema in bench_json.py).
 mg_test(NAME bench_calc SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_calc_test.c
         ${PROJECT_SOURCE_DIR}/tools/mgcomm/bench_coll.c ${PROJECT_SOURCE_DIR}/tools/mgcomm/bench_check.c)
 target_link_libraries(bench_calc PRIVATE m)
-foreach(case args table factors checks plot)
+foreach(case args table factors checks procs mpirun world plot scripts)
   mg_cli_test(NAME bench_${case} COMMAND ${CMAKE_CURRENT_LIST_DIR}/bench_cli.sh ${case})
 endforeach()
 # The 30 s promise is for an optimised build; sanitizers and -O0 get four times as long.
@@ -17,5 +18,8 @@ mg_cli_test(NAME bench_default COMMAND ${CMAKE_CURRENT_LIST_DIR}/bench_cli.sh de
 set_tests_properties(bench_checks PROPERTIES TIMEOUT 120)
 # The default run's 30 s limit is about the command, not about sharing 2 cores with other tests.
 set_tests_properties(bench_default PROPERTIES RUN_SERIAL TRUE)
-# Needs the host transport's fault point "host.corrupt" (test builds only).
-mg_cli_test(NAME bench_fault COMMAND ${CMAKE_CURRENT_LIST_DIR}/bench_cli.sh fault LABELS cli fault)
+# Need the host transport's fault points "host.corrupt", "host.fail", "host.attach" (test builds).
+foreach(case fault procs_fault world_fault)
+  mg_cli_test(NAME bench_${case} COMMAND ${CMAKE_CURRENT_LIST_DIR}/bench_cli.sh ${case}
+              LABELS cli fault)
+endforeach()

@@ -6,9 +6,18 @@
 #   factors  busbw / algbw is the collective's factor, for 2, 3 and 4 ranks
 #   checks   every collective, dtype and op on real collectives: no wrong element
 #   fault    a corrupted result (MGCOMM_FAULT=host.corrupt) is counted, and the exit code is 1
+#   procs    ranks as processes under mgcomm launch: one table from rank 0, checked results,
+#            JSON with ranks_are processes; -t still means threads there; -r against the job
+#   procs_fault  a corrupted result in a process rank is counted over the job, exit 1; a failed
+#            operation ends every rank with exit 1
+#   mpirun   ranks as processes under Open MPI's mpirun (skipped without it)
+#   world    --world: the same table shape as threads, right results, JSON with api world
+#   world_fault  a failed world operation, a corrupted result and a world that cannot be
+#            created: exit 1, the failure named
 #   default  no arguments: the quick default, on the best backend, says why, within 30 s
 #            ($BENCH_DEFAULT_LIMIT_S: longer for sanitizer and unoptimised builds)
 #   plot     bench/plot.sh draws two runs (skipped without gnuplot)
+#   scripts  bench/compare.sh and bench/host_vs_mpi.sh end to end (skipped without Open MPI)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -32,6 +41,20 @@ expect_bad() {
   grep -q -- "$what" "$tmp/err" || fail "mgcomm bench $*: stderr lacks '$what': $(cat "$tmp/err")"
   [ ! -s "$tmp/out" ] || fail "mgcomm bench $*: printed on stdout: $(head -3 "$tmp/out")"
 }
+
+# check_lines OUT: every table line has nccl-tests' 13 columns (9 without in-place ones: numbers,
+# then type, redop, root) and #wrong 0.
+check_lines() {
+  awk '/^ *[0-9]/ {
+         if (NF != 13 && NF != 9) { print "columns " NF ": " $0; bad = 1 }
+         for (i = 6; i <= NF; i++) if ($i !~ /^[0-9.e+-]+$/) { print "field " i ": " $0; bad = 1 }
+         if ($9 != 0 || (NF == 13 && $13 != 0)) { print "#wrong: " $0; bad = 1 }
+       } END { exit bad }' "$1"
+}
+
+# The variables that make a process one rank of a job: none, unless a case sets them.
+unset MGCOMM_RANK MGCOMM_WORLD_SIZE MGCOMM_LOCAL_RANK MGCOMM_STORE MGCOMM_JOB_TOKEN RANK WORLD_SIZE \
+  LOCAL_RANK OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMI_RANK PMI_SIZE SLURM_PROCID SLURM_NTASKS
 
 need_python() {
   command -v python3 >/dev/null || {
@@ -63,6 +86,9 @@ args)
   expect_bad "-t and -g exclude each other" -t 2 -g 2
   expect_bad "GPUs need the nccl backend" --backend host -g 2
   expect_bad "--backend 'cuda'" --backend cuda
+  expect_bad "-r 3 is not a rank of 3" --world -t 3 -r 3
+  expect_bad "-r 2 is not a rank of 2" --world -r 2
+  expect_bad "nccl backend" --world -g 1
   # A backend that is not available (mg_backend_resolve's reason), or one this version of bench
   # cannot drive: exit 2 either way.
   expect_bad "nccl backend" --backend nccl
@@ -107,6 +133,7 @@ table)
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["backend"] == "host" and d["nranks"] == 2 and d["ranks_are"] == "threads", d
+assert d["api"] == "comm", d["api"]
 assert d["machine"]["gpus"] == [], d["machine"]
 rows = d["results"]
 assert len(rows) == 18, len(rows)
@@ -211,6 +238,197 @@ default)
   echo "bench default: ok"
   ;;
 
+procs)
+  need_python
+  "$MGCOMM" launch -n 2 -- "$MGCOMM" bench -c all_reduce,all_gather,broadcast,sendrecv -b 1K \
+    -e 16K -f 4 -n 3 -w 1 --json "$tmp/p.json" --csv "$tmp/p.csv" >"$tmp/out" 2>"$tmp/err" ||
+    fail "launch -n 2: exit $?: $(cat "$tmp/err")"
+  [ ! -s "$tmp/err" ] || fail "launch -n 2: something on stderr: $(cat "$tmp/err")"
+  [ "$(grep -c '^# mgcomm bench ' "$tmp/out")" = 1 ] || fail "not one preamble: $(cat "$tmp/out")"
+  grep -q '^# nranks 2 (processes, one rank each, from mg_comm_init_env: MGCOMM_RANK is set)' \
+    "$tmp/out" || fail "ranks: $(grep '^# nranks' "$tmp/out")"
+  grep -q '^# time: .*(one machine); each iteration starts after an all_reduce' "$tmp/out" ||
+    fail "time rule: $(grep '^# time' "$tmp/out")"
+  rows=$(grep -c '^ *[0-9]' "$tmp/out")
+  [ "$rows" = 12 ] || fail "$rows lines, want 12: $(cat "$tmp/out")"
+  check_lines "$tmp/out" || fail "bad lines"
+  grep -q '^# Summary: 21 results, avg busbw [0-9.e+-]* GB/s, #wrong total 0 OK' "$tmp/out" ||
+    fail "summary: $(tail -1 "$tmp/out")"
+  python3 "$here/bench_json.py" "$tmp/p.json" "$tmp/p.csv" || fail "the JSON or CSV does not conform"
+  python3 - "$tmp/p.json" <<'EOF' || fail "JSON content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert (d["ranks_are"], d["api"], d["nranks"]) == ("processes", "comm", 2), d
+assert len(d["results"]) == 21 and {r["iters"] for r in d["results"]} == {3}, d["results"]
+EOF
+  # Three processes, a root that is not rank 0, another dtype and op.
+  "$MGCOMM" launch -n 3 -- "$MGCOMM" bench -c reduce,gather,scatter,reduce_scatter,all_to_all \
+    -r 2 -d int32 -o max -b 96 -e 6K -f 8 -n 1 -w 0 >"$tmp/out" 2>"$tmp/err" ||
+    fail "launch -n 3: exit $?: $(cat "$tmp/err")"
+  grep -q '^# nranks 3 (processes' "$tmp/out" || fail "launch -n 3: $(grep '^# nranks' "$tmp/out")"
+  check_lines "$tmp/out" || fail "launch -n 3: bad lines"
+  grep -q '#wrong total 0 OK' "$tmp/out" || fail "launch -n 3: $(tail -1 "$tmp/out")"
+  # Under a launcher -t still means threads: no communicator is made from the environment.
+  MGCOMM_RANK=0 MGCOMM_WORLD_SIZE=2 "$MGCOMM" bench -t 2 -c all_reduce -b 1K -e 1K -n 1 -w 0 \
+    >"$tmp/out" 2>&1 || fail "-t under MGCOMM_RANK: exit $?: $(cat "$tmp/out")"
+  grep -q '^# nranks 2 (threads of this process)' "$tmp/out" ||
+    fail "-t under MGCOMM_RANK: $(head -3 "$tmp/out")"
+  # The root is checked against the job's size, once the communicator tells it.
+  "$MGCOMM" launch -n 2 -- "$MGCOMM" bench -r 2 >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" = 2 ] || fail "-r 2 of 2 processes: exit $rc, want 2: $(cat "$tmp/err")"
+  grep -q -- "-r 2 is not a rank of 2" "$tmp/err" || fail "-r 2 of 2 processes: $(cat "$tmp/err")"
+  [ ! -s "$tmp/out" ] || fail "-r 2 of 2 processes: printed on stdout: $(head -3 "$tmp/out")"
+  echo "bench procs: ok"
+  ;;
+
+procs_fault)
+  # Each process counts its host operations itself: 1 compares the ranks' clocks, 2 is the
+  # sweep's first agreement, 3 the barrier before the checked run, 4 the checked run of
+  # all_reduce. Corrupting it on both ranks gives one wrong element each, summed by rank 0.
+  MGCOMM_FAULT=host.corrupt:4:1 "$MGCOMM" launch -n 2 -- "$MGCOMM" bench -c all_reduce -b 1K \
+    -e 1K >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" = 1 ] || fail "corrupt: exit $rc, want 1; stdout: $(cat "$tmp/out"); stderr: $(cat "$tmp/err")"
+  awk '/^ *1024 / { found = $9 == 2 } END { exit !found }' "$tmp/out" ||
+    fail "corrupt: #wrong is not 2: $(grep '^ *1024' "$tmp/out")"
+  grep -q '^# Out of bounds values : 2 FAILED' "$tmp/out" || fail "corrupt: footer: $(tail -4 "$tmp/out")"
+  # A failed operation (the checked run): the ranks say so, and the job ends with exit 1.
+  MGCOMM_FAULT=host.fail:4:1 "$MGCOMM" launch -n 2 -- "$MGCOMM" bench -c all_reduce -b 1K -e 1K \
+    >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" = 1 ] || fail "fail: exit $rc, want 1; stderr: $(cat "$tmp/err")"
+  grep -q '^mgcomm bench: rank [01]: all_reduce 1024 B: MG_ERR_BACKEND: .*injected failure' "$tmp/err" ||
+    fail "fail: the failure is not named: $(cat "$tmp/err")"
+  echo "bench procs_fault: ok"
+  ;;
+
+mpirun)
+  need_python
+  if ! command -v mpirun >/dev/null 2>&1; then
+    echo "SKIP: no mpirun on PATH (Debian: apt-get install openmpi-bin)"
+    exit 77
+  fi
+  if ! mpirun --version 2>&1 | grep -q "Open MPI"; then
+    echo "SKIP: mpirun is not Open MPI's: $(mpirun --version 2>&1 | head -n 1)"
+    exit 77
+  fi
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  # Running as root (CI containers) needs both variables; two cores may need --oversubscribe.
+  MGCOMM_STORE=127.0.0.1:$port OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    mpirun --oversubscribe -np 2 -x MGCOMM_STORE "$MGCOMM" bench -c all_reduce,reduce_scatter \
+    -b 1K -e 16K -n 3 -w 1 --json "$tmp/m.json" >"$tmp/out" 2>"$tmp/err" ||
+    fail "mpirun -np 2: exit $?: $(cat "$tmp/err")"
+  [ "$(grep -c '^# mgcomm bench ' "$tmp/out")" = 1 ] || fail "not one preamble: $(cat "$tmp/out")"
+  grep -q '^# nranks 2 (processes, one rank each, from mg_comm_init_env: OMPI_COMM_WORLD_RANK is set)' \
+    "$tmp/out" || fail "ranks: $(grep '^# nranks' "$tmp/out")"
+  check_lines "$tmp/out" || fail "bad lines"
+  grep -q '^# Summary: 12 results, .*#wrong total 0 OK' "$tmp/out" || fail "summary: $(tail -1 "$tmp/out")"
+  python3 "$here/bench_json.py" "$tmp/m.json" || fail "the JSON does not conform"
+  python3 - "$tmp/m.json" <<'EOF' || fail "JSON content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert (d["ranks_are"], d["api"], d["nranks"], len(d["results"])) == ("processes", "comm", 2, 12), d
+EOF
+  echo "bench mpirun: ok"
+  ;;
+
+world)
+  need_python
+  # The same sweep directly and through the world: the same lines, columns and labels.
+  args=(-t 3 -c all -b 96 -e 6K -f 8 -n 2 -w 1)
+  "$MGCOMM" bench "${args[@]}" >"$tmp/direct" 2>&1 || fail "direct: exit $?: $(tail -5 "$tmp/direct")"
+  "$MGCOMM" bench --world "${args[@]}" --json "$tmp/w.json" --csv "$tmp/w.csv" >"$tmp/out" \
+    2>"$tmp/err" || fail "--world: exit $?: $(cat "$tmp/err")"
+  [ ! -s "$tmp/err" ] || fail "--world: something on stderr: $(cat "$tmp/err")"
+  grep -q '^# nranks 3 (threads of this process: the workers of one world' "$tmp/out" ||
+    fail "--world: $(grep '^# nranks' "$tmp/out")"
+  grep -q '^# time: median over iterations of (mg_request_wait returned - mg_world_<op> called)' \
+    "$tmp/out" || fail "--world: $(grep '^# time' "$tmp/out")"
+  # Comment lines other than the preamble and the averages, and the first five columns and the
+  # number of columns of every line.
+  shape() {
+    awk '/^#/ { if ($0 !~ /^# (mgcomm|nranks|time|Avg|Summary)/) print; next }
+         /^ *[0-9]/ { print NF, $1, $2, $3, $4, $5 }' "$1"
+  }
+  shape "$tmp/direct" >"$tmp/direct.shape"
+  shape "$tmp/out" >"$tmp/world.shape"
+  cmp -s "$tmp/direct.shape" "$tmp/world.shape" ||
+    fail "--world: not the direct table's shape: $(diff "$tmp/direct.shape" "$tmp/world.shape")"
+  [ "$(grep -c '^ *[0-9]' "$tmp/out")" = 27 ] || fail "--world: $(grep -c '^ *[0-9]' "$tmp/out") lines, want 27"
+  check_lines "$tmp/out" || fail "--world: bad lines"
+  python3 "$here/bench_json.py" "$tmp/w.json" "$tmp/w.csv" || fail "--world: the JSON or CSV does not conform"
+  python3 - "$tmp/w.json" <<'EOF' || fail "--world: JSON content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert (d["ranks_are"], d["api"], d["nranks"]) == ("threads", "world", 3), d
+assert len(d["results"]) == 48 and {r["iters"] for r in d["results"]} == {2}, len(d["results"])
+EOF
+  # Reductions whose exactness is narrow, on 3 world ranks.
+  for d in float16 bfloat16 float8_e4m3 int8; do
+    for o in sum prod avg; do
+      "$MGCOMM" bench --world -t 3 -c all_reduce,reduce_scatter,reduce -r 1 -d $d -o $o -b 96 \
+        -e 768 -f 8 -n 1 -w 0 >"$tmp/out" 2>&1 ||
+        fail "--world -d $d -o $o: exit $?: $(grep -v '^#' "$tmp/out" | head -5)"
+    done
+  done
+  echo "bench world: ok"
+  ;;
+
+world_fault)
+  # A world operation that fails (the first host operation of any rank): named, exit 1.
+  MGCOMM_FAULT=host.fail:1:1 "$MGCOMM" bench --world -t 2 -c all_reduce -b 1K -e 1K \
+    >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" = 1 ] || fail "fail: exit $rc, want 1; stderr: $(cat "$tmp/err")"
+  grep -q '^mgcomm bench: world: all_reduce 1024 B: MG_ERR_BACKEND: rank [01]: .*injected failure' \
+    "$tmp/err" || fail "fail: the failure is not named: $(cat "$tmp/err")"
+  grep -q '^# Summary: 0 results' "$tmp/out" || fail "fail: $(tail -1 "$tmp/out")"
+  # A corrupted result of one world rank is counted.
+  MGCOMM_FAULT=host.corrupt:1:1 "$MGCOMM" bench --world -t 2 -c all_reduce -b 1K -e 1K \
+    >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" = 1 ] || fail "corrupt: exit $rc, want 1; stdout: $(cat "$tmp/out"); stderr: $(cat "$tmp/err")"
+  awk '/^ *1024 / { found = $9 == 1 } END { exit !found }' "$tmp/out" ||
+    fail "corrupt: #wrong is not 1: $(grep '^ *1024' "$tmp/out")"
+  # A world whose communicators cannot be made: one rank's attach fails, and mg_world_create
+  # returns when the others have given up waiting for it (MGCOMM_TIMEOUT).
+  MGCOMM_TIMEOUT=2 MGCOMM_FAULT=host.attach:1:1 "$MGCOMM" bench --world -t 2 -c all_reduce -b 1K -e 1K \
+    >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" = 1 ] || fail "attach: exit $rc, want 1; stderr: $(cat "$tmp/err")"
+  grep -q '^mgcomm bench: cannot create a world of 2 ranks on the host backend: .*injected failure' \
+    "$tmp/err" || fail "attach: $(cat "$tmp/err")"
+  echo "bench world_fault: ok"
+  ;;
+
+scripts)
+  # bench/compare.sh and bench/host_vs_mpi.sh, as small as they go (they need Open MPI, which
+  # they would install as root; the test does not).
+  need_python
+  if ! command -v mpicc >/dev/null 2>&1 || ! mpirun --version 2>&1 | grep -q "Open MPI"; then
+    echo "SKIP: Open MPI's mpicc and mpirun are needed (Debian: apt-get install openmpi-bin libopenmpi-dev)"
+    exit 77
+  fi
+  "$root/bench/compare.sh" -t 2 -R 2 -c all_reduce,broadcast -b 1K -e 4K -n 2 -w 0 --inplace 0 \
+    --keep "$tmp/c" >"$tmp/out" 2>&1 || fail "compare.sh: exit $?: $(cat "$tmp/out")"
+  [ "$(grep -c '^  \(all_reduce\|broadcast\) ' "$tmp/out")" = 4 ] || fail "compare.sh: $(cat "$tmp/out")"
+  [ "$(ls "$tmp/c"/*.json | wc -l)" = 4 ] || fail "compare.sh kept $(ls "$tmp/c")"
+  "$root/bench/host_vs_mpi.sh" -R 2 -c all_reduce,all_gather -b 8 -e 4K -f 8 -n 2 -w 0 \
+    -o "$tmp/r.md" --keep "$tmp/h" >"$tmp/out" 2>&1 || fail "host_vs_mpi.sh: exit $?: $(cat "$tmp/out")"
+  # 8, 64, 512, 4096 B of all_reduce; all_gather has no 8 B row (each rank's part would be 0).
+  [ "$(grep -c '^| all_reduce | no | ' "$tmp/r.md")" = 4 ] || fail "host_vs_mpi.sh: $(cat "$tmp/r.md")"
+  [ "$(grep -c '^| all_gather | no | ' "$tmp/r.md")" = 3 ] || fail "host_vs_mpi.sh: $(cat "$tmp/r.md")"
+  [ "$(ls "$tmp/h"/*.json | wc -l)" = 6 ] || fail "host_vs_mpi.sh kept $(ls "$tmp/h")"
+  for what in "^\*\*Machine\*\*: " "^\*\*Load average\*\* .*before .*, after " \
+    "^- busbw >= 1.0x Open MPI at every size >= 1 MiB, mgcomm processes: not evaluated" \
+    "^- latency <= 1.5x Open MPI .*mgcomm threads: \*\*\(met\|missed\)\*\*" \
+    "^- thread ranks at least as fast as process ranks .*: \*\*\(met\|missed\)\*\* .*7"; do
+    grep -q "$what" "$tmp/r.md" || fail "host_vs_mpi.sh: no line '$what': $(cat "$tmp/r.md")"
+  done
+  echo "bench scripts: ok"
+  ;;
+
 plot)
   need_python
   command -v gnuplot >/dev/null || {
@@ -228,7 +446,7 @@ plot)
   ;;
 
 *)
-  echo "usage: bench_cli.sh args|table|factors|checks|fault|default|plot"
+  echo "usage: bench_cli.sh args|table|factors|checks|fault|procs|procs_fault|mpirun|world|world_fault|default|plot|scripts"
   exit 2
   ;;
 esac

@@ -9,7 +9,7 @@ import csv
 import json
 import sys
 
-TOP = {"mgcomm_version": str, "backend": str, "nranks": int, "ranks_are": str,
+TOP = {"mgcomm_version": str, "backend": str, "nranks": int, "ranks_are": str, "api": str,
        "machine": dict, "results": list}
 ROW = {"collective": str, "bytes": int, "count": int, "dtype": str, "op": str, "root": int,
        "inplace": bool, "time_us": (int, float), "algbw_gbs": (int, float),
@@ -53,6 +53,8 @@ def check(doc, problems):
         problems.append(f"backend '{doc['backend']}'")
     if doc["ranks_are"] not in ("threads", "gpus", "processes"):
         problems.append(f"ranks_are '{doc['ranks_are']}'")
+    if doc["api"] not in ("comm", "world"):
+        problems.append(f"api '{doc['api']}'")
     typed(doc["machine"], "host", str, "machine", problems)
     typed(doc["machine"], "gpus", list, "machine", problems)
     n = doc["nranks"]

@@ -1,8 +1,13 @@
 /*
- * bench.c -- `mgcomm bench`: options, the choice of backend and ranks, and the exit code
- * (0 all good, 1 a wrong result or a failure while running, 2 bad input: one line on stderr).
- * With no arguments it runs the quick default: all_reduce, all_gather and reduce_scatter of
- * float32 from 8 B to 64 MiB by factor 4, on 2 ranks of the best backend available.
+ * bench.c -- `mgcomm bench`: options, the choice of backend and of how ranks run, and the exit
+ * code (0 all good, 1 a wrong result or a failure while running, 2 bad input: one line on
+ * stderr). With no arguments it runs the quick default: all_reduce, all_gather and
+ * reduce_scatter of float32 from 8 B to 64 MiB by factor 4, on 2 ranks of the best backend
+ * available.
+ *
+ * Ranks are threads of this process (-t, the default), the workers of one world (--world), or,
+ * when a launcher made this process one rank of a job and neither -t, -g nor --world is given,
+ * processes: one rank each, from mg_comm_init_env.
  */
 #include <errno.h>
 #include <limits.h>
@@ -19,11 +24,14 @@
 static const char mg_bench_usage[] =
     "usage: mgcomm bench [-c coll[,coll...]] [-b minbytes] [-e maxbytes] [-f factor | -i increment]\n"
     "                    [-d dtype] [-o op] [-r root] [--backend auto|host|nccl] [-g ngpus | -t nthreads]\n"
-    "                    [-n iters] [-w warmup] [--inplace 0|1|both] [--check 0|1]\n"
+    "                    [--world] [-n iters] [-w warmup] [--inplace 0|1|both] [--check 0|1]\n"
     "                    [--json FILE] [--csv FILE]\n"
     "\n"
     "Measures mgcomm's collectives as nccl-tests does (same columns, units and bus-bandwidth\n"
     "factors) and checks every result. With no arguments: a quick default run.\n"
+    "Under a launcher (mgcomm launch, mpirun, torchrun, srun: MGCOMM_RANK, RANK,\n"
+    "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID set) and without -t, -g or --world, each\n"
+    "process is one rank (mg_comm_init_env) and rank 0 prints.\n"
     "\n"
     "  -c  collectives, comma-separated, or all: all_reduce all_gather reduce_scatter all_to_all\n"
     "      broadcast reduce gather scatter sendrecv (default all_reduce,all_gather,reduce_scatter)\n"
@@ -36,6 +44,8 @@ static const char mg_bench_usage[] =
     "  --backend  auto (default: NCCL with a GPU, else host; MGCOMM_BACKEND overrides), host, nccl\n"
     "  -t  ranks as threads of this process on the host backend (default 2)\n"
     "  -g  ranks as GPUs of this process on the NCCL backend\n"
+    "  --world  run through a world (mg_world_create, mg_world_<op>, mg_request_wait) from one\n"
+    "      thread; its ranks are worker threads of this process (-t of them, default 2)\n"
     "  -n, -w  timed and warm-up iterations per size (default adaptive: up to 20 and 5,\n"
     "      fewer for large sizes)\n"
     "  --inplace  0 out of place only, 1 in place only, both (default)\n"
@@ -44,9 +54,7 @@ static const char mg_bench_usage[] =
     "\n"
     "Exit code: 0 ok, 1 a wrong result or a failure while running, 2 bad input.\n";
 
-/* One line on stderr; returns 2, the exit code of bad input. */
-static int mg_bench_bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int mg_bench_bad(const char *fmt, ...) {
+int mg_bench_bad(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "mgcomm bench: ");
@@ -108,9 +116,22 @@ static int mg_bench_parse_colls(const char *list, mg_bench_opts_t *o) {
 }
 
 /* Parses argv into o; 0, or 2 after one line on stderr. *help is set by -h / --help. */
-static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, const char **json,
-                          const char **csv, int *help) {
-  int threads = 0, gpus = 0;
+/* The launcher variable that makes this process one rank of a job (mg_comm_init_env's sets, in
+ * its order: mgcomm launch, torchrun, Open MPI, PMI, Slurm), or NULL. Empty counts as unset, as
+ * there. */
+static const char *mg_bench_rank_var(void) {
+  static const char *const vars[] = {"MGCOMM_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                     "SLURM_PROCID"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    if (v != NULL && v[0] != '\0') return vars[i];
+  }
+  return NULL;
+}
+
+static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, mg_bench_report_t *rep,
+                          int *help) {
+  int threads = 0, gpus = 0, world = 0;
   size_t factor = 0, increment = 0;
   const char *backend = "auto";
   for (int i = 0; i < argc; i++) {
@@ -118,6 +139,10 @@ static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, const char 
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       *help = 1;
       return 0;
+    }
+    if (strcmp(a, "--world") == 0) {
+      world = 1;
+      continue;
     }
     if (i + 1 >= argc) return mg_bench_bad("%s: unknown option, or it needs a value", a);
     const char *v = argv[++i];
@@ -164,9 +189,9 @@ static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, const char 
     } else if (strcmp(a, "--check") == 0) {
       bad = mg_bench_parse_int(v, 0, 1, &o->check);
     } else if (strcmp(a, "--json") == 0) {
-      *json = v;
+      rep->json_path = v;
     } else if (strcmp(a, "--csv") == 0) {
-      *csv = v;
+      rep->csv_path = v;
     } else {
       return mg_bench_bad("unknown option '%s'", a);
     }
@@ -211,24 +236,17 @@ static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, const char 
     return mg_bench_bad("the %s backend was chosen (%s), but this version of mgcomm bench runs "
                         "ranks on the host backend only: use --backend host",
                         mg_backend_name(o->backend), o->backend_reason);
+  o->rank_var = mg_bench_rank_var();
+  if (world) {
+    o->ranks = MG_BENCH_WORLD;
+  } else if (o->rank_var != NULL && !threads && !gpus) {
+    o->ranks = MG_BENCH_PROCESSES;
+    return 0; /* the number of ranks, and so the root's check, come with the communicator */
+  }
   o->nranks = threads ? threads : 2;
   if (o->root >= o->nranks)
     return mg_bench_bad("-r %d is not a rank of %d", o->root, o->nranks);
   return 0;
-}
-
-static FILE *mg_bench_open(const char *path) {
-  FILE *f = fopen(path, "w");
-  if (f == NULL) fprintf(stderr, "mgcomm bench: cannot write %s: %s\n", path, strerror(errno));
-  return f;
-}
-
-/* Closes f; 0, or -1 after a message when something could not be written. */
-static int mg_bench_close(FILE *f, const char *path) {
-  int bad = ferror(f);
-  bad |= fclose(f) != 0;
-  if (bad) fprintf(stderr, "mgcomm bench: could not write all of %s\n", path);
-  return bad ? -1 : 0;
 }
 
 int mg_cli_bench(int argc, char **argv) {
@@ -244,39 +262,21 @@ int mg_cli_bench(int argc, char **argv) {
       .warmup = -1,
       .inplace_modes = 3,
       .check = 1,
+      .quick_default = argc == 0,
   };
-  const char *json_path = NULL, *csv_path = NULL;
+  mg_bench_report_t rep = {0};
   int help = 0;
-  if (mg_bench_parse(argc, argv, &o, &json_path, &csv_path, &help) != 0) return 2;
+  if (mg_bench_parse(argc, argv, &o, &rep, &help) != 0) return 2;
   if (help) {
     fputs(mg_bench_usage, stdout);
     return 0;
   }
-  FILE *json = json_path ? mg_bench_open(json_path) : NULL;
-  FILE *csv = csv_path ? mg_bench_open(csv_path) : NULL;
-  if ((json_path && !json) || (csv_path && !csv)) {
-    if (json) fclose(json);
-    if (csv) fclose(csv);
-    return 2;
+  int status = 1;
+  switch (o.ranks) {
+    case MG_BENCH_THREADS: status = mg_bench_run_threads(&o, &rep); break;
+    case MG_BENCH_PROCESSES: status = mg_bench_run_processes(&o, &rep); break;
+    case MG_BENCH_WORLD: status = mg_bench_run_world(&o, &rep); break;
   }
-
-  if (argc == 0)
-    printf("# no arguments: the quick default (mgcomm bench -c all_reduce,all_gather,"
-           "reduce_scatter -b 8 -e 64M -f 4 -t 2); mgcomm bench --help lists the options\n");
-  mg_bench_print_preamble(stdout, &o);
-  mg_bench_results_t res = {0};
-  int status = mg_bench_run(&o, &res);
-  mg_bench_print_footer(stdout, &res, -1);
-  for (size_t i = 0; i < res.n; i++)
-    if (res.rows[i].wrong) status = 1;
-  if (json) {
-    mg_bench_write_json(json, &o, &res);
-    if (mg_bench_close(json, json_path) != 0) status = 1;
-  }
-  if (csv) {
-    mg_bench_write_csv(csv, &o, &res);
-    if (mg_bench_close(csv, csv_path) != 0) status = 1;
-  }
-  free(res.rows);
+  free(rep.res.rows);
   return status;
 }

@@ -3,12 +3,18 @@
  * Private to the tool; it uses the public API (mgcomm.h) only.
  *
  * Files, one concern each:
- *   bench.c         options, backend choice, the command's entry point and exit code
+ *   bench.c         options, backend choice, how ranks run, the command's entry point
  *   bench_coll.c    the collectives: names, buffer geometry per size, bus-bandwidth factors, call
  *   bench_check.c   per-rank data patterns, poisoning and the checker (#wrong)
  *   bench_mem.c     where rank buffers live (host memory today; the seam for GPU buffers)
- *   bench_run.c     ranks as threads, the sweep, timing, adaptive iteration counts, progress
- *   bench_report.c  the table (stdout), JSON and CSV
+ *   bench_run.c     the sweep, whoever runs it: sizes, iteration counts, medians, rows, progress,
+ *                   the exit status every participant agrees on
+ *   bench_rank.c    one rank of a communicator: its buffers, the checked run, barriers, the
+ *                   timed iterations and the time rule (threads and processes alike)
+ *   bench_threads.c ranks as threads of this process (mg_comm_init_all)
+ *   bench_procs.c   this process as one rank of a launcher's job (mg_comm_init_env)
+ *   bench_world.c   --world: every rank through the world and its requests, from one thread
+ *   bench_report.c  the preamble and table (stdout), JSON and CSV
  */
 #ifndef MG_CLI_BENCH_H
 #define MG_CLI_BENCH_H
@@ -106,13 +112,20 @@ typedef struct mg_bench_mem {
 extern const mg_bench_mem_t mg_bench_mem_host;
 
 /* ------------------------------------------------------------------------------------------ */
-/* Options (bench.c) and the run (bench_run.c) */
+/* Options (bench.c) */
 
 #define MG_BENCH_ITERS_DEFAULT 20  /* nccl-tests' defaults */
 #define MG_BENCH_WARMUP_DEFAULT 5
 #define MG_BENCH_ITERS_MIN 5       /* adaptive counts never go below these */
 #define MG_BENCH_WARMUP_MIN 1
 #define MG_BENCH_SIZE_BUDGET_S 0.2 /* adaptive: timed iterations of one size take about this */
+
+/* How the ranks run. */
+typedef enum mg_bench_ranks {
+  MG_BENCH_THREADS = 0, /* -t (default): threads of this process, one communicator each */
+  MG_BENCH_PROCESSES,   /* under a launcher: this process is one rank (mg_comm_init_env) */
+  MG_BENCH_WORLD        /* --world: the workers of one world, driven from one thread */
+} mg_bench_ranks_t;
 
 typedef struct mg_bench_opts {
   int colls[MG_BENCH_COLL_COUNT]; /* collectives to run, in order */
@@ -125,11 +138,18 @@ typedef struct mg_bench_opts {
   int root;
   mg_backend_t backend; /* as resolved */
   char backend_reason[512];
-  int nranks;
+  mg_bench_ranks_t ranks;
+  const char *rank_var; /* processes: the launcher's variable that made this process a rank */
+  int nranks;           /* processes: set once the communicator exists */
+  int one_clock;        /* every rank reads the same CLOCK_MONOTONIC (set before the sweep) */
   int iters, warmup;    /* -1: adaptive */
   int inplace_modes;    /* bit 0: out of place, bit 1: in place */
   int check;
+  int quick_default;    /* no arguments were given */
 } mg_bench_opts_t;
+
+/* One line on stderr ("mgcomm bench: ..."); returns 2, the exit code of bad input. */
+int mg_bench_bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* One measured row: one collective, one size, one of out of place / in place. */
 typedef struct mg_bench_result {
@@ -137,7 +157,7 @@ typedef struct mg_bench_result {
   mg_bench_geom_t g;
   int root;
   int inplace;
-  double time_us;   /* median over iterations of last end - last start (bench_run.c) */
+  double time_us;   /* median over iterations of the time rule (bench_rank.c, bench_world.c) */
   double algbw_gbs, busbw_gbs;
   uint64_t wrong;   /* bad elements, summed over ranks; 0 when not checked */
   int iters, warmup;
@@ -148,14 +168,85 @@ typedef struct mg_bench_results {
   size_t n, cap;
 } mg_bench_results_t;
 
-/* Runs the sweep of opts on opts->nranks threads, each rank on a communicator of one
- * mg_comm_init_all; prints the table as rows complete and appends them to res. Returns 0, or 1
- * after a runtime failure (printed on stderr). */
-int mg_bench_run(const mg_bench_opts_t *opts, mg_bench_results_t *res);
+/* What the printing participant (rank 0, or the world's one thread) owns: the files asked for,
+ * open while the sweep runs, and the rows. */
+typedef struct mg_bench_report {
+  const char *json_path, *csv_path; /* NULL: not asked for */
+  FILE *json, *csv;
+  mg_bench_results_t res;           /* in the order run; rows owned here (free(res.rows)) */
+} mg_bench_report_t;
+
+/* ------------------------------------------------------------------------------------------ */
+/* The sweep (bench_run.c) */
+
+/* One participant of the sweep: a rank (threads, processes) or the world's submitting thread.
+ * Every participant runs the same sweep and meets the others in agree, in the same order. */
+typedef struct mg_bench_part mg_bench_part_t;
+struct mg_bench_part {
+  const mg_bench_opts_t *o;
+  mg_bench_report_t *rep; /* the printer's report; NULL on the other participants */
+  /* v[0 .. n) := its sum (MG_SUM) or maximum (MG_MAX) over the participants, on every one. 0, or
+   * -1 after a message when the participants cannot meet any more. */
+  int (*agree)(mg_bench_part_t *p, double *v, size_t n, mg_op_t op);
+  /* Measures case k; on the printer fills *row. 0, or -1 once every participant knows that one
+   * failed (the failure is printed where it happened). */
+  int (*measure)(mg_bench_part_t *p, const mg_bench_case_t *k, mg_bench_result_t *row);
+};
+
+/* Runs the sweep of p->o: the printer opens its files and prints the preamble, then every
+ * collective, size and placement is measured, printed and recorded; at the end the printer
+ * prints the summary and writes the files. ready = 0: this participant could not get ready
+ * (printed); nothing is run. Returns the exit status, the same on every participant that could
+ * still agree: 0, 1 (a wrong result or a failure), 2 (a file cannot be written: nothing ran).
+ * *completed (when not NULL) = 1 when every participant ran every case (the ranks are in step:
+ * a communicator can be finalized), else 0. */
+int mg_bench_sweep(mg_bench_part_t *p, int ready, int *completed);
+
+/* Bytes of the largest send and receive buffer of one rank over the whole sweep. */
+void mg_bench_extent(const mg_bench_opts_t *o, size_t *send_max, size_t *buf_max);
+/* Iteration counts of one size whose checked run took est_s: -n / -w, or adaptive. */
+void mg_bench_counts(const mg_bench_opts_t *o, double est_s, int *iters, int *warmup);
+/* The row of case k from the times of its iters timed iterations (seconds; reordered). */
+void mg_bench_row(const mg_bench_opts_t *o, const mg_bench_case_t *k, double *times, int iters,
+                  int warmup, uint64_t wrong, mg_bench_result_t *row);
+double mg_bench_now(void); /* CLOCK_MONOTONIC, seconds */
+/* "mgcomm bench: WHO: coll size [in place]: STATUS: message" on stderr. */
+void mg_bench_failed(const char *who, const mg_bench_case_t *k, mg_status_t st);
+
+/* ------------------------------------------------------------------------------------------ */
+/* How ranks run (bench_rank.c, bench_threads.c, bench_procs.c, bench_world.c) */
+
+/* One rank of a communicator, run by one thread. */
+typedef struct mg_bench_rank {
+  mg_bench_part_t part;      /* first member: the sweep's view (agree is the mode's) */
+  const mg_bench_mem_t *mem;
+  mg_comm_t *comm;
+  int rank;
+  /* Meets every rank before each run that is timed. MG_OK, or why the ranks cannot meet. */
+  mg_status_t (*barrier)(struct mg_bench_rank *r);
+  void *send, *buf;          /* the operation's buffers (mem) */
+  void *send_img, *img;      /* host images */
+  double *stamps;            /* per iteration: start times, then end times (seconds) */
+} mg_bench_rank_t;
+
+/* Allocates r's buffers, runs the sweep (r->part.measure is set here), finalizes the
+ * communicator when nothing failed, frees the buffers. Returns the sweep's exit status, or 1
+ * when finalizing failed. The communicator stays r's caller's to destroy. */
+int mg_bench_rank_run(mg_bench_rank_t *r);
+
+/* The whole run in each mode: make the ranks, run the sweep, take the ranks down. o->nranks
+ * (processes) and o->one_clock are set here. Return the exit status (0, 1 or 2). */
+int mg_bench_run_threads(mg_bench_opts_t *o, mg_bench_report_t *rep);
+int mg_bench_run_processes(mg_bench_opts_t *o, mg_bench_report_t *rep);
+int mg_bench_run_world(mg_bench_opts_t *o, mg_bench_report_t *rep);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Reports (bench_report.c) */
 
+/* Opens the files of rep; 0, or 2 after one line on stderr (nothing is left open). */
+int mg_bench_report_open(mg_bench_report_t *rep);
+/* Writes rep's rows to its files and closes them; 0, or 1 after a message. */
+int mg_bench_report_close(mg_bench_report_t *rep, const mg_bench_opts_t *o);
 void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o);
 void mg_bench_print_header(FILE *f, mg_bench_coll_t c);
 /* Prints the line of one size: out of place then in place (either may be NULL: blank). */
@@ -164,8 +255,5 @@ void mg_bench_print_line(FILE *f, const mg_bench_opts_t *o, const mg_bench_resul
 /* The footer of one collective's rows (nccl-tests' "Out of bounds values", "Avg bus bandwidth"),
  * or of all rows when c < 0. */
 void mg_bench_print_footer(FILE *f, const mg_bench_results_t *res, int c);
-/* The JSON document / the CSV rows (docs/bench.md gives their fields). */
-void mg_bench_write_json(FILE *f, const mg_bench_opts_t *o, const mg_bench_results_t *res);
-void mg_bench_write_csv(FILE *f, const mg_bench_opts_t *o, const mg_bench_results_t *res);
 
 #endif

@@ -1,9 +1,13 @@
 /*
  * bench_report.c -- what `mgcomm bench` writes: the table on stdout, with nccl-tests' columns,
  * widths and units (so that tools reading nccl-tests output read ours), the JSON document and
- * the CSV rows. The JSON field names are fixed: other tools read them (docs/bench.md).
+ * the CSV rows. The JSON field names are fixed: other tools read them (docs/bench.md). The
+ * files are opened before the sweep (a path that cannot be written is bad input) and written
+ * at its end, by the printing participant only.
  */
+#include <errno.h>
 #include <math.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -14,11 +18,25 @@ static const char *mg_bench_row_op(const mg_bench_opts_t *o, mg_bench_coll_t c) 
 }
 
 void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o) {
+  if (o->quick_default)
+    fprintf(f, "# no arguments: the quick default (mgcomm bench -c all_reduce,all_gather,"
+               "reduce_scatter -b 8 -e 64M -f 4%s); mgcomm bench --help lists the options\n",
+            o->ranks == MG_BENCH_THREADS ? " -t 2" : "");
   fprintf(f, "# mgcomm bench %s: backend %s (%s)\n", mg_version_string(),
           mg_backend_name(o->backend), o->backend_reason);
-  fprintf(f, "# nranks %d (threads of this process)  minBytes %zu maxBytes %zu step: %zu(%s)",
-          o->nranks, o->minbytes, o->maxbytes, o->factor ? o->factor : o->increment,
-          o->factor ? "factor" : "bytes");
+  fprintf(f, "# nranks %d ", o->nranks);
+  switch (o->ranks) {
+    case MG_BENCH_THREADS: fprintf(f, "(threads of this process)"); break;
+    case MG_BENCH_PROCESSES:
+      fprintf(f, "(processes, one rank each, from mg_comm_init_env: %s is set)", o->rank_var);
+      break;
+    case MG_BENCH_WORLD:
+      fprintf(f, "(threads of this process: the workers of one world, driven from one thread "
+                 "through mg_world_* and requests)");
+      break;
+  }
+  fprintf(f, "  minBytes %zu maxBytes %zu step: %zu(%s)", o->minbytes, o->maxbytes,
+          o->factor ? o->factor : o->increment, o->factor ? "factor" : "bytes");
   if (o->iters > 0)
     fprintf(f, "  iters: %d", o->iters);
   else
@@ -30,8 +48,18 @@ void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o) {
     fprintf(f, "  warmup iters: adaptive, %d to %d (-w fixes it)", MG_BENCH_WARMUP_MIN,
             MG_BENCH_WARMUP_DEFAULT);
   fprintf(f, "  validation: %d\n", o->check);
-  fprintf(f, "# time: median over iterations of (last rank's end - last rank's start), monotonic "
-             "clock; algbw = bytes / time; busbw = algbw x nccl-tests' factor\n");
+  if (o->ranks == MG_BENCH_WORLD)
+    fprintf(f, "# time: median over iterations of (mg_request_wait returned - mg_world_<op> "
+               "called) on the submitting thread, monotonic clock");
+  else if (o->one_clock)
+    fprintf(f, "# time: median over iterations of (last rank's end - last rank's start), "
+               "monotonic clock%s", o->ranks == MG_BENCH_PROCESSES ? " (one machine)" : "");
+  else
+    fprintf(f, "# time: median over iterations of the slowest rank's (end - start), each rank on "
+               "its own monotonic clock (the ranks are on more than one machine)");
+  if (o->ranks == MG_BENCH_PROCESSES)
+    fprintf(f, "; each iteration starts after an all_reduce of one float64 (the ranks' barrier)");
+  fprintf(f, "; algbw = bytes / time; busbw = algbw x nccl-tests' factor\n");
 }
 
 void mg_bench_print_header(FILE *f, mg_bench_coll_t c) {
@@ -119,7 +147,7 @@ static void mg_bench_json_str(FILE *f, const char *s) {
 /* Finite numbers only: JSON has no NaN or infinity. */
 static double mg_bench_finite(double v) { return isfinite(v) ? v : 0.0; }
 
-void mg_bench_write_json(FILE *f, const mg_bench_opts_t *o, const mg_bench_results_t *res) {
+static void mg_bench_write_json(FILE *f, const mg_bench_opts_t *o, const mg_bench_results_t *res) {
   char host[256] = "";
   /* On failure the host stays "": the name is information, not a reason to fail the run. */
   (void)gethostname(host, sizeof host - 1);
@@ -131,7 +159,9 @@ void mg_bench_write_json(FILE *f, const mg_bench_opts_t *o, const mg_bench_resul
   mg_bench_json_str(f, mg_version_string());
   fprintf(f, ", \"backend\": \"%s\", \"backend_reason\": ", mg_backend_name(o->backend));
   mg_bench_json_str(f, o->backend_reason);
-  fprintf(f, ", \"nranks\": %d, \"ranks_are\": \"threads\", \"date\": \"%s\",\n", o->nranks, date);
+  fprintf(f, ", \"nranks\": %d, \"ranks_are\": \"%s\", \"api\": \"%s\", \"date\": \"%s\",\n",
+          o->nranks, o->ranks == MG_BENCH_PROCESSES ? "processes" : "threads",
+          o->ranks == MG_BENCH_WORLD ? "world" : "comm", date);
   fprintf(f, " \"machine\": {\"host\": ");
   mg_bench_json_str(f, host);
   fprintf(f, ", \"cpus\": %ld, \"gpus\": []},\n \"results\": [", sysconf(_SC_NPROCESSORS_ONLN));
@@ -150,7 +180,7 @@ void mg_bench_write_json(FILE *f, const mg_bench_opts_t *o, const mg_bench_resul
   fprintf(f, "\n ]}\n");
 }
 
-void mg_bench_write_csv(FILE *f, const mg_bench_opts_t *o, const mg_bench_results_t *res) {
+static void mg_bench_write_csv(FILE *f, const mg_bench_opts_t *o, const mg_bench_results_t *res) {
   fprintf(f, "collective,bytes,count,dtype,op,root,inplace,time_us,algbw_gbs,busbw_gbs,wrong,"
              "iters,warmup\n");
   for (size_t i = 0; i < res->n; i++) {
@@ -161,4 +191,46 @@ void mg_bench_write_csv(FILE *f, const mg_bench_opts_t *o, const mg_bench_result
             mg_bench_finite(r->algbw_gbs), mg_bench_finite(r->busbw_gbs),
             (unsigned long long)r->wrong, r->iters, r->warmup);
   }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Opening and closing */
+
+static FILE *mg_bench_open(const char *path) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) fprintf(stderr, "mgcomm bench: cannot write %s: %s\n", path, strerror(errno));
+  return f;
+}
+
+int mg_bench_report_open(mg_bench_report_t *rep) {
+  rep->json = rep->json_path ? mg_bench_open(rep->json_path) : NULL;
+  rep->csv = rep->csv_path ? mg_bench_open(rep->csv_path) : NULL;
+  if ((!rep->json_path || rep->json) && (!rep->csv_path || rep->csv)) return 0;
+  /* Nothing was written to them; a failing close would change nothing. */
+  if (rep->json) (void)fclose(rep->json);
+  if (rep->csv) (void)fclose(rep->csv);
+  rep->json = rep->csv = NULL;
+  return 2;
+}
+
+/* Closes f; 0, or -1 after a message when something could not be written. */
+static int mg_bench_close(FILE *f, const char *path) {
+  int bad = ferror(f);
+  bad |= fclose(f) != 0;
+  if (bad) fprintf(stderr, "mgcomm bench: could not write all of %s\n", path);
+  return bad ? -1 : 0;
+}
+
+int mg_bench_report_close(mg_bench_report_t *rep, const mg_bench_opts_t *o) {
+  int bad = 0;
+  if (rep->json) {
+    mg_bench_write_json(rep->json, o, &rep->res);
+    bad |= mg_bench_close(rep->json, rep->json_path) != 0;
+  }
+  if (rep->csv) {
+    mg_bench_write_csv(rep->csv, o, &rep->res);
+    bad |= mg_bench_close(rep->csv, rep->csv_path) != 0;
+  }
+  rep->json = rep->csv = NULL;
+  return bad;
 }

@@ -103,6 +103,9 @@ static mg_status_t h_init_all(mg_comm_t **comms, int n, const int *devices, doub
   int attached = 0;
   for (; attached < n && st >= 0; attached++) st = mg__attach(comms[attached], &id, deadline);
   if (st < 0) attached--; /* the one that failed left nothing mapped */
+  for (int i = 0; i < attached && st >= 0; i++) /* every rank's verdict first, then all of them */
+    st = mg__hshm_wait_attached(&mg__hcomm(comms[i])->shm, deadline, &comms[i]->aborting,
+                                "mg_comm_init_all");
   for (int i = 0; i < attached && st >= 0; i++)
     st = mg__hshm_wait_all(&mg__hcomm(comms[i])->shm, deadline, &comms[i]->aborting,
                            "mg_comm_init_all");

@@ -17,6 +17,7 @@
  *
  * Divisions: execution state; waiting and failure; collectives; send/recv; the engine.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,10 @@
 
 /* CHUNK: pipelined through the slots; ONE: small reductions, every reader reduces all inputs in
  * one step; TWO: large reductions, each rank reduces its slice; MAIL: the smallest all_reduce,
- * reduce, broadcast and all_gather, whose data travels in the ranks' mail lines. */
-enum { MG__ALG_CHUNK, MG__ALG_ONE, MG__ALG_TWO, MG__ALG_MAIL };
+ * reduce, broadcast and all_gather, whose data travels in the ranks' mail lines; DIRECT: large
+ * data collectives, each reader copies once from the owner's buffer, and owners wait until every
+ * reader is done. */
+enum { MG__ALG_CHUNK, MG__ALG_ONE, MG__ALG_TWO, MG__ALG_MAIL, MG__ALG_DIRECT };
 enum { MG__SET_NONE, MG__SET_ROOT, MG__SET_ALL };
 
 typedef struct mg__hx {
@@ -155,7 +158,9 @@ static int mg__hx_check(mg__hx_t *x, double now) {
               x->op->root, x->comm->timeout_s, x->moved, x->bytes);
     return mg__hx_fail(x, MG_ERR_TIMED_OUT, MG__CAUSE_TIMEOUT);
   }
-  if (now >= x->next_check) {
+  if (x->next_check == 0) {
+    x->next_check = now + 0.1; /* the first look at the peers' processes comes 100 ms in */
+  } else if (now >= x->next_check) {
     x->next_check = now + 0.1;
     int lo = 0, hi = x->n;
     if (!mg__opkind_is_collective(x->op->kind)) lo = x->op->root, hi = x->op->root + 1;
@@ -233,6 +238,14 @@ static void mg__coll_start(mg__hx_t *x) {
                        op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER;
   if (mailable && c * x->es <= MG__MAIL_BYTES) { /* the same choice on every rank */
     x->alg = MG__ALG_MAIL;
+    x->E = c;
+    x->set2 = MG__SET_NONE;
+  }
+  const int directable = op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER ||
+                         op->kind == MG_OPK_GATHER || op->kind == MG_OPK_SCATTER ||
+                         op->kind == MG_OPK_ALL_TO_ALL;
+  if (directable && x->s->direct && c > 0 && c * x->es >= x->s->hdr->direct_bytes) {
+    x->alg = MG__ALG_DIRECT; /* x->s->direct and the threshold are the same on every rank */
     x->E = c;
     x->set2 = MG__SET_NONE;
   }
@@ -333,6 +346,11 @@ static void mg__copy_in(mg__hx_t *x) {
   const mg__op_t *op = x->op;
   const size_t es = x->es, c = op->count, E = x->E;
   const size_t off = (size_t)x->k * E;
+  if (x->alg == MG__ALG_DIRECT) { /* peers read send itself; its address goes before posted */
+    atomic_store_explicit(&x->s->ranks[x->me].daddr, (uint64_t)(uintptr_t)op->send,
+                          memory_order_relaxed);
+    return;
+  }
   if (x->alg == MG__ALG_MAIL) {
     /* Everybody mails but the non-roots of a broadcast, whom nobody reads. */
     if (op->kind == MG_OPK_BROADCAST && op->root != x->me) return;
@@ -403,6 +421,48 @@ static void mg__reduce_slice(mg__hx_t *x) {
   unsigned char *dst = keep ? mg__rb(x) + (off + lo) * es : mg__slot(x, x->me) + lo * es;
   mg__host_reduce(dst, x->in, x->n, hi - lo, op->dtype, &op->redop, x->n);
   if (keep && share) memcpy(mg__slot(x, x->me) + lo * es, dst, (hi - lo) * es);
+}
+
+/* The output of a direct step: each piece read once, from the buffer its owner published. */
+static mg_status_t mg__direct_out(mg__hx_t *x) {
+  const mg__op_t *op = x->op;
+  const size_t b = op->count * x->es;
+  const int me = x->me, root = op->root;
+  unsigned char *recv = mg__rb(x);
+  const unsigned char *send = mg__sb(x);
+  mg_status_t st = MG_OK;
+  switch (op->kind) {
+    case MG_OPK_BROADCAST:
+      if (me != root)
+        st = mg__hshm_read_peer(x->s, root, recv, atomic_load(&x->s->ranks[root].daddr), b);
+      else if (recv != send)
+        memcpy(recv, send, b);
+      break;
+    case MG_OPK_SCATTER:
+      if (me != root)
+        st = mg__hshm_read_peer(x->s, root, recv,
+                                atomic_load(&x->s->ranks[root].daddr) + (uint64_t)me * b, b);
+      else if (recv != send + (size_t)me * b)
+        memcpy(recv, send + (size_t)me * b, b);
+      break;
+    case MG_OPK_GATHER:
+    case MG_OPK_ALL_GATHER:
+    case MG_OPK_ALL_TO_ALL: {
+      if (op->kind == MG_OPK_GATHER && me != root) break;
+      const uint64_t piece = op->kind == MG_OPK_ALL_TO_ALL ? (uint64_t)me * b : 0;
+      for (int r = 0; r < x->n && st == MG_OK; r++) {
+        unsigned char *dst = recv + (size_t)r * b;
+        if (r != me)
+          st = mg__hshm_read_peer(x->s, r, dst, atomic_load(&x->s->ranks[r].daddr) + piece, b);
+        else if (dst != send + piece) /* not in place */
+          memcpy(dst, send + piece, b);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return st;
 }
 
 /* The last phase of step k: this rank's output. */
@@ -514,13 +574,16 @@ static void mg__coll_finish(mg__hx_t *x) {
   x->done = 1;
 }
 
-/* Advances a collective as far as it can go without waiting. 1: progress, 0: blocked, -1: failed */
+/* Advances a collective as far as it can go without waiting. 1: progress, 0: blocked, -1: failed.
+ * Phases of a step: 0 copy in and post; 1 wait for the posts it reads, then output (or, TWO:
+ * reduce its slice; DIRECT: copy from the owners); 2 (TWO) wait for every slice, then output;
+ * 3 (DIRECT) wait until every reader released the step. */
 static int mg__coll_progress(mg__hx_t *x) {
   int progressed = 0;
   mg__hshm_rank_t *mine = &x->s->ranks[x->me];
+  mg__hcomm_t *hc = mg__hcomm(x->comm);
   for (;;) {
     const uint64_t s = x->s0 + x->k;
-    mg__hcomm_t *hc = mg__hcomm(x->comm);
     if (x->phase == 0 && s >= 2 && hc->all_released < s - 1) {
       if (!MG__READY(x, MG__SET_ALL, released, s - 1)) return progressed;
       hc->all_released = s - 1;
@@ -530,48 +593,64 @@ static int mg__coll_progress(mg__hx_t *x) {
       mg__coll_finish(x);
       return 1;
     }
-    switch (x->phase) {
-      case 0:
-        mg__copy_in(x);
-        mg__publish(x->s, &mine->posted, s + 1);
-        x->phase = 1;
-        progressed = 1;
-        /* fall through */
-      case 1:
-        if (x->alg == MG__ALG_MAIL ? !mg__mail_ready(x, s + 1)
-                                   : !MG__READY(x, x->set1, posted, s + 1))
-          return progressed;
-        if (x->set1 == MG__SET_ALL && hc->all_released < s) hc->all_released = s;
-        if (x->k == 0) {
-          if (mg__coll_match(x) < 0) return -1;
-          if (x->op->kind == MG_OPK_ALL_TO_ALLV) {
-            uint64_t mx = 0;
-            for (int r = 0; r < x->n; r++) {
-              uint64_t v = atomic_load(&x->s->ranks[r].desc[x->s0 & 1].count);
-              if (v > mx) mx = v;
-            }
-            x->nsteps = mx == 0 ? 1 : (mx + x->E - 1) / x->E;
+    int step_done = 0;
+    if (x->phase == 0) {
+      mg__copy_in(x);
+      mg__publish(x->s, &mine->posted, s + 1);
+      x->phase = 1;
+      progressed = 1;
+    }
+    if (x->phase == 1) {
+      if (x->alg == MG__ALG_MAIL ? !mg__mail_ready(x, s + 1)
+                                 : !MG__READY(x, x->set1, posted, s + 1))
+        return progressed;
+      if (x->set1 == MG__SET_ALL && hc->all_released < s) hc->all_released = s;
+      if (x->k == 0) {
+        if (mg__coll_match(x) < 0) return -1;
+        if (x->op->kind == MG_OPK_ALL_TO_ALLV) {
+          uint64_t mx = 0;
+          for (int r = 0; r < x->n; r++) {
+            uint64_t v = atomic_load(&x->s->ranks[r].desc[x->s0 & 1].count);
+            if (v > mx) mx = v;
           }
+          x->nsteps = mx == 0 ? 1 : (mx + x->E - 1) / x->E;
         }
-        progressed = 1;
-        if (x->alg == MG__ALG_TWO) {
-          mg__reduce_slice(x);
-          mg__publish(x->s, &mine->reduced, s + 1);
-          x->phase = 2;
-        } else {
-          mg__copy_out(x);
-          goto next_step;
+      }
+      progressed = 1;
+      if (x->alg == MG__ALG_DIRECT) {
+        mg_status_t st = mg__direct_out(x);
+        if (st < 0) {
+          char d[160];
+          mg__error_prefix("%s", mg__desc(x->op, d, sizeof d));
+          return mg__hx_fail(x, st, x->me);
         }
-        /* fall through */
-      case 2:
-        if (!MG__READY(x, x->set2, reduced, s + 1)) return progressed;
-        mg__copy_out(x);
-        progressed = 1;
-      next_step:
         mg__publish(x->s, &mine->released, s + 1);
-        x->phase = 0;
-        x->k++;
-        break;
+        x->phase = 3;
+      } else if (x->alg == MG__ALG_TWO) {
+        mg__reduce_slice(x);
+        mg__publish(x->s, &mine->reduced, s + 1);
+        x->phase = 2;
+      } else {
+        mg__copy_out(x);
+        mg__publish(x->s, &mine->released, s + 1);
+        step_done = 1;
+      }
+    }
+    if (x->phase == 2) {
+      if (!MG__READY(x, x->set2, reduced, s + 1)) return progressed;
+      mg__copy_out(x);
+      mg__publish(x->s, &mine->released, s + 1);
+      step_done = 1;
+    }
+    if (x->phase == 3) {
+      if (!MG__READY(x, MG__SET_ALL, released, s + 1)) return progressed;
+      hc->all_released = s + 1;
+      step_done = 1;
+    }
+    if (step_done) {
+      x->phase = 0;
+      x->k++;
+      progressed = 1;
     }
   }
 }
@@ -717,7 +796,10 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     }
     if (remaining == 0) break;
     if ((idle++ & 15) != 0) {
-      mg__cpu_relax();
+      /* Now and then give the core away: on a machine with fewer cores than busy ranks, the
+       * rank this one waits for may be waiting for this core. */
+      if ((idle & 255) == 0) sched_yield();
+      else mg__cpu_relax();
       continue;
     }
     double now = mg__now();

@@ -15,6 +15,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,7 +59,8 @@ static void mg__bind(mg__hshm_t *s) {
 
 /* The staging slot and channel sizes and the small-message threshold this process would create a
  * segment with; the other ranks adopt the creator's. */
-static void mg__sizes(int n, size_t *slot, size_t *chan, size_t *small_out) {
+static void mg__sizes(int n, size_t *slot, size_t *chan, size_t *small_out, size_t *direct_out) {
+  *direct_out = (size_t)mg__param_int(MG_PARAM_HOST_DIRECT_BYTES);
   size_t small = (size_t)mg__param_int(MG_PARAM_HOST_SMALL_BYTES);
   size_t sb = mg__round_up((size_t)mg__param_int(MG_PARAM_HOST_SLOT_BYTES), MG__PAGE);
   if (sb < small) sb = mg__round_up(small, MG__PAGE);
@@ -76,6 +78,9 @@ static void mg__sizes(int n, size_t *slot, size_t *chan, size_t *small_out) {
 }
 
 /* ---- attach and detach ----------------------------------------------------------------- */
+
+/* A word peers read at init to learn whether they can reach this process's memory. */
+static const uint64_t mg__probe_word = 0x6d67636f6d6d3f21ull;
 
 /* The start time of a process in clock ticks since boot (field 22 of /proc/<pid>/stat), and its
  * state letter; 0 when the process does not exist. */
@@ -121,8 +126,8 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   s->nranks = nranks;
   s->me = me;
   s->mypid = getpid();
-  size_t slot_bytes, chan_bytes, small_bytes;
-  mg__sizes(nranks, &slot_bytes, &chan_bytes, &small_bytes);
+  size_t slot_bytes, chan_bytes, small_bytes, direct_bytes;
+  mg__sizes(nranks, &slot_bytes, &chan_bytes, &small_bytes, &direct_bytes);
   mg__layout_t l = mg__layout(nranks, slot_bytes, chan_bytes);
   mg_status_t st = MG_OK;
   int fd = -1;
@@ -148,6 +153,7 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
       h->nranks = nranks;
       h->slot_bytes = slot_bytes;
       h->small_bytes = small_bytes;
+      h->direct_bytes = direct_bytes;
       h->chan_bytes = chan_bytes;
       h->seg_bytes = l.total;
       atomic_store_explicit(&h->magic, MG__HSHM_MAGIC, memory_order_release);
@@ -219,6 +225,7 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
     goto fail;
   }
   rb->starttime = mg__proc_start(s->mypid, NULL);
+  atomic_store(&rb->probe_addr, (uint64_t)(uintptr_t)&mg__probe_word);
   atomic_store(&rb->cause, -1);
   atomic_store(&rb->pid, (int32_t)s->mypid);
   atomic_store(&rb->state, MG__HRANK_ATTACHED);
@@ -258,17 +265,53 @@ void mg__hshm_detach(mg__hshm_t *s, int state) {
 
 /* ---- waiting for every rank -------------------------------------------------------------- */
 
-mg_status_t mg__hshm_wait_all(mg__hshm_t *s, double deadline, const atomic_int *aborting,
-                              const char *fn) {
+/* Reads the probe word of every rank in another process, and publishes the verdict. */
+static void mg__probe(mg__hshm_t *s) {
+  int ok = 1;
+  for (int r = 0; r < s->nranks && ok; r++) {
+    if (r == s->me || atomic_load(&s->ranks[r].pid) == s->mypid) continue;
+    uint64_t word = 0;
+    ok = mg__hshm_read_peer(s, r, &word, atomic_load(&s->ranks[r].probe_addr), sizeof word) == MG_OK &&
+         word == mg__probe_word;
+  }
+  if (!ok) MG_INFO(MG_SUBSYS_INIT, "rank %d cannot read its peers' memory (process_vm_readv): "
+                   "direct copies are off for this communicator", s->me);
+  s->probed = 1;
+  atomic_store(&s->ranks[s->me].direct_ok, ok ? 1 : 2);
+  mg__hshm_wake(s);
+}
+
+/* 1 when every rank has attached (and, with verdicts, has said whether it can read the others'
+ * memory; s->direct is then set). A rank publishes its own verdict as soon as all attached.
+ * *missing: ranks that have not attached. */
+static int mg__hshm_joined(mg__hshm_t *s, int verdicts, int *missing) {
+  int ready = 0, judged = 0, all_ok = 1;
+  *missing = 0;
+  for (int r = 0; r < s->nranks; r++) {
+    int st = atomic_load_explicit(&s->ranks[r].state, memory_order_acquire);
+    int v = atomic_load(&s->ranks[r].direct_ok);
+    ready += st == MG__HRANK_ATTACHED;
+    *missing += st == MG__HRANK_ABSENT || st == MG__HRANK_ATTACHING;
+    judged += v != 0;
+    all_ok &= v == 1;
+  }
+  if (ready != s->nranks) return 0;
+  if (!s->probed) {
+    mg__probe(s);
+    return mg__hshm_joined(s, verdicts, missing); /* its own verdict is in now */
+  }
+  if (!verdicts) return 1;
+  if (judged != s->nranks) return 0;
+  s->direct = all_ok;
+  return 1;
+}
+
+static mg_status_t mg__hshm_wait(mg__hshm_t *s, double deadline, const atomic_int *aborting,
+                                 const char *fn, int verdicts) {
   double next_check = mg__now() + 0.1;
+  int missing;
   for (;;) {
-    int ready = 0, missing = 0;
-    for (int r = 0; r < s->nranks; r++) {
-      int st = atomic_load_explicit(&s->ranks[r].state, memory_order_acquire);
-      ready += st == MG__HRANK_ATTACHED;
-      missing += st == MG__HRANK_ABSENT || st == MG__HRANK_ATTACHING;
-    }
-    if (ready == s->nranks) return MG_OK;
+    if (mg__hshm_joined(s, verdicts, &missing)) return MG_OK;
     MG_CHECK(mg__check_abort(aborting, fn));
     double now = mg__now();
     if (now > next_check) {
@@ -288,17 +331,27 @@ mg_status_t mg__hshm_wait_all(mg__hshm_t *s, double deadline, const atomic_int *
         if (st == MG__HRANK_ABSENT || st == MG__HRANK_ATTACHING)
           o += (size_t)snprintf(list + o, sizeof list - o, "%s%d", o ? "," : "", r);
       }
+      if (missing == 0)
+        return mg__error(MG_ERR_TIMED_OUT, "%s: every rank joined, but not all of them told "
+                         "whether they can read the others' memory", fn);
       return mg__error(MG_ERR_TIMED_OUT,
                        "%s: timed out waiting for rank%s %s of %d to join (%d of %d arrived)", fn,
                        missing > 1 ? "s" : "", list, s->nranks, s->nranks - missing, s->nranks);
     }
     uint32_t seen = mg__hshm_sleep_begin(s);
-    int all = 1;
-    for (int r = 0; r < s->nranks && all; r++)
-      all = atomic_load(&s->ranks[r].state) == MG__HRANK_ATTACHED;
-    if (!all) mg__hshm_sleep(s, seen, 0.05);
+    if (!mg__hshm_joined(s, verdicts, &missing)) mg__hshm_sleep(s, seen, 0.05);
     mg__hshm_sleep_end(s);
   }
+}
+
+mg_status_t mg__hshm_wait_attached(mg__hshm_t *s, double deadline, const atomic_int *aborting,
+                                   const char *fn) {
+  return mg__hshm_wait(s, deadline, aborting, fn, 0);
+}
+
+mg_status_t mg__hshm_wait_all(mg__hshm_t *s, double deadline, const atomic_int *aborting,
+                              const char *fn) {
+  return mg__hshm_wait(s, deadline, aborting, fn, 1);
 }
 
 /* ---- futex ------------------------------------------------------------------------------- */
@@ -372,6 +425,29 @@ void mg__hshm_fail(mg__hshm_t *s, int culprit) {
   atomic_store(&rb->cause, culprit);
   atomic_compare_exchange_strong(&rb->state, &attached, MG__HRANK_FAILED);
   mg__hshm_wake(s);
+}
+
+/* ---- direct reads ------------------------------------------------------------------------ */
+
+mg_status_t mg__hshm_read_peer(const mg__hshm_t *s, int r, void *dst, uint64_t from, size_t bytes) {
+  pid_t pid = (pid_t)atomic_load(&s->ranks[r].pid);
+  if (pid == s->mypid) {
+    memcpy(dst, (const void *)(uintptr_t)from, bytes);
+    return MG_OK;
+  }
+  unsigned char *d = dst;
+  while (bytes > 0) {
+    struct iovec local = {d, bytes}, remote = {(void *)(uintptr_t)from, bytes};
+    ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (got <= 0) {
+      if (got < 0 && errno == EINTR) continue;
+      return mg__error_errno(MG_ERR_REMOTE, got < 0 ? errno : EFAULT,
+                             "reading %zu bytes of rank %d (pid %d) at 0x%llx", bytes, r,
+                             (int)pid, (unsigned long long)from);
+    }
+    d += got, from += (uint64_t)got, bytes -= (size_t)got;
+  }
+  return MG_OK;
 }
 
 /* ---- randomness -------------------------------------------------------------------------- */

@@ -22,7 +22,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 3u
+#define MG__HSHM_VERSION 4u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -39,6 +39,7 @@ typedef struct mg__hshm_header {
   int32_t nranks;
   uint64_t slot_bytes;      /* bytes of one staging slot */
   uint64_t small_bytes;     /* all_reduce/reduce up to this size use the one-step algorithm */
+  uint64_t direct_bytes;    /* data collectives from this size per rank copy once, directly */
   uint64_t chan_bytes;      /* bytes of one send/recv ring */
   uint64_t seg_bytes;       /* size of the whole segment */
   _Atomic uint32_t attached; /* ranks that have attached */
@@ -93,8 +94,15 @@ typedef struct mg__hshm_rank {
   /* Small collectives: the mail of step s is mail[s & 1] (reused, like the slots, only once
    * every rank has finished step s - 2). */
   mg__hshm_mail_t mail[2];
+  /* Direct copies: the rank's buffer that peers read in the current direct step (published
+   * before its posted counter); the address of a word in its process that peers read once at
+   * init to learn whether they can reach its memory; and its verdict about reaching theirs. */
+  _Atomic uint64_t daddr;
+  _Atomic uint64_t probe_addr;
+  _Atomic int32_t direct_ok; /* 0: not probed yet, 1: reads every peer, 2: cannot */
+  char pad2_[64 - 20];
 } mg__hshm_rank_t;
-_Static_assert(sizeof(mg__hshm_rank_t) == 384, "rank block is six cache lines");
+_Static_assert(sizeof(mg__hshm_rank_t) == 448, "rank block is seven cache lines");
 
 /* Cursors of the ring from rank s to rank d (bytes written / read since the start). */
 typedef struct mg__hshm_chan {
@@ -117,6 +125,8 @@ typedef struct mg__hshm {
   int nranks;
   int me;
   int unlinked;                 /* this rank unlinked the name (it was the last to attach) */
+  int direct;                   /* every rank can read every other rank's memory (at init) */
+  int probed;                   /* this rank has published its verdict */
   pid_t mypid;
 } mg__hshm_t;
 
@@ -126,9 +136,16 @@ typedef struct mg__hshm {
  * MG_ERR_TIMED_OUT, MG_ERR_ABORTED (aborting flag set). On error nothing is left mapped. */
 mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me, double deadline,
                             const atomic_int *aborting);
-/* Waits until every rank has attached. On timeout the message names the missing ranks. */
+/* Waits until every rank has attached, then until every rank has said whether it can read the
+ * memory of all the others (s->direct: all can). On timeout the message names the missing
+ * ranks. */
 mg_status_t mg__hshm_wait_all(mg__hshm_t *s, double deadline, const atomic_int *aborting,
                               const char *fn);
+/* The first half of mg__hshm_wait_all: every rank attached, and this rank's verdict published.
+ * One thread that drives several ranks (mg_comm_init_all) runs it for each before waiting for
+ * all the verdicts. */
+mg_status_t mg__hshm_wait_attached(mg__hshm_t *s, double deadline, const atomic_int *aborting,
+                                   const char *fn);
 /* Publishes this rank's final state (unless it already failed) and unmaps. Unlinks the name if it is still linked and this
  * rank is leaving before everyone attached (failed init). */
 void mg__hshm_detach(mg__hshm_t *s, int state);
@@ -165,6 +182,10 @@ mg_status_t mg__hshm_peer_status(const mg__hshm_t *s, int r, char *why, size_t l
  * and report the rank that is really missing. */
 #define MG__CAUSE_TIMEOUT (-2)
 void mg__hshm_fail(mg__hshm_t *s, int culprit);
+
+/* Copies bytes from address `from` in rank r's memory to dst: memcpy for a rank of this
+ * process, process_vm_readv for another process. MG_OK, or MG_ERR_REMOTE naming the rank. */
+mg_status_t mg__hshm_read_peer(const mg__hshm_t *s, int r, void *dst, uint64_t from, size_t bytes);
 
 /* Random bytes from the kernel. MG_OK or MG_ERR_SYSTEM. */
 mg_status_t mg__random_bytes(void *buf, size_t len);
