@@ -7,7 +7,7 @@ set(MG_GPU_ENV NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_
 set(MG_GPU_UTIL ${_mg_dir}/gpu_util.c ${MG_TEST_COMMON}/reference.c)
 
 foreach(n 2 4)
-  foreach(mode all procs)
+  foreach(mode all procs world)
     mg_test(NAME gpu_coll_${mode}_${n} EXE test_gpu_coll
             SOURCES ${_mg_dir}/test_gpu_coll.c ${MG_GPU_UTIL}
             ARGS ${mode} ${n} LABELS gpu TIMEOUT 900 ENV ${MG_GPU_ENV})
@@ -20,6 +20,8 @@ endforeach()
 foreach(n 2 3)
   mg_test(NAME gpu_coll_harness_host_${n} EXE test_gpu_coll ARGS host ${n} LABELS host TIMEOUT 600)
 endforeach()
+mg_test(NAME gpu_coll_harness_hostworld_3 EXE test_gpu_coll ARGS hostworld 3 LABELS host world
+        TIMEOUT 600)
 if(MGCOMM_TESTING)
   # ... and it notices a wrong element: one output byte of one call flipped (host.corrupt).
   mg_test(NAME gpu_coll_harness_catches EXE test_gpu_coll ARGS host 2 LABELS host fault
@@ -27,7 +29,7 @@ if(MGCOMM_TESTING)
   set_tests_properties(gpu_coll_harness_catches PROPERTIES
     PASS_REGULAR_EXPRESSION "1 wrong elements of .*results differ from the host backend")
 endif()
-foreach(mode pointers inject inittimeout withheld abort)
+foreach(mode pointers inject inittimeout withheld abort watchdog world)
   mg_test(NAME gpu_faults_${mode} EXE test_gpu_faults
           SOURCES ${_mg_dir}/test_gpu_faults.c ${MG_GPU_UTIL}
           ARGS ${mode} LABELS gpu TIMEOUT 300 ENV ${MG_GPU_ENV})

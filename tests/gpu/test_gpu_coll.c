@@ -10,9 +10,14 @@
  *                           finalize run one thread per rank
  *   test_gpu_coll procs N   one process per GPU, forked with an NCCL unique id made by the
  *                           parent (which never touches CUDA)
+ *   test_gpu_coll world N   one process: mg_world_create on GPUs 0..N-1; each case is one
+ *                           world operation (send/recv: one world group) and its request,
+ *                           posted by the ranks' worker threads on their own streams; built-in
+ *                           ops only (the world refuses custom ops, which is checked)
  *   test_gpu_coll host N    no GPU: the same program against a second host-backend world in
  *                           host memory, which checks the test itself (cases, layouts, in-place
  *                           forms, bounds, split and shrink) on machines without a GPU
+ *   test_gpu_coll hostworld N   no GPU: mode world on the host backend, likewise
  *
  * Inputs are random and different per rank (each process regenerates every rank's input from
  * the case's seed), outputs are poisoned first (0xA5), so an element that is not written is
@@ -56,6 +61,7 @@ static void *dsend[MAXR], *drecv[MAXR], *dscalar[MAXR];
 static unsigned char *in[MAXR], *rimg[MAXR], *hres[MAXR], *gres[MAXR];
 static size_t cap_el;          /* elements of 8 bytes each buffer holds */
 static int on_host;            /* mode host: the "GPU" side is a second host-backend world */
+static mg_world_t *gworld;     /* mode world: the side under test */
 static long printed;           /* mismatch lines printed so far (capped) */
 static long cases_run[K_COUNT], wrong_total;
 static pthread_barrier_t ranks_done; /* mode all: the lifecycle threads meet before the end */
@@ -186,6 +192,52 @@ static mg_status_t post(const tcase_t *c, int me, mg_comm_t *comm, const void *s
   return MG_ERR_INTERNAL;
 }
 
+/* Submits case c as one world operation (every rank's part; sp[r] and rp[r] as post() takes
+ * them) and makes *req. */
+static mg_status_t post_world(const tcase_t *c, void *const *sp, void *const *rp,
+                              mg_request_t **req) {
+  const mg_dtype_t dt = (mg_dtype_t)c->dtype;
+  const mg_op_t op = (mg_op_t)c->op;
+  const size_t cnt = c->count, es = mg_dtype_size(dt);
+  const void *const *s = (const void *const *)sp;
+  switch (c->kind) {
+    case K_ALL_REDUCE: return mg_world_all_reduce(gworld, s, rp, cnt, dt, op, req);
+    case K_BROADCAST: return mg_world_broadcast(gworld, s, rp, cnt, dt, c->root, req);
+    case K_REDUCE: return mg_world_reduce(gworld, s, rp, cnt, dt, op, c->root, req);
+    case K_ALL_GATHER: return mg_world_all_gather(gworld, s, rp, cnt, dt, req);
+    case K_REDUCE_SCATTER: return mg_world_reduce_scatter(gworld, s, rp, cnt, dt, op, req);
+    case K_ALL_TO_ALL: return mg_world_all_to_all(gworld, s, rp, cnt, dt, req);
+    case K_GATHER: return mg_world_gather(gworld, s, rp, cnt, dt, c->root, req);
+    case K_SCATTER: return mg_world_scatter(gworld, s, rp, cnt, dt, c->root, req);
+    case K_ALL_TO_ALLV: {
+      size_t a[4][MAXR][MAXR], se, re;
+      const size_t *v[4][MAXR];
+      for (int r = 0; r < nranks; r++) {
+        ref_a2av_layout(c, nranks, r, a[0][r], a[1][r], a[2][r], a[3][r], &se, &re);
+        for (int j = 0; j < 4; j++) v[j][r] = a[j][r];
+      }
+      return mg_world_all_to_allv(gworld, s, v[0], v[1], rp, v[2], v[3], dt, req);
+    }
+    case K_SENDRECV: {
+      /* post()'s ring and self-messages, every rank's in one world group. */
+      mg_status_t st;
+      MG_WORLD_GROUP(gworld, req, st) {
+        for (int me = 0; me < nranks; me++) {
+          const int right = (me + 1) % nranks, left = (me - 1 + nranks) % nranks;
+          const char *sb = sp[me];
+          char *rb = rp[me];
+          (void)mg_world_send(gworld, me, sb, cnt, dt, right, NULL);
+          (void)mg_world_recv(gworld, me, rb, cnt, dt, left, NULL);
+          (void)mg_world_send(gworld, me, sb + cnt * es, cnt, dt, me, NULL);
+          (void)mg_world_recv(gworld, me, rb + cnt * es, cnt, dt, me, NULL);
+        }
+      }
+      return st; /* the first error inside, if any */
+    }
+  }
+  return MG_ERR_INTERNAL;
+}
+
 static void describe(const tcase_t *c, int rank, char *buf, size_t len) {
   snprintf(buf, len, "rank %d of %d: %s %s op %s %s count %zu root %d", rank, nranks,
            kname[c->kind], mg_dtype_name((mg_dtype_t)c->dtype),
@@ -270,20 +322,40 @@ static long run_case(const tcase_t *c) {
                                         dt, res, &gop[r]));
     }
   }
-  ASSERT_OK(mg_group_begin());
-  for (int r = first; r < first + nlocal; r++) {
-    char *rb = drecv[r];
-    const void *sp = L[r].sp_in_recv ? rb + L[r].sp_off * es : dsend[r];
-    st = post(c, r, gcomm[r], sp, rb + L[r].rp_off * es, gop[r], rank_stream(r));
-    if (st != MG_OK) {
-      describe(c, r, d, sizeof d);
-      FAIL("NCCL backend: %s: %s: %s", d, mg_status_name(st), mg_last_error());
+  if (gworld != NULL) {
+    /* The world's workers post on streams of their own: the inputs must be there first. */
+    void *sp[MAXR], *rp[MAXR];
+    for (int r = 0; r < nranks; r++) {
+      rank_sync(r, "copying the inputs");
+      sp[r] = L[r].sp_in_recv ? (char *)drecv[r] + L[r].sp_off * es : dsend[r];
+      rp[r] = (char *)drecv[r] + L[r].rp_off * es;
     }
-  }
-  st = mg_group_end();
-  if (st != MG_OK) {
-    describe(c, first, d, sizeof d);
-    FAIL("NCCL backend: %s: mg_group_end: %s: %s", d, mg_status_name(st), mg_last_error());
+    mg_request_t *req = NULL;
+    st = post_world(c, sp, rp, &req);
+    if (st == MG_OK) {
+      st = mg_request_wait(req, 0);
+      ASSERT_OK(mg_request_free(req));
+    }
+    if (st != MG_OK) {
+      describe(c, 0, d, sizeof d);
+      FAIL("world: %s: %s: %s", d, mg_status_name(st), mg_last_error());
+    }
+  } else {
+    ASSERT_OK(mg_group_begin());
+    for (int r = first; r < first + nlocal; r++) {
+      char *rb = drecv[r];
+      const void *sp = L[r].sp_in_recv ? rb + L[r].sp_off * es : dsend[r];
+      st = post(c, r, gcomm[r], sp, rb + L[r].rp_off * es, gop[r], rank_stream(r));
+      if (st != MG_OK) {
+        describe(c, r, d, sizeof d);
+        FAIL("NCCL backend: %s: %s: %s", d, mg_status_name(st), mg_last_error());
+      }
+    }
+    st = mg_group_end();
+    if (st != MG_OK) {
+      describe(c, first, d, sizeof d);
+      FAIL("NCCL backend: %s: mg_group_end: %s: %s", d, mg_status_name(st), mg_last_error());
+    }
   }
   for (int r = first; r < first + nlocal; r++) {
     describe(c, r, d, sizeof d);
@@ -316,7 +388,7 @@ static void run_matrix(void) {
   uint64_t seed = 1;
   for (int k = 0; k < K_COUNT; k++)
     for (int dt = 0; dt < MG_DTYPE_COUNT; dt++)
-      for (int op = 0; op < (is_reduction(k) ? OP_N : 1); op++)
+      for (int op = 0; op < (!is_reduction(k) ? 1 : gworld ? MG_OP_BUILTIN_COUNT : OP_N); op++)
         for (int ip = 0; ip < 2; ip++)
           for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
             if (ci == 4 && !(dt == MG_FLOAT32 || dt == MG_BFLOAT16 || dt == MG_INT8 ||
@@ -526,6 +598,29 @@ static int mode_all(void) {
   return wrong == 0 ? 0 : 1;
 }
 
+static int mode_world(void) {
+  if (!on_host) gu_need(nranks);
+  const double t0 = gu_now();
+  first = 0, nlocal = nranks;
+  mg_config_t cfg = nccl_config();
+  ASSERT_OK(mg_world_create(&cfg, nranks, NULL, &gworld));
+  setup_local();
+  run_matrix();
+  /* A custom op belongs to one communicator: the world refuses it, and makes no request. */
+  void *sp[MAXR], *rp[MAXR];
+  for (int r = 0; r < nranks; r++) sp[r] = dsend[r], rp[r] = drecv[r];
+  mg_request_t *req = NULL;
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT,
+                mg_world_all_reduce(gworld, (const void *const *)sp, rp, 1, MG_FLOAT32,
+                                    (mg_op_t)MG_OP_BUILTIN_COUNT, &req));
+  ASSERT(req == NULL);
+  long wrong = report(on_host ? "world on the host backend (the test against itself)" : "world", t0);
+  ASSERT_OK(mg_world_destroy(gworld));
+  gworld = NULL;
+  teardown_local();
+  return wrong == 0 ? 0 : 1;
+}
+
 static int mode_procs(void) {
   gu_probe(nranks); /* this process stays free of CUDA: it forks the ranks */
   mg_unique_id_t uid;
@@ -567,12 +662,13 @@ static int mode_procs(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) FAIL("usage: %s all|procs|host NRANKS", argv[0]);
+  if (argc != 3) FAIL("usage: %s all|procs|world|host|hostworld NRANKS", argv[0]);
   nranks = atoi(argv[2]);
   ASSERT(nranks >= 1 && nranks <= MAXR);
   int rc;
-  on_host = strcmp(argv[1], "host") == 0;
-  if (strcmp(argv[1], "all") == 0 || on_host) rc = mode_all();
+  on_host = strcmp(argv[1], "host") == 0 || strcmp(argv[1], "hostworld") == 0;
+  if (strcmp(argv[1], "all") == 0 || strcmp(argv[1], "host") == 0) rc = mode_all();
+  else if (strcmp(argv[1], "world") == 0 || strcmp(argv[1], "hostworld") == 0) rc = mode_world();
   else if (strcmp(argv[1], "procs") == 0) rc = mode_procs();
   else FAIL("unknown mode %s", argv[1]);
   if (rc != 0) {

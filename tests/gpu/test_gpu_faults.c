@@ -18,6 +18,15 @@
  *   abort        rank 1 withholds an all_reduce that rank 0 has enqueued (its kernel waits on
  *                the GPU): another thread aborts rank 0 while it waits; abort returns, the
  *                stream drains, and a rebuilt pair of communicators gives correct results
+ *   watchdog     rank 1 withholds an all_reduce that rank 0 has enqueued, and rank 0 waits on an
+ *                mg_record request: the watchdog ends it with MG_ERR_TIMED_OUT within the
+ *                deadline + 1 s, naming the operation and what rank 1 last enqueued, and aborts
+ *                rank 0's communicator (on_timeout abort); rebuilt, the pair is correct again
+ *   world        a world of the two GPUs: a receive whose send never comes ends its request with
+ *                MG_ERR_TIMED_OUT within the deadline + 1 s, naming the rank; the world refuses
+ *                work until mg_world_rebuild; then a receive withheld on the GPU is ended by
+ *                mg_world_abort from another thread (MG_ERR_ABORTED); after each rebuild an
+ *                all_reduce through the world is correct, and old requests answer MG_ERR_STALE
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -39,23 +48,24 @@ static mg_comm_t *make_all(mg_comm_t **comms, double timeout_s) {
   return comms[0];
 }
 
-/* An all_reduce of N ranks in one group: every rank contributes rank + 1 as float32 x count;
- * checks the sum. */
-static void check_all_reduce(mg_comm_t **comms, void **sb, void **rb, size_t count,
-                             const char *what) {
+/* Every rank's input of a checked all_reduce: rank + 1 as float32 x count, and its output
+ * poisoned (-1), so that a result left from an earlier call cannot pass; returns a host buffer
+ * of count floats for sum_check. */
+static float *sum_inputs(void **sb, void **rb, size_t count, const char *what) {
   float *h = malloc(count * sizeof *h);
   ASSERT(h != NULL);
   for (int r = 0; r < N; r++) {
+    for (size_t i = 0; i < count; i++) h[i] = -1.0f;
+    gu_put(&dev[r], rb[r], h, count * sizeof *h);
     for (size_t i = 0; i < count; i++) h[i] = (float)(r + 1);
     gu_put(&dev[r], sb[r], h, count * sizeof *h);
     gu_sync(&dev[r], GU_TIMEOUT_S, what);
   }
-  ASSERT_OK(mg_group_begin());
-  for (int r = 0; r < N; r++)
-    ASSERT_OK(mg_all_reduce(sb[r], rb[r], count, MG_FLOAT32, MG_SUM, comms[r],
-                            (mg_stream_t)dev[r].stream));
-  mg_status_t st = mg_group_end();
-  if (st != MG_OK) FAIL("%s: mg_group_end: %s: %s", what, mg_status_name(st), mg_last_error());
+  return h;
+}
+
+/* Checks that every rank's output is the sum of the sum_inputs; frees h. */
+static void sum_check(void **rb, size_t count, float *h, const char *what) {
   for (int r = 0; r < N; r++) {
     gu_sync(&dev[r], GU_TIMEOUT_S, what);
     gu_get(&dev[r], h, rb[r], count * sizeof *h);
@@ -65,6 +75,31 @@ static void check_all_reduce(mg_comm_t **comms, void **sb, void **rb, size_t cou
         FAIL("%s: rank %d: [%zu] = %g, want %d", what, r, i, h[i], N * (N + 1) / 2);
   }
   free(h);
+}
+
+/* An all_reduce of N ranks in one group, checked. */
+static void check_all_reduce(mg_comm_t **comms, void **sb, void **rb, size_t count,
+                             const char *what) {
+  float *h = sum_inputs(sb, rb, count, what);
+  ASSERT_OK(mg_group_begin());
+  for (int r = 0; r < N; r++)
+    ASSERT_OK(mg_all_reduce(sb[r], rb[r], count, MG_FLOAT32, MG_SUM, comms[r],
+                            (mg_stream_t)dev[r].stream));
+  mg_status_t st = mg_group_end();
+  if (st != MG_OK) FAIL("%s: mg_group_end: %s: %s", what, mg_status_name(st), mg_last_error());
+  sum_check(rb, count, h, what);
+}
+
+/* The same through a world, and its request. */
+static void check_world_all_reduce(mg_world_t *w, void **sb, void **rb, size_t count,
+                                   const char *what) {
+  float *h = sum_inputs(sb, rb, count, what);
+  mg_request_t *req = NULL;
+  ASSERT_OK(mg_world_all_reduce(w, (const void *const *)sb, rb, count, MG_FLOAT32, MG_SUM, &req));
+  mg_status_t st = mg_request_wait(req, 0);
+  if (st != MG_OK) FAIL("%s: the world's all_reduce: %s: %s", what, mg_status_name(st), mg_last_error());
+  ASSERT_OK(mg_request_free(req));
+  sum_check(rb, count, h, what);
 }
 
 static void expect_bad(mg_status_t st, const char *needle1, const char *needle2) {
@@ -368,8 +403,128 @@ static void mode_abort(void) {
   destroy_all(c);
 }
 
+static void mode_watchdog(void) {
+  mg_comm_t *c[N];
+  make_all(c, SHORT_TIMEOUT_S);
+  void *sb[N], *rb[N];
+  for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], 4096), rb[r] = gu_alloc(&dev[r], 4096);
+  check_all_reduce(c, sb, rb, 1024, "warm-up (connections made)");
+  /* Rank 0 enqueues all_reduce #1 and waits on a request for it; rank 1 withholds its own. */
+  ASSERT_OK(mg_all_reduce(sb[0], rb[0], 1024, MG_FLOAT32, MG_SUM, c[0], (mg_stream_t)dev[0].stream));
+  mg_request_t *req = NULL;
+  const double t0 = gu_now();
+  ASSERT_OK(mg_record(c[0], (mg_stream_t)dev[0].stream, &req));
+  mg_status_t st = mg_request_wait(req, 0);
+  const double dt = gu_now() - t0;
+  if (st != MG_ERR_TIMED_OUT) FAIL("expected MG_ERR_TIMED_OUT, got %s: %s", mg_status_name(st), mg_last_error());
+  printf("  timed out after %.3f s: %s\n", dt, mg_last_error());
+  ASSERT_CONTAINS(mg_last_error(), "all_reduce #1");
+  ASSERT_CONTAINS(mg_last_error(), "rank 1 last enqueued #0 (all_reduce)");
+  ASSERT(dt >= SHORT_TIMEOUT_S - 0.05 && dt < SHORT_TIMEOUT_S + 1);
+  ASSERT_OK(mg_request_free(req));
+  /* on_timeout abort: the watchdog aborted rank 0, whose stream drains. */
+  mg_comm_state_t state;
+  ASSERT_OK(mg_comm_state(c[0], &state));
+  ASSERT_EQ(state, MG_COMM_ABORTED);
+  gu_sync(&dev[0], 20, "the withheld all_reduce, after the watchdog's abort");
+  ASSERT_OK(mg_comm_abort(c[1]));
+  destroy_all(c);
+  make_all(c, GU_TIMEOUT_S);
+  check_all_reduce(c, sb, rb, 1024, "rebuilt after the watchdog's abort");
+  for (int r = 0; r < N; r++) gu_free(&dev[r], sb[r]), gu_free(&dev[r], rb[r]);
+  destroy_all(c);
+}
+
+typedef struct {
+  mg_world_t *world;
+  double delay_s, took_s;
+  mg_status_t st;
+} world_aborter_t;
+
+static void *world_aborter(void *p) {
+  world_aborter_t *a = p;
+  usleep((useconds_t)(a->delay_s * 1e6));
+  const double t0 = gu_now();
+  a->st = mg_world_abort(a->world);
+  a->took_s = gu_now() - t0;
+  return NULL;
+}
+
+static void mode_world(void) {
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_NCCL;
+  cfg.timeout_s = SHORT_TIMEOUT_S;
+  mg_world_t *w = NULL;
+  mg_status_t st = mg_world_create(&cfg, N, NULL, &w);
+  if (st != MG_OK) FAIL("mg_world_create: %s: %s", mg_status_name(st), mg_last_error());
+  void *sb[N], *rb[N];
+  for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], 4096), rb[r] = gu_alloc(&dev[r], 4096);
+  check_world_all_reduce(w, sb, rb, 1024, "a new world");
+
+  /* Rank 1 receives from rank 0, which never sends. */
+  mg_request_t *req = NULL;
+  double t0 = gu_now();
+  ASSERT_OK(mg_world_recv(w, 1, rb[1], 16, MG_FLOAT32, 0, &req));
+  st = mg_request_wait(req, 0);
+  double dt = gu_now() - t0;
+  if (st != MG_ERR_TIMED_OUT) FAIL("expected MG_ERR_TIMED_OUT, got %s: %s", mg_status_name(st), mg_last_error());
+  printf("  timed out after %.3f s: %s\n", dt, mg_last_error());
+  ASSERT_CONTAINS(mg_last_error(), "rank 1");
+  ASSERT_CONTAINS(mg_last_error(), "recv");
+  ASSERT(dt >= SHORT_TIMEOUT_S - 0.05 && dt < SHORT_TIMEOUT_S + 1);
+  mg_request_t *none = NULL;
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_world_all_reduce(w, (const void *const *)sb, rb, 1,
+                                                          MG_FLOAT32, MG_SUM, &none));
+  ASSERT(none == NULL);
+  t0 = gu_now();
+  ASSERT_OK(mg_world_rebuild(w));
+  printf("  rebuilt after %.3f s\n", gu_now() - t0);
+  mg_status_t old;
+  ASSERT_STATUS(MG_ERR_STALE, mg_request_test(req, &old));
+  ASSERT_OK(mg_request_free(req));
+  uint64_t gen = 0;
+  ASSERT_OK(mg_world_generation(w, &gen));
+  ASSERT_EQ(gen, 2);
+  check_world_all_reduce(w, sb, rb, 1024, "rebuilt after a timeout");
+
+  /* Connect the pair, then withhold a receive on the GPU and abort the world from another
+   * thread while this one waits. */
+  float one = 1.0f;
+  gu_put(&dev[0], sb[0], &one, sizeof one);
+  gu_sync(&dev[0], GU_TIMEOUT_S, "the send's input");
+  MG_WORLD_GROUP(w, &req, st) {
+    (void)mg_world_send(w, 0, sb[0], 1, MG_FLOAT32, 1, NULL);
+    (void)mg_world_recv(w, 1, rb[1], 1, MG_FLOAT32, 0, NULL);
+  }
+  ASSERT_OK(st);
+  ASSERT_OK(mg_request_wait(req, 0));
+  ASSERT_OK(mg_request_free(req));
+  ASSERT_OK(mg_world_recv(w, 1, rb[1], 16, MG_FLOAT32, 0, &req));
+  world_aborter_t a = {w, 0.5, 0, MG_ERR_INTERNAL};
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, NULL, world_aborter, &a), 0);
+  t0 = gu_now();
+  st = mg_request_wait(req, 0);
+  dt = gu_now() - t0;
+  ASSERT_EQ(pthread_join(th, NULL), 0);
+  ASSERT_OK(a.st);
+  if (st != MG_ERR_ABORTED) FAIL("expected MG_ERR_ABORTED, got %s: %s", mg_status_name(st), mg_last_error());
+  printf("  mg_world_abort from another thread returned after %.3f s; the wait ended after "
+         "%.3f s: %s\n", a.took_s, dt, mg_last_error());
+  ASSERT_LT(a.took_s, 10);
+  ASSERT(dt < SHORT_TIMEOUT_S);
+  ASSERT_OK(mg_request_free(req));
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_world_all_reduce(w, (const void *const *)sb, rb, 1,
+                                                          MG_FLOAT32, MG_SUM, &none));
+  ASSERT_OK(mg_world_rebuild(w));
+  check_world_all_reduce(w, sb, rb, 1024, "rebuilt after an abort");
+  ASSERT_OK(mg_world_destroy(w));
+  for (int r = 0; r < N; r++) gu_free(&dev[r], sb[r]), gu_free(&dev[r], rb[r]);
+}
+
 int main(int argc, char **argv) {
-  if (argc != 2) FAIL("usage: %s pointers|nocheck|inject|inittimeout|withheld|abort", argv[0]);
+  if (argc != 2)
+    FAIL("usage: %s pointers|nocheck|inject|inittimeout|withheld|abort|watchdog|world", argv[0]);
   gu_need(N);
   for (int r = 0; r < N; r++) gu_dev_open(&dev[r], r);
   const double t0 = gu_now();
@@ -379,6 +534,8 @@ int main(int argc, char **argv) {
   else if (strcmp(argv[1], "inittimeout") == 0) mode_inittimeout();
   else if (strcmp(argv[1], "withheld") == 0) mode_withheld();
   else if (strcmp(argv[1], "abort") == 0) mode_abort();
+  else if (strcmp(argv[1], "watchdog") == 0) mode_watchdog();
+  else if (strcmp(argv[1], "world") == 0) mode_world();
   else FAIL("unknown mode %s", argv[1]);
   for (int r = 0; r < N; r++) gu_dev_close(&dev[r]);
   printf("gpu faults %s: ok (%.1f s)\n", argv[1], gu_now() - t0);
