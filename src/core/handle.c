@@ -1,8 +1,19 @@
 /*
- * handle.c -- an open-addressing hash set of live handles under a read-write lock. Lookups (every
- * API call) take the read side; registration and removal (create and destroy) the write side.
+ * handle.c -- an open-addressing hash set of live handles. Lookups (every API call) read it;
+ * registration and removal (create and destroy) write it.
+ *
+ * The lock scales with readers: a reader counts itself in a cache line of its own (one of
+ * MG__RD_SLOTS, picked per thread), so that threads calling the library at once (the ranks of
+ * one process) do not all write one shared line on every call, as a pthread read-write lock's
+ * reader count makes them do (a line bouncing between two cores costs about as much as a small
+ * collective between them). A writer raises mg__writer and waits until every reader count is
+ * zero; a reader that finds mg__writer raised backs out and waits for it to fall. A thread that
+ * already reads (fn of mg__handle_with looking up another handle) reads again without looking at
+ * mg__writer: the writer waits for it anyway. Writers exclude each other with a mutex.
  */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -15,10 +26,51 @@ typedef struct {
 } mg__slot_t;
 
 #define MG__TOMB ((const void *)(uintptr_t)1)
+#define MG__RD_SLOTS 64
 
-static pthread_rwlock_t mg__reg_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct {
+  _Alignas(64) atomic_uint n;
+} mg__readers[MG__RD_SLOTS];
+static _Alignas(64) atomic_int mg__writer;
+static atomic_uint mg__next_slot;
+static pthread_mutex_t mg__write_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int mg__my_slot = -1;
+static _Thread_local unsigned mg__my_depth; /* reads this thread holds */
+
 static mg__slot_t *mg__slots;  /* capacity mg__cap, a power of two */
 static size_t mg__cap, mg__used; /* used counts live entries and tombstones */
+
+static void mg__read_begin(void) {
+  if (mg__my_slot < 0) mg__my_slot = (int)(atomic_fetch_add(&mg__next_slot, 1) % MG__RD_SLOTS);
+  atomic_uint *n = &mg__readers[mg__my_slot].n;
+  if (mg__my_depth++ > 0) {
+    atomic_fetch_add(n, 1);
+    return;
+  }
+  for (;;) {
+    atomic_fetch_add(n, 1); /* seq_cst: ordered before the load of mg__writer */
+    if (!atomic_load(&mg__writer)) return;
+    atomic_fetch_sub(n, 1);
+    while (atomic_load_explicit(&mg__writer, memory_order_relaxed)) sched_yield();
+  }
+}
+
+static void mg__read_end(void) {
+  mg__my_depth--;
+  atomic_fetch_sub_explicit(&mg__readers[mg__my_slot].n, 1, memory_order_release);
+}
+
+static void mg__write_begin(void) {
+  pthread_mutex_lock(&mg__write_lock);
+  atomic_store(&mg__writer, 1); /* seq_cst: ordered before the loads of the reader counts */
+  for (int i = 0; i < MG__RD_SLOTS; i++)
+    while (atomic_load(&mg__readers[i].n) != 0) sched_yield();
+}
+
+static void mg__write_end(void) {
+  atomic_store(&mg__writer, 0);
+  pthread_mutex_unlock(&mg__write_lock);
+}
 
 static size_t mg__hash(const void *p) {
   uint64_t x = (uint64_t)(uintptr_t)p;
@@ -48,9 +100,9 @@ static int mg__grow(void) {
 }
 
 mg_status_t mg__handle_register(const void *p, mg__handle_kind_t kind) {
-  pthread_rwlock_wrlock(&mg__reg_lock);
+  mg__write_begin();
   if ((mg__used + 1) * 2 > mg__cap && mg__grow() != 0) {
-    pthread_rwlock_unlock(&mg__reg_lock);
+    mg__write_end();
     return mg__error(MG_ERR_OUT_OF_MEMORY, "cannot grow the handle registry");
   }
   size_t j = mg__hash(p) & (mg__cap - 1);
@@ -58,7 +110,7 @@ mg_status_t mg__handle_register(const void *p, mg__handle_kind_t kind) {
   if (mg__slots[j].p == NULL) mg__used++;
   mg__slots[j].p = p;
   mg__slots[j].kind = (int)kind;
-  pthread_rwlock_unlock(&mg__reg_lock);
+  mg__write_end();
   return MG_OK;
 }
 
@@ -74,35 +126,35 @@ static long mg__find(const void *p) {
 }
 
 void mg__handle_unregister(const void *p) {
-  pthread_rwlock_wrlock(&mg__reg_lock);
+  mg__write_begin();
   long j = mg__find(p);
   if (j >= 0) mg__slots[j].p = MG__TOMB;
-  pthread_rwlock_unlock(&mg__reg_lock);
+  mg__write_end();
 }
 
 int mg__handle_take(const void *p, mg__handle_kind_t kind) {
-  pthread_rwlock_wrlock(&mg__reg_lock);
+  mg__write_begin();
   long j = mg__find(p);
   int ok = j >= 0 && mg__slots[j].kind == (int)kind;
   if (ok) mg__slots[j].p = MG__TOMB;
-  pthread_rwlock_unlock(&mg__reg_lock);
+  mg__write_end();
   return ok;
 }
 
 int mg__handle_valid(const void *p, mg__handle_kind_t kind) {
-  pthread_rwlock_rdlock(&mg__reg_lock);
+  mg__read_begin();
   long j = mg__find(p);
   int ok = j >= 0 && mg__slots[j].kind == (int)kind;
-  pthread_rwlock_unlock(&mg__reg_lock);
+  mg__read_end();
   return ok;
 }
 
 int mg__handle_with(const void *p, mg__handle_kind_t kind, void (*fn)(void *p, void *arg),
                     void *arg) {
-  pthread_rwlock_rdlock(&mg__reg_lock);
+  mg__read_begin();
   long j = mg__find(p);
   int ok = j >= 0 && mg__slots[j].kind == (int)kind;
   if (ok) fn((void *)p, arg);
-  pthread_rwlock_unlock(&mg__reg_lock);
+  mg__read_end();
   return ok;
 }

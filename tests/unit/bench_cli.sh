@@ -209,9 +209,11 @@ checks)
   ;;
 
 fault)
-  # The host transport's fault point flips a byte of the first operation's output: the checked
-  # run of all_reduce. The checker must count it and the exit code must be 1.
-  MGCOMM_FAULT=host.corrupt:1:1 "$MGCOMM" bench -t 2 -c all_reduce -b 1K -e 1K >"$tmp/out" 2>"$tmp/err"
+  # The host transport's fault point flips a byte of the third operation's output in this
+  # process: the two ranks' barrier before the checked run come first (they write theirs before
+  # either can finish the checked run, which needs both), then the checked run of all_reduce.
+  # The checker must count it and the exit code must be 1.
+  MGCOMM_FAULT=host.corrupt:3:1 "$MGCOMM" bench -t 2 -c all_reduce -b 1K -e 1K >"$tmp/out" 2>"$tmp/err"
   rc=$?
   [ "$rc" = 1 ] || fail "exit $rc, want 1; stdout: $(cat "$tmp/out"); stderr: $(cat "$tmp/err")"
   awk '/^ *1024 / { if ($9 > 0 || $13 > 0) found = 1 } END { exit !found }' "$tmp/out" ||

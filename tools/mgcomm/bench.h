@@ -233,6 +233,11 @@ typedef struct mg_bench_rank {
  * communicator when nothing failed, frees the buffers. Returns the sweep's exit status, or 1
  * when finalizing failed. The communicator stays r's caller's to destroy. */
 int mg_bench_rank_run(mg_bench_rank_t *r);
+/* The barrier before a timed iteration on the host backend: an all_reduce of one value on the
+ * benchmark's own communicator, released by the data itself, so that every rank leaves it hot
+ * (a pthread or futex barrier leaves the last rank to wake from the kernel, and its first
+ * microsecond would be counted as the operation's). */
+mg_status_t mg_bench_rank_comm_barrier(mg_bench_rank_t *r);
 
 /* The whole run in each mode: make the ranks, run the sweep, take the ranks down. o->nranks
  * (processes) and o->one_clock are set here. Return the exit status (0, 1 or 2). */

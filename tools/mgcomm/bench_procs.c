@@ -38,11 +38,6 @@ static int mg_bench_proc_agree(mg_bench_part_t *p, double *v, size_t n, mg_op_t 
   return -1;
 }
 
-static mg_status_t mg_bench_proc_barrier(mg_bench_rank_t *r) {
-  double one = 0;
-  return mg_all_reduce(&one, &one, 1, MG_FLOAT64, MG_MAX, r->comm, NULL);
-}
-
 /* A name of this process's CLOCK_MONOTONIC: a hash of the kernel's boot id (of the host name
  * where it cannot be read). */
 static uint64_t mg_bench_clock_name(void) {
@@ -77,7 +72,7 @@ int mg_bench_run_processes(mg_bench_opts_t *o, mg_bench_report_t *rep) {
   mg_config_t cfg = MG_CONFIG_INIT;
   cfg.backend = o->backend;
   mg_bench_proc_t me = {.r = {.part = {.o = o, .agree = mg_bench_proc_agree},
-                              .mem = &mg_bench_mem_host, .barrier = mg_bench_proc_barrier}};
+                              .mem = &mg_bench_mem_host, .barrier = mg_bench_rank_comm_barrier}};
   mg_status_t st = mg_comm_init_env(&cfg, &me.r.comm);
   if (st != MG_OK) {
     fprintf(stderr, "mgcomm bench: %s is set, so this process is one rank of a job, but "

@@ -39,6 +39,11 @@ static int mg_bench_rank_times(mg_bench_rank_t *r, double *start, int n) {
   return p->agree(p, end, (size_t)n, MG_MAX);
 }
 
+mg_status_t mg_bench_rank_comm_barrier(mg_bench_rank_t *r) {
+  double one = 0;
+  return mg_all_reduce(&one, &one, 1, MG_FLOAT64, MG_MAX, r->comm, NULL);
+}
+
 /* Prints a failed run of this rank. */
 static void mg_bench_rank_failed(mg_bench_rank_t *r, const mg_bench_case_t *k, mg_status_t st) {
   char who[32];

@@ -3,7 +3,9 @@
  * rank from one mg_comm_init_all, one thread per rank running the sweep (bench_rank.c).
  *
  * The threads meet at a pthread barrier and combine numbers through shared arrays (the team),
- * which never fail; all of them read one clock. A thread that cannot start keeps the others from
+ * which never fail; all of them read one clock. Before a timed iteration they meet as processes
+ * do, through the communicator (mg_bench_rank_comm_barrier), so that threads and processes are
+ * timed alike. A thread that cannot start keeps the others from
  * starting (the gate), so that none waits for it at a barrier.
  */
 #include <math.h>
@@ -32,11 +34,6 @@ typedef struct mg_bench_thread {
 static void mg_bench_team_wait(mg_bench_team_t *t) {
   /* Returns 0 or PTHREAD_BARRIER_SERIAL_THREAD; it cannot fail on an initialised barrier. */
   (void)pthread_barrier_wait(&t->barrier);
-}
-
-static mg_status_t mg_bench_team_barrier(mg_bench_rank_t *r) {
-  mg_bench_team_wait(((mg_bench_thread_t *)r)->team);
-  return MG_OK;
 }
 
 /* Rank 0 combines every rank's array into its own; the others copy the result. */
@@ -97,7 +94,7 @@ int mg_bench_run_threads(mg_bench_opts_t *o, mg_bench_report_t *rep) {
     ths[started] = (mg_bench_thread_t){
         .r = {.part = {.o = o, .rep = started == 0 ? rep : NULL, .agree = mg_bench_team_agree},
               .mem = &mg_bench_mem_host, .comm = comms[started], .rank = started,
-              .barrier = mg_bench_team_barrier},
+              .barrier = mg_bench_rank_comm_barrier},
         .team = &t};
     if (pthread_create(&th[started], NULL, mg_bench_thread_main, &ths[started]) != 0) break;
     char name[16];
