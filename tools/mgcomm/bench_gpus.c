@@ -140,7 +140,6 @@ static int mg_bench_gpus_measure(mg_bench_part_t *p, const mg_bench_case_t *k,
 }
 
 int mg_bench_run_gpus(mg_bench_opts_t *o, mg_bench_report_t *rep) {
-  o->one_clock = 1; /* one GPU clock per device, but each rank's time is its own (above) */
   const int n = o->nranks;
   const mg_bench_mem_t *mem = &mg_bench_mem_device;
   mg_config_t cfg = MG_CONFIG_INIT;

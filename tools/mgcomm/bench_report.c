@@ -18,10 +18,14 @@ static const char *mg_bench_row_op(const mg_bench_opts_t *o, mg_bench_coll_t c) 
 }
 
 void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o) {
-  if (o->quick_default)
+  if (o->quick_default) {
+    char ranks[32] = "";
+    if (o->ranks == MG_BENCH_THREADS) snprintf(ranks, sizeof ranks, " -t %d", o->nranks);
+    if (o->ranks == MG_BENCH_GPUS) snprintf(ranks, sizeof ranks, " -g %d", o->nranks);
     fprintf(f, "# no arguments: the quick default (mgcomm bench -c all_reduce,all_gather,"
                "reduce_scatter -b 8 -e 64M -f 4%s); mgcomm bench --help lists the options\n",
-            o->ranks == MG_BENCH_THREADS ? " -t 2" : o->ranks == MG_BENCH_GPUS ? " -g N" : "");
+            ranks);
+  }
   fprintf(f, "# mgcomm bench %s: backend %s (%s)\n", mg_version_string(),
           mg_backend_name(o->backend), o->backend_reason);
   fprintf(f, "# nranks %d ", o->nranks);
