@@ -1,9 +1,8 @@
 # The NCCL backend on GPUs (issue 5). Label gpu: `make test-gpu` (or tests/gpu/run.sh, which
 # builds and runs all of it in one go on a GPU machine). Every program exits 77 with the reason
 # where there are not enough GPUs or no NCCL, so they also run, as skips, on CPU machines.
-# Multicast stays off on the shared GPU machines (ARCHITECTURE.md section 7).
+# Multicast stays off on the shared GPU machines (MG_GPU_ENV, CMakeLists.txt).
 set(_mg_dir ${CMAKE_CURRENT_LIST_DIR})
-set(MG_GPU_ENV NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1)
 set(MG_GPU_UTIL ${_mg_dir}/gpu_util.c ${MG_TEST_COMMON}/reference.c)
 
 foreach(n 2 4)

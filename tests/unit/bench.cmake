@@ -4,7 +4,7 @@
 mg_test(NAME bench_calc SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_calc_test.c
         ${PROJECT_SOURCE_DIR}/tools/mgcomm/bench_coll.c ${PROJECT_SOURCE_DIR}/tools/mgcomm/bench_check.c)
 target_link_libraries(bench_calc PRIVATE m)
-foreach(case args table factors checks procs mpirun world plot scripts)
+foreach(case args auto table factors checks procs mpirun world plot scripts)
   mg_cli_test(NAME bench_${case} COMMAND ${CMAKE_CURRENT_LIST_DIR}/bench_cli.sh ${case})
 endforeach()
 # The 30 s promise is for an optimised build; sanitizers and -O0 get four times as long.

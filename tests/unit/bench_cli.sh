@@ -14,54 +14,12 @@
 #   world    --world: the same table shape as threads, right results, JSON with api world
 #   world_fault  a failed world operation, a corrupted result and a world that cannot be
 #            created: exit 1, the failure named
+#   auto     --backend auto says what it chose and why (host here, NCCL on a GPU machine)
 #   default  no arguments: the quick default, on the best backend, says why, within 30 s
 #            ($BENCH_DEFAULT_LIMIT_S: longer for sanitizer and unoptimised builds)
 #   plot     bench/plot.sh draws two runs (skipped without gnuplot)
 #   scripts  bench/compare.sh and bench/host_vs_mpi.sh end to end (skipped without Open MPI)
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-: "${MGCOMM:?MGCOMM must name the mgcomm binary}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
-
-# expect_bad WHAT ARGS...: exit code 2, exactly one line on stderr containing WHAT, no stdout.
-expect_bad() {
-  local what=$1
-  shift
-  "$MGCOMM" bench "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  [ "$rc" = 2 ] || fail "mgcomm bench $*: exit $rc, want 2; stderr: $(cat "$tmp/err")"
-  [ "$(wc -l <"$tmp/err")" = 1 ] || fail "mgcomm bench $*: stderr is not one line: $(cat "$tmp/err")"
-  grep -q -- "$what" "$tmp/err" || fail "mgcomm bench $*: stderr lacks '$what': $(cat "$tmp/err")"
-  [ ! -s "$tmp/out" ] || fail "mgcomm bench $*: printed on stdout: $(head -3 "$tmp/out")"
-}
-
-# check_lines OUT: every table line has nccl-tests' 13 columns (9 without in-place ones: numbers,
-# then type, redop, root) and #wrong 0.
-check_lines() {
-  awk '/^ *[0-9]/ {
-         if (NF != 13 && NF != 9) { print "columns " NF ": " $0; bad = 1 }
-         for (i = 6; i <= NF; i++) if ($i !~ /^[0-9.e+-]+$/) { print "field " i ": " $0; bad = 1 }
-         if ($9 != 0 || (NF == 13 && $13 != 0)) { print "#wrong: " $0; bad = 1 }
-       } END { exit bad }' "$1"
-}
-
-# The variables that make a process one rank of a job: none, unless a case sets them.
-unset MGCOMM_RANK MGCOMM_WORLD_SIZE MGCOMM_LOCAL_RANK MGCOMM_STORE MGCOMM_JOB_TOKEN RANK WORLD_SIZE \
-  LOCAL_RANK OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMI_RANK PMI_SIZE SLURM_PROCID SLURM_NTASKS
-
-need_python() {
-  command -v python3 >/dev/null || {
-    echo "SKIP: python3 is needed to read the JSON"
-    exit 77
-  }
-}
+. "$(cd "$(dirname "$0")" && pwd)/bench_lib.sh"
 
 case "${1:-}" in
 args)
@@ -88,12 +46,21 @@ args)
   expect_bad "--backend 'cuda'" --backend cuda
   expect_bad "-r 3 is not a rank of 3" --world -t 3 -r 3
   expect_bad "-r 2 is not a rank of 2" --world -r 2
-  expect_bad "nccl backend" --world -g 1
-  # A backend that is not available (mg_backend_resolve's reason), or one this version of bench
-  # cannot drive: exit 2 either way.
-  expect_bad "nccl backend" --backend nccl
-  expect_bad "nccl backend" -g 1
-  MGCOMM_BACKEND=nccl expect_bad "nccl backend"
+  expect_bad "-t: ranks as threads run on the host backend, not nccl" -t 2 --backend nccl
+  if nccl_here; then
+    # More GPUs than present (tests/gpu/bench_gpu.sh runs the GPUs themselves).
+    expect_bad "-g 1024: this machine has [0-9]* GPU" -g 1024
+    expect_bad "-g 1024: this machine has [0-9]* GPU" --world -g 1024
+  else
+    # The NCCL backend is not available: mg_backend_resolve's reason, one line, exit 2, also
+    # when -g or MGCOMM_BACKEND asks for it (never a silent fallback to the host).
+    expect_bad "nccl backend (requested by the caller) cannot run here" --backend nccl
+    expect_bad "^mgcomm bench: -g 2: the nccl backend (requested by the caller) cannot run here" -g 2
+    expect_bad "^mgcomm bench: -g 1: the nccl backend" --world -g 1
+    expect_bad "nccl backend (requested by the caller) cannot run here" --world --backend nccl
+    MGCOMM_BACKEND=nccl expect_bad "nccl backend (MGCOMM_BACKEND) cannot run here"
+    MGCOMM_BACKEND=nccl expect_bad "nccl backend (MGCOMM_BACKEND) cannot run here" --world
+  fi
   "$MGCOMM" bench --help >"$tmp/out" 2>&1 || fail "--help: exit $?"
   grep -q "usage: mgcomm bench" "$tmp/out" || fail "--help prints no usage"
   "$MGCOMM" --help | grep -q "bench" || fail "mgcomm --help does not list bench"
@@ -220,6 +187,35 @@ fault)
     fail "#wrong is 0: $(grep '^ *1024' "$tmp/out")"
   grep -q '^# Out of bounds values : [1-9][0-9]* FAILED' "$tmp/out" || fail "footer: $(tail -4 "$tmp/out")"
   echo "bench fault: ok"
+  ;;
+
+auto)
+  # --backend auto (the default) says what it chose and why: NCCL on every GPU where it can run
+  # (rank i on GPU i), else 2 threads of the host backend; -t keeps the host whatever the machine.
+  need_python
+  "$MGCOMM" bench -c all_reduce -b 1K -e 1K -n 1 -w 0 --json "$tmp/a.json" >"$tmp/out" 2>"$tmp/err" ||
+    fail "exit $?: $(cat "$tmp/err")"
+  if nccl_here; then
+    grep -q "^# mgcomm bench .*: backend nccl (auto: " "$tmp/out" || fail "auto: $(head -3 "$tmp/out")"
+    grep -q "^# nranks [1-9][0-9]* (GPUs 0 \.\. " "$tmp/out" || fail "auto: $(head -3 "$tmp/out")"
+    want=gpus
+  else
+    grep -q "^# mgcomm bench .*: backend host (auto: no usable NCCL backend (.*); using host)" \
+      "$tmp/out" || fail "auto does not say why it took the host: $(head -3 "$tmp/out")"
+    grep -q "^# nranks 2 (threads of this process)" "$tmp/out" || fail "auto: $(head -3 "$tmp/out")"
+    want=threads
+  fi
+  python3 "$here/bench_json.py" "$tmp/a.json" || fail "auto: the JSON does not conform"
+  python3 - "$tmp/a.json" "$want" <<'EOF' || fail "auto: JSON content"
+import json, sys
+d, want = json.load(open(sys.argv[1])), sys.argv[2]
+assert d["ranks_are"] == want, d["ranks_are"]
+assert d["backend"] == ("nccl" if want == "gpus" else "host"), d["backend"]
+assert len(d["machine"]["gpus"]) == (d["nranks"] if want == "gpus" else 0), d["machine"]
+EOF
+  "$MGCOMM" bench -t 2 -c all_reduce -b 1K -e 1K -n 1 -w 0 >"$tmp/out" 2>&1 || fail "-t 2: exit $?"
+  grep -q "^# mgcomm bench .*: backend host (" "$tmp/out" || fail "-t 2: $(head -3 "$tmp/out")"
+  echo "bench auto: ok"
   ;;
 
 default)
@@ -448,7 +444,7 @@ plot)
   ;;
 
 *)
-  echo "usage: bench_cli.sh args|table|factors|checks|fault|procs|procs_fault|mpirun|world|world_fault|default|plot|scripts"
+  echo "usage: bench_cli.sh args|auto|table|factors|checks|fault|procs|procs_fault|mpirun|world|world_fault|default|plot|scripts"
   exit 2
   ;;
 esac

@@ -2,12 +2,13 @@
  * bench.c -- `mgcomm bench`: options, the choice of backend and of how ranks run, and the exit
  * code (0 all good, 1 a wrong result or a failure while running, 2 bad input: one line on
  * stderr). With no arguments it runs the quick default: all_reduce, all_gather and
- * reduce_scatter of float32 from 8 B to 64 MiB by factor 4, on 2 ranks of the best backend
- * available.
+ * reduce_scatter of float32 from 8 B to 64 MiB by factor 4, on the best backend available:
+ * every GPU of the machine on the NCCL backend, else 2 threads on the host backend.
  *
- * Ranks are threads of this process (-t, the default), the workers of one world (--world), or,
- * when a launcher made this process one rank of a job and neither -t, -g nor --world is given,
- * processes: one rank each, from mg_comm_init_env.
+ * Ranks are GPUs of this process (-g, and the default when auto picks NCCL), threads of this
+ * process (-t, the default on the host backend), the workers of one world (--world, on either
+ * backend), or, when a launcher made this process one rank of a job and neither -t, -g nor
+ * --world is given, processes: one rank each, from mg_comm_init_env (host backend only).
  */
 #include <errno.h>
 #include <limits.h>
@@ -41,11 +42,13 @@ static const char mg_bench_usage[] =
     "      int8, uint8, int32, uint32, int64, uint64 (or nccl-tests' names: float, half, ...)\n"
     "  -o  reduction: sum (default), prod, max, min, avg\n"
     "  -r  root of broadcast, reduce, gather, scatter (default 0)\n"
-    "  --backend  auto (default: NCCL with a GPU, else host; MGCOMM_BACKEND overrides), host, nccl\n"
+    "  --backend  auto (default: NCCL when a GPU and NCCL are usable, else host; MGCOMM_BACKEND\n"
+    "      overrides), host, nccl\n"
     "  -t  ranks as threads of this process on the host backend (default 2)\n"
-    "  -g  ranks as GPUs of this process on the NCCL backend\n"
+    "  -g  ranks as GPUs 0 .. N-1 of this process on the NCCL backend (default: every GPU), all\n"
+    "      posted from one thread in one group per iteration, timed with CUDA events\n"
     "  --world  run through a world (mg_world_create, mg_world_<op>, mg_request_wait) from one\n"
-    "      thread; its ranks are worker threads of this process (-t of them, default 2)\n"
+    "      thread; its ranks are GPUs (-g, as above) or worker threads (-t, default 2)\n"
     "  -n, -w  timed and warm-up iterations per size (default adaptive: up to 20 and 5,\n"
     "      fewer for large sizes)\n"
     "  --inplace  0 out of place only, 1 in place only, both (default)\n"
@@ -221,29 +224,50 @@ static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, mg_bench_re
   if (threads) want = MG_BACKEND_HOST;
   mg_status_t st = mg_backend_resolve(want, &o->backend, o->backend_reason,
                                       sizeof o->backend_reason);
-  if (st != MG_OK) return mg_bench_bad("%s", mg_last_error());
+  if (st != MG_OK) {
+    if (gpus) return mg_bench_bad("-g %d: %s", gpus, mg_last_error());
+    return mg_bench_bad("%s", mg_last_error());
+  }
   const char *env = getenv("MGCOMM_BACKEND");
-  if (o->backend == MG_BACKEND_NCCL && want == MG_BACKEND_AUTO &&
-      (env == NULL || env[0] == '\0' || strcmp(env, "auto") == 0)) {
-    /* Nobody asked for GPUs: the default run stays on threads. Ranks on GPUs (-g) wait for the
-     * public completion API (requests), which GPU timing needs; until then they are refused. */
+  const int asked = want != MG_BACKEND_AUTO || (env != NULL && env[0] != '\0' &&
+                                                strcmp(env, "auto") != 0);
+  o->rank_var = mg_bench_rank_var();
+  const int procs = !world && o->rank_var != NULL && !threads && !gpus;
+  if (o->backend == MG_BACKEND_NCCL && procs) {
+    /* One GPU per process needs device buffers and a time rule across processes that this
+     * version does not have. */
+    if (asked)
+      return mg_bench_bad("the nccl backend was chosen (%s), but ranks as processes (%s is set) "
+                          "run on the host backend only in this version: use --backend host, or "
+                          "run one process with -g", o->backend_reason, o->rank_var);
     o->backend = MG_BACKEND_HOST;
     snprintf(o->backend_reason, sizeof o->backend_reason,
-             "auto would pick nccl here, but this version of mgcomm bench runs GPU ranks (-g) "
-             "not yet: ranks are threads on the host backend");
+             "auto would pick nccl here, but ranks as processes (%s is set) run on the host "
+             "backend in this version of mgcomm bench", o->rank_var);
   }
-  if (o->backend != MG_BACKEND_HOST)
-    return mg_bench_bad("the %s backend was chosen (%s), but this version of mgcomm bench runs "
-                        "ranks on the host backend only: use --backend host",
-                        mg_backend_name(o->backend), o->backend_reason);
-  o->rank_var = mg_bench_rank_var();
   if (world) {
     o->ranks = MG_BENCH_WORLD;
-  } else if (o->rank_var != NULL && !threads && !gpus) {
+  } else if (procs) {
     o->ranks = MG_BENCH_PROCESSES;
     return 0; /* the number of ranks, and so the root's check, come with the communicator */
+  } else if (o->backend == MG_BACKEND_NCCL) {
+    o->ranks = MG_BENCH_GPUS;
   }
-  o->nranks = threads ? threads : 2;
+  if (o->backend == MG_BACKEND_NCCL) {
+    int count = 0;
+    st = mg_device_count(&count);
+    if (st != MG_OK)
+      return mg_bench_bad("the nccl backend was chosen (%s), but the GPUs cannot be counted: %s",
+                          o->backend_reason, mg_last_error());
+    if (count < 1)
+      return mg_bench_bad("the nccl backend was chosen (%s), but this machine has no GPU",
+                          o->backend_reason);
+    if (gpus > count)
+      return mg_bench_bad("-g %d: this machine has %d GPU%s", gpus, count, count == 1 ? "" : "s");
+    o->nranks = gpus ? gpus : count;
+  } else {
+    o->nranks = threads ? threads : 2;
+  }
   if (o->root >= o->nranks)
     return mg_bench_bad("-r %d is not a rank of %d", o->root, o->nranks);
   return 0;
@@ -276,7 +300,9 @@ int mg_cli_bench(int argc, char **argv) {
     case MG_BENCH_THREADS: status = mg_bench_run_threads(&o, &rep); break;
     case MG_BENCH_PROCESSES: status = mg_bench_run_processes(&o, &rep); break;
     case MG_BENCH_WORLD: status = mg_bench_run_world(&o, &rep); break;
+    case MG_BENCH_GPUS: status = mg_bench_run_gpus(&o, &rep); break;
   }
   free(rep.res.rows);
+  free(o.gpus);
   return status;
 }

@@ -6,12 +6,14 @@
  *   bench.c         options, backend choice, how ranks run, the command's entry point
  *   bench_coll.c    the collectives: names, buffer geometry per size, bus-bandwidth factors, call
  *   bench_check.c   per-rank data patterns, poisoning and the checker (#wrong)
- *   bench_mem.c     where rank buffers live (host memory today; the seam for GPU buffers)
+ *   bench_mem.c     where rank buffers live: host memory, or device memory (mg_mem_alloc)
  *   bench_run.c     the sweep, whoever runs it: sizes, iteration counts, medians, rows, progress,
  *                   the exit status every participant agrees on
  *   bench_rank.c    one rank of a communicator: its buffers, the checked run, barriers, the
  *                   timed iterations and the time rule (threads and processes alike)
  *   bench_threads.c ranks as threads of this process (mg_comm_init_all)
+ *   bench_gpus.c    -g: ranks as GPUs of this process (mg_comm_init_all on the NCCL backend),
+ *                   all posted from one thread in one group per iteration, timed by CUDA events
  *   bench_procs.c   this process as one rank of a launcher's job (mg_comm_init_env)
  *   bench_world.c   --world: every rank through the world and its requests, from one thread
  *   bench_report.c  the preamble and table (stdout), JSON and CSV
@@ -99,17 +101,20 @@ uint64_t mg_bench_check(const mg_bench_case_t *k, int rank, const void *img);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Rank buffers (bench_mem.c): where the operation's memory lives. Fill and check work on host
- * images that are copied in and out, so GPU buffers only add a mem table. */
+ * images that are copied in and out, so GPU buffers only add a mem table. comm is the rank's
+ * communicator (the device memory belongs to its device; host memory ignores it). */
 
 typedef struct mg_bench_mem {
-  const char *name;                                  /* "host" */
-  void *(*alloc)(size_t bytes);                      /* NULL on failure */
-  void (*release)(void *p);
-  void (*put)(void *dst, const void *src, size_t n); /* host image -> rank buffer */
-  void (*get)(void *dst, const void *src, size_t n); /* rank buffer -> host image */
+  const char *name;                                       /* "host", "device" */
+  mg_status_t (*alloc)(mg_comm_t *comm, size_t bytes, void **p); /* bytes may be 0 */
+  void (*release)(void *p);                               /* NULL is nothing */
+  /* Host image -> rank buffer, and back; complete when they return. MG_OK or why not. */
+  mg_status_t (*put)(mg_comm_t *comm, void *dst, const void *src, size_t n);
+  mg_status_t (*get)(mg_comm_t *comm, void *dst, const void *src, size_t n);
 } mg_bench_mem_t;
 
 extern const mg_bench_mem_t mg_bench_mem_host;
+extern const mg_bench_mem_t mg_bench_mem_device; /* NCCL backend: mg_mem_alloc, mg_memcpy */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Options (bench.c) */
@@ -124,7 +129,9 @@ extern const mg_bench_mem_t mg_bench_mem_host;
 typedef enum mg_bench_ranks {
   MG_BENCH_THREADS = 0, /* -t (default): threads of this process, one communicator each */
   MG_BENCH_PROCESSES,   /* under a launcher: this process is one rank (mg_comm_init_env) */
-  MG_BENCH_WORLD        /* --world: the workers of one world, driven from one thread */
+  MG_BENCH_WORLD,       /* --world: the workers of one world, driven from one thread (host or
+                           NCCL backend) */
+  MG_BENCH_GPUS         /* -g (or auto with GPUs): GPUs of this process, from one thread */
 } mg_bench_ranks_t;
 
 typedef struct mg_bench_opts {
@@ -141,6 +148,8 @@ typedef struct mg_bench_opts {
   mg_bench_ranks_t ranks;
   const char *rank_var; /* processes: the launcher's variable that made this process a rank */
   int nranks;           /* processes: set once the communicator exists */
+  mg_device_info_t *gpus; /* NCCL backend: the devices of ranks 0 .. nranks-1, once known
+                             (mg_bench_gpus_describe; freed by mg_cli_bench); else NULL */
   int one_clock;        /* every rank reads the same CLOCK_MONOTONIC (set before the sweep) */
   int iters, warmup;    /* -1: adaptive */
   int inplace_modes;    /* bit 0: out of place, bit 1: in place */
@@ -244,6 +253,9 @@ mg_status_t mg_bench_rank_comm_barrier(mg_bench_rank_t *r);
 int mg_bench_run_threads(mg_bench_opts_t *o, mg_bench_report_t *rep);
 int mg_bench_run_processes(mg_bench_opts_t *o, mg_bench_report_t *rep);
 int mg_bench_run_world(mg_bench_opts_t *o, mg_bench_report_t *rep);
+int mg_bench_run_gpus(mg_bench_opts_t *o, mg_bench_report_t *rep);
+/* Sets o->gpus from mg_device_info of devices 0 .. nranks-1; 0, or -1 after a message. */
+int mg_bench_gpus_describe(mg_bench_opts_t *o);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Reports (bench_report.c) */

@@ -71,19 +71,22 @@ static int mg_bench_rank_measure(mg_bench_part_t *p, const mg_bench_case_t *k,
   mg_bench_call(k->coll, send, recv, k->g.count, k->dtype, k->op, k->root, r->comm, rank,       \
                 o->nranks, NULL)
 
+  mg_status_t put = MG_OK;
   if (o->check) {
     mg_bench_fill(k, rank, r->send_img, r->img);
-    if (!k->inplace) r->mem->put(r->send, r->send_img, k->g.send_count * e);
-    r->mem->put(r->buf, r->img, bufn * e);
+    if (!k->inplace) put = r->mem->put(r->comm, r->send, r->send_img, k->g.send_count * e);
+    if (put == MG_OK) put = r->mem->put(r->comm, r->buf, r->img, bufn * e);
   }
+  /* Every rank meets the others, whatever its copy did: none may wait for one that left. */
   mg_status_t st = r->barrier(r);
+  if (st == MG_OK) st = put;
   double est[2] = {mg_bench_now(), 0};
   if (st == MG_OK) st = MG_BENCH_CALL();
   est[1] = mg_bench_now();
   double wrong = 0;
   if (st == MG_OK && o->check) {
-    r->mem->get(r->img, r->buf, bufn * e);
-    wrong = (double)mg_bench_check(k, rank, r->img);
+    st = r->mem->get(r->comm, r->img, r->buf, bufn * e);
+    if (st == MG_OK) wrong = (double)mg_bench_check(k, rank, r->img);
   }
   if (st != MG_OK) mg_bench_rank_failed(r, k, st);
   if (mg_bench_rank_any_failed(r, st) != 0 || p->agree(p, &wrong, 1, MG_SUM) != 0 ||
@@ -114,24 +117,29 @@ int mg_bench_rank_run(mg_bench_rank_t *r) {
   size_t send_max, buf_max;
   mg_bench_extent(o, &send_max, &buf_max);
   r->part.measure = mg_bench_rank_measure;
-  r->send = r->mem->alloc(send_max);
-  r->buf = r->mem->alloc(buf_max);
+  r->send = r->buf = NULL;
+  mg_status_t st = r->mem->alloc(r->comm, send_max, &r->send);
+  if (st == MG_OK) st = r->mem->alloc(r->comm, buf_max, &r->buf);
   r->send_img = calloc(1, send_max ? send_max : 1);
   r->img = calloc(1, buf_max ? buf_max : 1);
   r->stamps = malloc(2 * (size_t)iters_max * sizeof *r->stamps);
-  const int ready = r->send && r->buf && r->send_img && r->img && r->stamps;
+  int ready = st == MG_OK && r->send_img && r->img && r->stamps;
   if (!ready) {
     fprintf(stderr, "mgcomm bench: rank %d: cannot allocate 2 x %zu bytes (%s) and as many on the "
             "host\n", r->rank, buf_max, r->mem->name);
   } else { /* zeros, for runs without --check, which never fill them */
-    r->mem->put(r->send, r->send_img, send_max);
-    r->mem->put(r->buf, r->img, buf_max);
+    st = r->mem->put(r->comm, r->send, r->send_img, send_max);
+    if (st == MG_OK) st = r->mem->put(r->comm, r->buf, r->img, buf_max);
+    ready = st == MG_OK;
+    if (!ready)
+      fprintf(stderr, "mgcomm bench: rank %d: cannot clear its buffers: %s: %s\n", r->rank,
+              mg_status_name(st), mg_last_error());
   }
 
   int completed;
   int status = mg_bench_sweep(&r->part, ready, &completed);
   if (completed) {
-    mg_status_t st = mg_comm_finalize(r->comm);
+    st = mg_comm_finalize(r->comm);
     if (st != MG_OK) {
       fprintf(stderr, "mgcomm bench: rank %d: mg_comm_finalize: %s: %s\n", r->rank,
               mg_status_name(st), mg_last_error());

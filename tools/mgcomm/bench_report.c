@@ -18,10 +18,14 @@ static const char *mg_bench_row_op(const mg_bench_opts_t *o, mg_bench_coll_t c) 
 }
 
 void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o) {
-  if (o->quick_default)
+  if (o->quick_default) {
+    char ranks[32] = "";
+    if (o->ranks == MG_BENCH_THREADS) snprintf(ranks, sizeof ranks, " -t %d", o->nranks);
+    if (o->ranks == MG_BENCH_GPUS) snprintf(ranks, sizeof ranks, " -g %d", o->nranks);
     fprintf(f, "# no arguments: the quick default (mgcomm bench -c all_reduce,all_gather,"
                "reduce_scatter -b 8 -e 64M -f 4%s); mgcomm bench --help lists the options\n",
-            o->ranks == MG_BENCH_THREADS ? " -t 2" : "");
+            ranks);
+  }
   fprintf(f, "# mgcomm bench %s: backend %s (%s)\n", mg_version_string(),
           mg_backend_name(o->backend), o->backend_reason);
   fprintf(f, "# nranks %d ", o->nranks);
@@ -31,8 +35,13 @@ void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o) {
       fprintf(f, "(processes, one rank each, from mg_comm_init_env: %s is set)", o->rank_var);
       break;
     case MG_BENCH_WORLD:
-      fprintf(f, "(threads of this process: the workers of one world, driven from one thread "
-                 "through mg_world_* and requests)");
+      fprintf(f, "(%s of this process: the workers of one world, driven from one thread "
+                 "through mg_world_* and requests)",
+              o->backend == MG_BACKEND_NCCL ? "GPUs" : "threads");
+      break;
+    case MG_BENCH_GPUS:
+      fprintf(f, "(GPUs 0 .. %d of this process, one communicator each from mg_comm_init_all, "
+                 "driven from one thread: one group per iteration)", o->nranks - 1);
       break;
   }
   fprintf(f, "  minBytes %zu maxBytes %zu step: %zu(%s)", o->minbytes, o->maxbytes,
@@ -48,7 +57,14 @@ void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o) {
     fprintf(f, "  warmup iters: adaptive, %d to %d (-w fixes it)", MG_BENCH_WARMUP_MIN,
             MG_BENCH_WARMUP_DEFAULT);
   fprintf(f, "  validation: %d\n", o->check);
-  if (o->ranks == MG_BENCH_WORLD)
+  for (int q = 0; o->gpus != NULL && q < o->nranks; q++)
+    fprintf(f, "#   rank %d: GPU %d, %s, %s\n", q, o->gpus[q].ordinal, o->gpus[q].name,
+            o->gpus[q].pci_bus_id);
+  if (o->ranks == MG_BENCH_GPUS)
+    fprintf(f, "# time: per iteration, the slowest GPU's (end - start) / iterations, where start "
+               "and end are CUDA events (mg_record_timed, mg_request_elapsed) around the batch of "
+               "timed iterations on its stream");
+  else if (o->ranks == MG_BENCH_WORLD)
     fprintf(f, "# time: median over iterations of (mg_request_wait returned - mg_world_<op> "
                "called) on the submitting thread, monotonic clock");
   else if (o->one_clock)
@@ -160,11 +176,19 @@ static void mg_bench_write_json(FILE *f, const mg_bench_opts_t *o, const mg_benc
   fprintf(f, ", \"backend\": \"%s\", \"backend_reason\": ", mg_backend_name(o->backend));
   mg_bench_json_str(f, o->backend_reason);
   fprintf(f, ", \"nranks\": %d, \"ranks_are\": \"%s\", \"api\": \"%s\", \"date\": \"%s\",\n",
-          o->nranks, o->ranks == MG_BENCH_PROCESSES ? "processes" : "threads",
+          o->nranks,
+          o->ranks == MG_BENCH_PROCESSES ? "processes"
+          : o->backend == MG_BACKEND_NCCL ? "gpus"
+                                          : "threads",
           o->ranks == MG_BENCH_WORLD ? "world" : "comm", date);
   fprintf(f, " \"machine\": {\"host\": ");
   mg_bench_json_str(f, host);
-  fprintf(f, ", \"cpus\": %ld, \"gpus\": []},\n \"results\": [", sysconf(_SC_NPROCESSORS_ONLN));
+  fprintf(f, ", \"cpus\": %ld, \"gpus\": [", sysconf(_SC_NPROCESSORS_ONLN));
+  for (int q = 0; o->gpus != NULL && q < o->nranks; q++) {
+    if (q) fprintf(f, ", ");
+    mg_bench_json_str(f, o->gpus[q].name);
+  }
+  fprintf(f, "]},\n \"results\": [");
   for (size_t i = 0; i < res->n; i++) {
     const mg_bench_result_t *r = &res->rows[i];
     fprintf(f,

@@ -1,8 +1,15 @@
 /*
  * bench_world.c -- --world: the collectives through the world and its requests. One world of
- * -t ranks on the bench's backend (host: each rank a worker thread of this process, mg-rank<N>);
- * this thread is the only submitter and the only participant of the sweep (bench_run.c), so
- * there is nothing to agree on.
+ * -t ranks on the host backend (each rank a worker thread of this process, mg-rank<N>), or of -g
+ * GPUs on the NCCL backend (devices 0 .. N-1, each rank's worker posting on the library's own
+ * stream of its device); this thread is the only submitter and the only participant of the sweep
+ * (bench_run.c), so there is nothing to agree on.
+ *
+ * The world hands out no communicator, and GPU buffers are allocated and copied through one
+ * (mg_mem_alloc, mg_memcpy): on the NCCL backend each device also gets a communicator of one
+ * rank of its own, used for nothing else (mems). A copy in runs before the submission and
+ * returns complete; a copy out runs after the request completed, so the world's streams and the
+ * copies never overlap.
  *
  * For each collective, size and placement it fills every rank's buffers, submits the world
  * operation (mg_world_<op>, a world group of sends and receives for sendrecv), waits for its
@@ -20,6 +27,7 @@ typedef struct mg_bench_world {
   const mg_bench_mem_t *mem;
   mg_world_t *world;
   int n;
+  mg_comm_t **mems;          /* per rank: the communicator its memory goes through (NULL: host) */
   void **send, **buf;        /* per rank: the operation's buffers (mem) */
   const void **sp;           /* per rank: what one operation reads ... */
   void **rp;                 /* ... and writes */
@@ -85,22 +93,24 @@ static int mg_bench_world_measure(mg_bench_part_t *p, const mg_bench_case_t *k,
   const mg_bench_opts_t *o = p->o;
   const size_t e = mg_dtype_size(k->dtype);
   const size_t bufn = k->g.send_count > k->g.recv_count ? k->g.send_count : k->g.recv_count;
+  mg_status_t st = MG_OK;
   for (int q = 0; q < w->n; q++) {
     char *buf = w->buf[q];
+    mg_comm_t *mc = w->mems[q];
     w->sp[q] = k->inplace ? buf + (size_t)q * k->g.send_ip_off * e : w->send[q];
     w->rp[q] = buf + (k->inplace ? (size_t)q * k->g.recv_ip_off * e : 0);
-    if (o->check) {
+    if (o->check && st == MG_OK) {
       mg_bench_fill(k, q, w->send_img, w->img);
-      if (!k->inplace) w->mem->put(w->send[q], w->send_img, k->g.send_count * e);
-      w->mem->put(buf, w->img, bufn * e);
+      if (!k->inplace) st = w->mem->put(mc, w->send[q], w->send_img, k->g.send_count * e);
+      if (st == MG_OK) st = w->mem->put(mc, buf, w->img, bufn * e);
     }
   }
   double est;
-  mg_status_t st = mg_bench_world_once(w, k, &est);
+  if (st == MG_OK) st = mg_bench_world_once(w, k, &est);
   uint64_t wrong = 0;
   for (int q = 0; q < w->n && st == MG_OK && o->check; q++) {
-    w->mem->get(w->img, w->buf[q], bufn * e);
-    wrong += mg_bench_check(k, q, w->img);
+    st = w->mem->get(w->mems[q], w->img, w->buf[q], bufn * e);
+    if (st == MG_OK) wrong += mg_bench_check(k, q, w->img);
   }
   int iters = 0, warmup = 0;
   if (st == MG_OK) mg_bench_counts(o, est, &iters, &warmup);
@@ -114,14 +124,28 @@ static int mg_bench_world_measure(mg_bench_part_t *p, const mg_bench_case_t *k,
   return 0;
 }
 
+/* NCCL backend: a communicator of one rank on each device of the world, for its memory. */
+static mg_status_t mg_bench_world_mems(mg_bench_world_t *w, const mg_config_t *cfg) {
+  for (int q = 0; q < w->n; q++) {
+    mg_status_t st = mg_comm_init_all(cfg, 1, &q, &w->mems[q]);
+    if (st != MG_OK) {
+      fprintf(stderr, "mgcomm bench: world: cannot create the communicator of device %d for its "
+              "buffers: %s: %s\n", q, mg_status_name(st), mg_last_error());
+      return st;
+    }
+  }
+  return MG_OK;
+}
+
 int mg_bench_run_world(mg_bench_opts_t *o, mg_bench_report_t *rep) {
   o->one_clock = 1;
   mg_config_t cfg = MG_CONFIG_INIT;
   cfg.backend = o->backend;
   const int n = o->nranks;
+  const int gpus = o->backend == MG_BACKEND_NCCL;
   mg_bench_world_t w = {.part = {.o = o, .rep = rep, .agree = mg_bench_world_agree,
                                  .measure = mg_bench_world_measure},
-                        .mem = &mg_bench_mem_host, .n = n};
+                        .mem = gpus ? &mg_bench_mem_device : &mg_bench_mem_host, .n = n};
   mg_status_t st = mg_world_create(&cfg, n, NULL, &w.world);
   if (st != MG_OK) {
     fprintf(stderr, "mgcomm bench: cannot create a world of %d ranks on the %s backend: %s: %s\n",
@@ -131,6 +155,7 @@ int mg_bench_run_world(mg_bench_opts_t *o, mg_bench_report_t *rep) {
   size_t send_max, buf_max;
   mg_bench_extent(o, &send_max, &buf_max);
   const int iters_max = o->iters > 0 ? o->iters : MG_BENCH_ITERS_DEFAULT;
+  w.mems = calloc((size_t)n, sizeof *w.mems);
   w.send = calloc((size_t)n, sizeof *w.send);
   w.buf = calloc((size_t)n, sizeof *w.buf);
   w.sp = calloc((size_t)n, sizeof *w.sp);
@@ -138,19 +163,23 @@ int mg_bench_run_world(mg_bench_opts_t *o, mg_bench_report_t *rep) {
   w.send_img = calloc(1, send_max ? send_max : 1);
   w.img = calloc(1, buf_max ? buf_max : 1);
   w.times = malloc((size_t)iters_max * sizeof *w.times);
-  int ready = w.send && w.buf && w.sp && w.rp && w.send_img && w.img && w.times;
+  int ready = w.mems && w.send && w.buf && w.sp && w.rp && w.send_img && w.img && w.times;
+  if (ready && gpus) ready = mg_bench_world_mems(&w, &cfg) == MG_OK; /* printed */
+  if (ready && gpus) ready = mg_bench_gpus_describe(o) == 0;        /* printed */
   for (int q = 0; q < n && ready; q++) {
-    w.send[q] = w.mem->alloc(send_max);
-    w.buf[q] = w.mem->alloc(buf_max);
-    ready = w.send[q] && w.buf[q];
-    if (ready) { /* zeros, for runs without --check, which never fill them */
-      w.mem->put(w.send[q], w.send_img, send_max);
-      w.mem->put(w.buf[q], w.img, buf_max);
+    st = w.mem->alloc(w.mems[q], send_max, &w.send[q]);
+    if (st == MG_OK) st = w.mem->alloc(w.mems[q], buf_max, &w.buf[q]);
+    /* zeros, for runs without --check, which never fill them */
+    if (st == MG_OK) st = w.mem->put(w.mems[q], w.send[q], w.send_img, send_max);
+    if (st == MG_OK) st = w.mem->put(w.mems[q], w.buf[q], w.img, buf_max);
+    if (st != MG_OK) {
+      fprintf(stderr, "mgcomm bench: world: rank %d: cannot allocate and clear 2 x %zu bytes "
+              "(%s): %s: %s\n", q, buf_max, w.mem->name, mg_status_name(st), mg_last_error());
+      ready = 0;
     }
   }
-  if (!ready)
-    fprintf(stderr, "mgcomm bench: world: cannot allocate %d x 2 x %zu bytes (%s) and 2 x %zu on "
-            "the host\n", n, buf_max, w.mem->name, buf_max);
+  if (!(w.mems && w.send && w.buf && w.sp && w.rp && w.send_img && w.img && w.times))
+    fprintf(stderr, "mgcomm bench: world: out of memory\n");
   /* A world has nothing to finalize: whatever the sweep's end, destroy ends it (after a failure
    * the world is in the error state). */
   const int status = mg_bench_sweep(&w.part, ready, NULL);
@@ -159,6 +188,11 @@ int mg_bench_run_world(mg_bench_opts_t *o, mg_bench_report_t *rep) {
     w.mem->release(w.send[q]);
     w.mem->release(w.buf[q]);
   }
+  for (int q = 0; q < n && w.mems; q++) {
+    /* Used only for copies, each complete when it returned: destroy has nothing to end. */
+    (void)mg_comm_destroy(w.mems[q]);
+  }
+  free(w.mems);
   free(w.send);
   free(w.buf);
   free(w.sp);
