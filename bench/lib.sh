@@ -12,6 +12,12 @@
 #                             writes DIR/NAME-r.json. Each round starts one program further along
 #                             the list, so that none always runs first, or always after the same
 #                             one. Stops at the first failure (its run_NAME says why).
+#   mg_build_nccl_tests SRC BUILDDIR NCCL_LIB LOGDIR
+#                             builds nccl-tests from the source in SRC (fetched beforehand into a
+#                             git-ignored folder, never committed) into BUILDDIR with nvcc, MPI=0,
+#                             for this machine's GPU architecture, against the nccl.h that matches
+#                             NCCL_LIB (searched in /usr/include, $CUDA_HOME/include, wheels); sets
+#                             mg_nccl_hdr and mg_nccl_hdr_code; its log goes to LOGDIR
 #
 # bench/medians.py reads what mg_alternate kept: per row, the median of the R runs.
 
@@ -55,4 +61,27 @@ mg_alternate() {
       }
     done
   done
+}
+
+mg_build_nccl_tests() {
+  local src=$1 builddir=$2 lib=$3 logs=$4 cuda_home=${CUDA_HOME:-/usr/local/cuda} d cc home
+  mg_nccl_hdr="" mg_nccl_hdr_code=""
+  for d in /usr/include "$cuda_home/include" /opt/*/.venv/lib/python3*/site-packages/nvidia/nccl/include \
+           /usr/local/lib/python3*/dist-packages/nvidia/nccl/include; do
+    if [ -f "$d/nccl.h" ] && [ -f "$d/nccl_device.h" ]; then mg_nccl_hdr=$d; break; fi
+  done
+  if [ -z "$mg_nccl_hdr" ]; then
+    echo "no nccl.h with nccl_device.h found (looked in /usr/include, $cuda_home/include, wheels)" >&2
+    return 1
+  fi
+  mg_nccl_hdr_code=$(sed -nE 's/^#define NCCL_VERSION_CODE ([0-9]+).*/\1/p' "$mg_nccl_hdr/nccl.h")
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')
+  home="$logs/nccl-home"
+  mkdir -p "$home/lib"
+  ln -sfn "$mg_nccl_hdr" "$home/include"
+  ln -sf "$lib" "$home/lib/libnccl.so"
+  ln -sf "$lib" "$home/lib/libnccl.so.2"
+  make -C "$src/src" -j "${JOBS:-16}" MPI=0 CUDA_HOME="$cuda_home" NCCL_HOME="$home" BUILDDIR="$builddir" \
+    NVCC_GENCODE="-gencode=arch=compute_$cc,code=sm_$cc" >"$logs/build-nccl-tests.log" 2>&1 ||
+    { tail -30 "$logs/build-nccl-tests.log" >&2; return 1; }
 }

@@ -32,11 +32,12 @@ set -euo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 build=${BUILD:-$root/build-gpu}
 out=${OUT:-$build/bench-out}
 src=${NCCL_TESTS_SRC:-$root/.peer/nccl-tests}
 nccl_lib=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
-cuda_home=${CUDA_HOME:-/usr/local/cuda}
 jobs=${JOBS:-16}
 gpu_counts="" repeats=3 iters=40 warmup=10 maxb=4G
 colls=all_reduce,all_gather,reduce_scatter,all_to_all,broadcast,sendrecv
@@ -81,23 +82,10 @@ say "building mgcomm in $build"
 { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release && cmake --build "$build" -j "$jobs" --target nccl_perf; } \
   >"$logs/build-mgcomm.log" 2>&1 || { tail -30 "$logs/build-mgcomm.log" >&2; fail "mgcomm did not build"; }
 
-for d in /usr/include "$cuda_home/include" /opt/*/.venv/lib/python3*/site-packages/nvidia/nccl/include \
-         /usr/local/lib/python3*/dist-packages/nvidia/nccl/include; do
-  if [ -f "$d/nccl.h" ] && [ -f "$d/nccl_device.h" ]; then hdr=$d; break; fi
-done
-[ -n "$hdr" ] || fail "no nccl.h with nccl_device.h found (looked in /usr/include, $cuda_home/include, wheels)"
-hdr_code=$(sed -nE 's/^#define NCCL_VERSION_CODE ([0-9]+).*/\1/p' "$hdr/nccl.h")
-cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')
-home="$logs/nccl-home"
-mkdir -p "$home/lib"
-ln -s "$hdr" "$home/include"
-ln -s "$nccl_lib" "$home/lib/libnccl.so"
-ln -s "$nccl_lib" "$home/lib/libnccl.so.2"
 nt_build="$build/nccl-tests"
-say "building nccl-tests ($(cat "$src/COMMIT" 2>/dev/null || echo 'unknown commit')) against $hdr (NCCL $hdr_code) for sm_$cc"
-make -C "$src/src" -j "$jobs" MPI=0 CUDA_HOME="$cuda_home" NCCL_HOME="$home" BUILDDIR="$nt_build" \
-  NVCC_GENCODE="-gencode=arch=compute_$cc,code=sm_$cc" >"$logs/build-nccl-tests.log" 2>&1 ||
-  { tail -30 "$logs/build-nccl-tests.log" >&2; fail "nccl-tests did not build"; }
+say "building nccl-tests ($(cat "$src/COMMIT" 2>/dev/null || echo 'unknown commit')) for this GPU"
+mg_build_nccl_tests "$src" "$nt_build" "$nccl_lib" "$logs" || fail "nccl-tests did not build"
+hdr=$mg_nccl_hdr hdr_code=$mg_nccl_hdr_code
 export MGCOMM_NCCL_LIBRARY=$nccl_lib                    # mgcomm loads exactly this file
 export LD_LIBRARY_PATH=$(dirname "$nccl_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} # so does nccl-tests
 
