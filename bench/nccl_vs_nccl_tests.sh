@@ -23,7 +23,7 @@
 #
 #   bench/nccl_vs_nccl_tests.sh [-g "2 4"] [-R repeats] [-n iters] [-w warmup] [-e maxbytes]
 #                               [-c coll,coll...]
-# Environment: MGCOMM_COMMIT (the commit named in the report, where the copy has no git history),
+# Environment: SOURCE_COMMIT (the commit named in the report, where the copy has no git history),
 # NCCL_LIB (default /usr/lib/x86_64-linux-gnu/libnccl.so.2: both programs load
 # exactly this file), CUDA_HOME (/usr/local/cuda), JOBS (16), BUILD, OUT, NCCL_TESTS_SRC.
 # Exit code: 0 when every size >= 64 MiB reached 0.99 and the host cost was at most 1 us over
@@ -72,7 +72,7 @@ fi
 for g in $gpu_counts; do [ "$g" -le "$ngpu" ] || fail "-g $g: this machine has $ngpu GPUs"; done
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
-commit=${MGCOMM_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+commit=${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 hdr="" hdr_code=""
 # A run stopped from outside (timeout sends TERM) still writes the report of what ran.
 trap 'say "stopped: the report covers what ran"; report partial; exit 124' TERM INT

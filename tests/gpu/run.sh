@@ -7,7 +7,7 @@
 #   ctest.log    the tests' output (ctest -V; each GPU test prints a few lines when it passes)
 #   info.txt     `mgcomm info` and `mgcomm info --json`
 #   build.log    configure and build, last 200 lines
-# Exit code: 0 when every test passed or skipped, 1 otherwise. MGCOMM_COMMIT names the commit in
+# Exit code: 0 when every test passed or skipped, 1 otherwise. SOURCE_COMMIT names the commit in
 # the summary where the copy on the GPU machine has no git history.
 #
 # Multicast stays off (ARCHITECTURE.md section 7): these variables are exported for everything
@@ -59,7 +59,7 @@ unit_rc=$?
   echo
   echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
   echo "- host: $(hostname)"
-  echo "- commit: ${MGCOMM_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  echo "- commit: ${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
   if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader |
       sed 's/^/- GPU /'
