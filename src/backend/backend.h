@@ -144,6 +144,10 @@ enum {
   MG__CAP_ASYNC = 1u << 6,    /* operations complete on the device after launch returns: the
                                  flight recorder's "completed" means issued, and only marks tell
                                  when the device finished (timeout messages say so) */
+  MG__CAP_PROGRESS_LOCAL = 1u << 7, /* peer_progress knows only the ranks of this process: for
+                                       communicators of mg_comm_init_env the core publishes and
+                                       reads progress through the job's store (src/boot/
+                                       progress.c) */
 };
 
 typedef struct mg__backend {

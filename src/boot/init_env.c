@@ -2,7 +2,8 @@
  * init_env.c -- mg_comm_init_env: a communicator from the launcher's environment, meeting the
  * job's other processes at a store that rank 0 serves (contract in mgcomm.h).
  *
- * Divisions: the job's store (shared, counted); the id record rank 0 publishes; meeting; the call.
+ * Divisions: the job's store (shared, counted); the id record rank 0 publishes; meeting; progress
+ * through the store (boot/progress.c); the call.
  *
  * One store per process serves every communicator made this way: the first call opens it (rank 0
  * serves, the others connect) and each communicator holds a reference, dropped when it is freed.
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "boot/boot.h"
+#include "boot/progress.h"
 #include "core/clock.h"
 #include "core/comm.h"
 #include "core/error.h"
@@ -187,6 +189,28 @@ static mg_status_t mg__meet(mg__boot_job_t *job, const mg__boot_env_t *env, uint
   return MG_OK;
 }
 
+/* ---- progress ---------------------------------------------------------------------------- */
+
+/* This rank's progress as its backend publishes it inside the process (NCCL: the table of
+ * nccl_progress.c, lock-free). */
+static mg_status_t mg__own_progress(void *ctx, mg__progress_t *out) {
+  mg_comm_t *comm = ctx;
+  return comm->backend->peer_progress(comm, comm->rank, out);
+}
+
+/* A backend that shares progress only inside a process gets it shared through the job's store
+ * (boot/progress.c): timeout messages then know the ranks of the other processes. A failure
+ * only leaves them unknown, as before. */
+static void mg__progress_join(mg_comm_t *comm, const mg__boot_env_t *env) {
+  const int interval_ms = (int)mg__param_int(MG_PARAM_PROGRESS_INTERVAL_MS);
+  if (!(comm->backend->caps & MG__CAP_PROGRESS_LOCAL) || interval_ms <= 0 || comm->nranks < 2)
+    return;
+  if (mg__bprog_join(env->address, env->token, comm->backend->comm_tag(comm), comm->rank,
+                     comm->nranks, interval_ms, mg__own_progress, comm, &comm->bprog) < 0)
+    MG_INFO(MG_SUBSYS_BOOT, "mg_comm_init_env: rank %d does not publish its progress (%s)",
+            comm->rank, mg_last_error());
+}
+
 /* ---- the call ----------------------------------------------------------------------------- */
 
 mg_status_t mg_comm_init_env(const mg_config_t *config, mg_comm_t **out) {
@@ -250,6 +274,7 @@ mg_status_t mg_comm_init_env(const mg_config_t *config, mg_comm_t **out) {
   mg_comm_t *comm;
   MG_CHECK_GOTO(mg_comm_init_rank(&cfg, env.size, &id, env.rank, &comm), st, fail);
   comm->boot = job; /* the reference acquired above now belongs to the communicator */
+  mg__progress_join(comm, &env);
   *out = comm;
   return MG_OK;
 fail:

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "boot/boot.h"
+#include "boot/progress.h"
 #include "core/clock.h"
 #include "core/comm.h"
 #include "core/handle.h"
@@ -516,6 +517,9 @@ mg_status_t mg_comm_destroy(mg_comm_t *comm) {
   if (!atomic_load(&comm->aborting)) /* custom ops go before their communicator */
     for (mg__custom_op_t *c = comm->custom_ops; c != NULL; c = c->next)
       comm->backend->redop_destroy(comm, &c->redop);
+  /* The publisher reads this rank's progress through the backend until it has left. */
+  mg__bprog_leave(comm->bprog);
+  comm->bprog = NULL;
   comm->backend->comm_destroy(comm);
   mg__comm_free(comm);
   return MG_OK;

@@ -50,6 +50,9 @@ struct mg_comm {
   struct mg_reg *regs;            /* registrations of buffers (mem.c; under lock), owned */
   struct mg__boot_job *boot;      /* mg_comm_init_env: a reference on the job's store (rank 0
                                      serves it); released by mg__comm_free; else NULL */
+  struct mg__bprog *bprog;        /* mg_comm_init_env on a MG__CAP_PROGRESS_LOCAL backend: its
+                                     progress through the job's store (boot/progress.c); set
+                                     before the comm is returned, left by mg_comm_destroy */
   atomic_int abort_done;          /* the backend's comm_abort ran (once) */
   atomic_int users;               /* threads using a mark of this comm outside its lock (a
                                      request's query or wait); destroy waits for them */

@@ -89,6 +89,9 @@
     "(checked every MGCOMM_POLL_INTERVAL) or sync (the waiting thread blocks on the stream)") \
   X(POLL_INTERVAL, DOUBLE, "0.00005", 0.000001, 1, "",                                         \
     "Seconds between two checks of a pending request under the poll completion strategy")     \
+  X(PROGRESS_INTERVAL_MS, INT, "100", 0, 60000, "",                                            \
+    "NCCL communicators of mg_comm_init_env: milliseconds between publications of this "       \
+    "rank's progress to the job's store (and reads of the others'); 0 = off")                  \
   X(WAIT_SPIN_US, INT, "20", 0, 1000000, "",                                                   \
     "Microseconds a thread waiting for a request, and an idle rank worker, spin before they "  \
     "sleep")                                                                                   \

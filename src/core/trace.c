@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "boot/progress.h"
 #include "core/clock.h"
 #include "core/comm.h"
 #include "core/log.h"
@@ -146,6 +147,15 @@ static const char *mg__dt(int dtype) {
   return n ? n : "?";
 }
 
+/* Rank r's progress as its backend knows it, else (a rank of another process, on a backend that
+ * shares progress only inside one) as the job's store last told it (boot/progress.c). The
+ * fallback lives here rather than in the backend so that backends never depend on src/boot/. */
+static mg_status_t mg__peer_progress(mg_comm_t *comm, int r, mg__progress_t *p) {
+  mg_status_t st = comm->backend->peer_progress(comm, r, p);
+  if (st < 0 && comm->bprog != NULL && mg__bprog_peer(comm->bprog, r, p) == MG_OK) return MG_OK;
+  return st;
+}
+
 void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
   size_t o = 0;
   buf[0] = '\0';
@@ -207,7 +217,7 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
   size_t ot = 0;
   for (int r = 0; r < comm->nranks; r++) {
     mg__progress_t p;
-    if (comm->backend->peer_progress(comm, r, &p) < 0) {
+    if (mg__peer_progress(comm, r, &p) < 0) {
       ot = mg__cat(others, sizeof others, ot, ", rank %d's progress is unknown", r);
       continue;
     }
@@ -287,7 +297,7 @@ mg__trace_snap_t *mg__trace_snapshot(mg_comm_t *comm, const char *reason) {
   if (progress) {
     s->npeers = comm->nranks;
     for (int r = 0; r < comm->nranks; r++)
-      s->peer_known[r] = comm->backend->peer_progress(comm, r, &s->peers[r]) == MG_OK;
+      s->peer_known[r] = mg__peer_progress(comm, r, &s->peers[r]) == MG_OK;
   }
   pthread_mutex_lock(&t->lock);
   s->recorded = t->next_id;
