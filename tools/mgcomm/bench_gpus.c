@@ -9,12 +9,14 @@
  * stream on the NCCL backend (a program passes its own) and the tool has no CUDA binding of its
  * own; mg_memcpy copies on a non-blocking stream of the library's, never while work is in flight.
  *
- * The time (nccl-tests' rule): on every rank, mg_record_timed before and after a batch of
- * iterations (requests of CUDA events that take the GPU's timestamp), each waited for within the
- * communicator's timeout; mg_request_elapsed gives the batch's time on that GPU; the time of one
- * iteration is the slowest GPU's batch time / iterations. The communicators learn of completion
- * by polling (MG_COMPLETION_POLL), so that no host function sits on a stream between two timed
- * events.
+ * The time: on every rank, mg_record_timed before the first iteration of a batch and after each
+ * one (requests of CUDA events that take the GPU's timestamp), each waited for within the
+ * communicator's timeout; mg_request_elapsed between two consecutive marks gives that
+ * iteration's time on that GPU, the slowest GPU's is the iteration's time, and the row reports
+ * the median over the iterations, as on the host backend (nccl-tests divides one batch's time
+ * by the iterations: a mean, which one slow iteration moves). The communicators learn of
+ * completion by polling (MG_COMPLETION_POLL), so that no host function sits on a stream between
+ * two timed events.
  *
  * For each collective, size and placement: fill and copy in every rank's images, run one checked
  * iteration (timed as a batch of one: it sets the iteration counts), copy out and check every
@@ -36,7 +38,9 @@ typedef struct mg_bench_gpus {
   const void **sp;        /* per rank: what one operation reads ... */
   void **rp;              /* ... and writes */
   void *send_img, *img;   /* host images, one rank at a time */
-  mg_request_t **marks;   /* per rank: the start mark of a batch, then (at n + q) its end */
+  int iters_max;          /* the longest batch */
+  mg_request_t **marks;   /* mark i of rank q at [i * n + q]: before iteration i (i <= iters) */
+  double *times;          /* per iteration of the last batch: the slowest rank's time */
 } mg_bench_gpus_t;
 
 static int mg_bench_gpus_agree(mg_bench_part_t *p, double *v, size_t n, mg_op_t op) {
@@ -61,16 +65,16 @@ int mg_bench_gpus_describe(mg_bench_opts_t *o) {
   return 0;
 }
 
-/* Posts `iters` iterations of case k, each one group over every GPU, between a timed mark
- * before and one after on every rank, and waits for all of them. *sec = the slowest rank's time
- * for the batch. MG_OK, or the first failure (its message in mg_last_error()). */
+/* Posts `iters` iterations of case k, each one group over every GPU, with a timed mark on every
+ * rank before the first and after each, and waits for all of them. times[i] = the slowest
+ * rank's time of iteration i. MG_OK, or the first failure (its message in mg_last_error()). */
 static mg_status_t mg_bench_gpus_batch(mg_bench_gpus_t *gp, const mg_bench_case_t *k, int iters,
-                                       double *sec) {
-  const int n = gp->n;
-  mg_request_t **start = gp->marks, **end = gp->marks + n;
+                                       double *times) {
+  const int n = gp->n, nmarks = (iters + 1) * n;
+  mg_request_t **m = gp->marks;
   mg_status_t st = MG_OK;
-  for (int q = 0; q < 2 * n; q++) gp->marks[q] = NULL;
-  for (int q = 0; q < n && st == MG_OK; q++) st = mg_record_timed(gp->comms[q], NULL, &start[q]);
+  for (int j = 0; j < nmarks; j++) m[j] = NULL;
+  for (int q = 0; q < n && st == MG_OK; q++) st = mg_record_timed(gp->comms[q], NULL, &m[q]);
   for (int i = 0; i < iters && st == MG_OK; i++) {
     st = mg_group_begin();
     if (st != MG_OK) break;
@@ -80,21 +84,23 @@ static mg_status_t mg_bench_gpus_batch(mg_bench_gpus_t *gp, const mg_bench_case_
                           gp->comms[q], q, n, NULL);
     }
     st = mg_group_end();
+    for (int q = 0; q < n && st == MG_OK; q++)
+      st = mg_record_timed(gp->comms[q], NULL, &m[(i + 1) * n + q]);
   }
-  for (int q = 0; q < n && st == MG_OK; q++) st = mg_record_timed(gp->comms[q], NULL, &end[q]);
-  *sec = 0;
-  for (int q = 0; q < n && st == MG_OK; q++) {
-    double s = 0;
-    /* 0: each wait is bounded by the request's own deadline, the communicator's timeout. */
-    st = mg_request_wait(start[q], 0);
-    if (st == MG_OK) st = mg_request_wait(end[q], 0);
-    if (st == MG_OK) st = mg_request_elapsed(start[q], end[q], &s);
-    if (st == MG_OK && s > *sec) *sec = s;
+  /* 0: each wait is bounded by the request's own deadline, the communicator's timeout. */
+  for (int j = 0; j < nmarks && st == MG_OK; j++) st = mg_request_wait(m[j], 0);
+  for (int i = 0; i < iters && st == MG_OK; i++) {
+    times[i] = 0;
+    for (int q = 0; q < n && st == MG_OK; q++) {
+      double s = 0;
+      st = mg_request_elapsed(m[i * n + q], m[(i + 1) * n + q], &s);
+      if (st == MG_OK && s > times[i]) times[i] = s;
+    }
   }
-  for (int q = 0; q < 2 * n; q++) {
+  for (int j = 0; j < nmarks; j++) {
     /* Our own requests or NULL: freeing cannot fail (a pending one is detached, after a failure)
      * and leaves the failure's message in place. */
-    (void)mg_request_free(gp->marks[q]);
+    (void)mg_request_free(m[j]);
   }
   return st;
 }
@@ -118,7 +124,7 @@ static int mg_bench_gpus_measure(mg_bench_part_t *p, const mg_bench_case_t *k,
       if (st == MG_OK) st = mem->put(gp->comms[q], buf, gp->img, bufn * e);
     }
   }
-  double est = 0, sec = 0;
+  double est = 0;
   if (st == MG_OK) st = mg_bench_gpus_batch(gp, k, 1, &est);
   uint64_t wrong = 0;
   for (int q = 0; q < gp->n && st == MG_OK && o->check; q++) {
@@ -127,15 +133,13 @@ static int mg_bench_gpus_measure(mg_bench_part_t *p, const mg_bench_case_t *k,
   }
   int iters = 0, warmup = 0;
   if (st == MG_OK) mg_bench_counts(o, est, &iters, &warmup);
-  if (st == MG_OK && warmup > 0) st = mg_bench_gpus_batch(gp, k, warmup, &sec);
-  if (st == MG_OK) st = mg_bench_gpus_batch(gp, k, iters, &sec);
+  if (st == MG_OK && warmup > 0) st = mg_bench_gpus_batch(gp, k, warmup, gp->times);
+  if (st == MG_OK) st = mg_bench_gpus_batch(gp, k, iters, gp->times);
   if (st != MG_OK) {
     mg_bench_failed("gpus", k, st); /* the library's message names the rank */
     return -1;
   }
-  double per_iter = sec / iters;
-  mg_bench_row(o, k, &per_iter, 1, warmup, wrong, row);
-  row->iters = iters;
+  mg_bench_row(o, k, gp->times, iters, warmup, wrong, row);
   return 0;
 }
 
@@ -155,12 +159,15 @@ int mg_bench_run_gpus(mg_bench_opts_t *o, mg_bench_report_t *rep) {
   gp.buf = calloc((size_t)n, sizeof *gp.buf);
   gp.sp = calloc((size_t)n, sizeof *gp.sp);
   gp.rp = calloc((size_t)n, sizeof *gp.rp);
-  gp.marks = calloc(2 * (size_t)n, sizeof *gp.marks);
+  gp.iters_max = o->iters > 0 ? o->iters : MG_BENCH_ITERS_DEFAULT;
+  if (o->warmup > gp.iters_max) gp.iters_max = o->warmup;
+  gp.marks = calloc((size_t)(gp.iters_max + 1) * (size_t)n, sizeof *gp.marks);
+  gp.times = calloc((size_t)gp.iters_max, sizeof *gp.times);
   gp.send_img = calloc(1, send_max ? send_max : 1);
   gp.img = calloc(1, buf_max ? buf_max : 1);
   int status = 1;
-  if (!gp.comms || !gp.send || !gp.buf || !gp.sp || !gp.rp || !gp.marks || !gp.send_img ||
-      !gp.img) {
+  if (!gp.comms || !gp.send || !gp.buf || !gp.sp || !gp.rp || !gp.marks || !gp.times ||
+      !gp.send_img || !gp.img) {
     fprintf(stderr, "mgcomm bench: out of memory\n");
     goto out;
   }
@@ -201,6 +208,7 @@ out:
   free(gp.sp);
   free(gp.rp);
   free(gp.marks);
+  free(gp.times);
   free(gp.send_img);
   free(gp.img);
   return status;
