@@ -61,9 +61,9 @@ void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o) {
     fprintf(f, "#   rank %d: GPU %d, %s, %s\n", q, o->gpus[q].ordinal, o->gpus[q].name,
             o->gpus[q].pci_bus_id);
   if (o->ranks == MG_BENCH_GPUS)
-    fprintf(f, "# time: per iteration, the slowest GPU's (end - start) / iterations, where start "
-               "and end are CUDA events (mg_record_timed, mg_request_elapsed) around the batch of "
-               "timed iterations on its stream");
+    fprintf(f, "# time: median over iterations of the slowest GPU's (end - start), where start "
+               "and end are CUDA events (mg_record_timed, mg_request_elapsed) recorded before and "
+               "after the iteration on its stream");
   else if (o->ranks == MG_BENCH_WORLD)
     fprintf(f, "# time: median over iterations of (mg_request_wait returned - mg_world_<op> "
                "called) on the submitting thread, monotonic clock");
