@@ -343,6 +343,20 @@ MG_EXTERN mg_status_t mg_comm_finalize(mg_comm_t *comm);
  * Afterwards only queries and mg_comm_destroy are accepted; a second abort is MG_OK. */
 MG_EXTERN mg_status_t mg_comm_abort(mg_comm_t *comm);
 
+/* Revokes comm (as ncclCommRevoke, NCCL >= 2.28.7; MPI's MPIX_Comm_revoke): every operation in
+ * flight on comm stops and ends with MG_ERR_ABORTED ("the communicator was revoked"), pending
+ * requests too, and the call returns once comm is quiescent (bounded by its timeout). Unlike
+ * abort, the communicator's resources stay: afterwards comm is in the error state, where
+ * mg_comm_shrink (to go on without a failed rank), mg_comm_abort, mg_comm_destroy and queries
+ * are accepted, and finalize is not. Local: the other ranks are not asked. The host backend
+ * tells them (their waits on this rank fail with MG_ERR_REMOTE naming it); NCCL does not (their
+ * operations with this rank stop at their own deadlines, or when they revoke too). May be called
+ * from any thread while another is blocked in an operation on comm. A second revoke is MG_OK.
+ * Errors: MG_ERR_INVALID_USAGE (bad handle; comm aborted or finalized), MG_ERR_NOT_SUPPORTED
+ * (the loaded NCCL is older than 2.28.7: nothing was done, comm is as it was),
+ * MG_ERR_TIMED_OUT (NCCL did not become quiescent in time: comm is revoked, abort it). */
+MG_EXTERN mg_status_t mg_comm_revoke(mg_comm_t *comm);
+
 /* Releases comm. Not finalized and not aborted: the communicator is aborted first (pending
  * operations end with MG_ERR_ABORTED). NULL is MG_OK. After the call the handle is invalid, and
  * so are its registrations and custom ops.

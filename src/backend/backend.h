@@ -144,6 +144,7 @@ enum {
   MG__CAP_ASYNC = 1u << 6,    /* operations complete on the device after launch returns: the
                                  flight recorder's "completed" means issued, and only marks tell
                                  when the device finished (timeout messages say so) */
+  MG__CAP_REVOKE = 1u << 8,   /* comm_revoke is provided (the loaded library may still refuse) */
   MG__CAP_PROGRESS_LOCAL = 1u << 7, /* peer_progress knows only the ranks of this process: for
                                        communicators of mg_comm_init_env the core publishes and
                                        reads progress through the job's store (src/boot/
@@ -174,6 +175,11 @@ typedef struct mg__backend {
                              double deadline);
   /* Completes issued work and makes the communicator quiescent. */
   mg_status_t (*comm_finalize)(mg_comm_t *comm, double deadline);
+  /* mg_comm_revoke, before the core stops comm's waits: stops what the backend has in flight on
+   * comm, tells the peers where the transport can, and returns once the backend is quiescent
+   * (bounded by deadline). MG_ERR_NOT_SUPPORTED, with nothing done, when the loaded library
+   * cannot revoke. Called without comm->lock (an operation may be running). */
+  mg_status_t (*comm_revoke)(mg_comm_t *comm, double deadline);
   /* Wakes every wait on comm so that it sees comm->aborting; called from any thread, without
    * comm->lock, possibly while an operation runs. Must not block. */
   void (*comm_interrupt)(mg_comm_t *comm);

@@ -454,7 +454,8 @@ mg_status_t mg_comm_finalize(mg_comm_t *comm) {
 /* The part of abort that never blocks: flags, pending requests, waking the waits. Not under the
  * lock: a thread blocked under it must be woken first. */
 static void mg__comm_abort_start(mg_comm_t *comm) {
-  if (atomic_exchange(&comm->aborting, 1)) return; /* already aborting or aborted */
+  /* Already aborting or aborted: nothing to do. A revoked comm is aborted now. */
+  if (atomic_exchange(&comm->aborting, MG__STOP_ABORT) == MG__STOP_ABORT) return;
   atomic_store(&comm->state, MG_COMM_ABORTED);
   int expected = MG_OK;
   atomic_compare_exchange_strong(&comm->async_error, &expected, MG_ERR_ABORTED);
@@ -478,6 +479,43 @@ void mg__comm_abort_nowait(mg_comm_t *comm) {
     mg__comm_abort_finish(comm);
     pthread_mutex_unlock(&comm->lock);
   }
+}
+
+mg_status_t mg_comm_revoke(mg_comm_t *comm) {
+  static const char fn[] = "mg_comm_revoke";
+  MG_CHECK(mg__comm_check(comm, fn));
+  int state = atomic_load(&comm->state);
+  if (state != MG_COMM_READY && state != MG_COMM_ERROR)
+    return mg__error(MG_ERR_INVALID_USAGE, "%s: comm (rank %d of %d) is %s", fn, comm->rank,
+                     comm->nranks, mg__state_name(state));
+  if (atomic_load(&comm->aborting) == MG__STOP_REVOKE) return MG_OK; /* revoked already */
+  if (!(comm->backend->caps & MG__CAP_REVOKE))
+    return mg__error(MG_ERR_NOT_SUPPORTED, "%s: the %s backend cannot revoke", fn,
+                     comm->backend->name);
+  mg_status_t st = comm->backend->comm_revoke(comm, mg__comm_deadline(comm));
+  if (st == MG_ERR_NOT_SUPPORTED) return st; /* nothing was done */
+  int zero = 0;
+  if (!atomic_compare_exchange_strong(&comm->aborting, &zero, MG__STOP_REVOKE) &&
+      zero != MG__STOP_REVOKE)
+    return mg__error(MG_ERR_INVALID_USAGE, "%s: comm (rank %d of %d) was aborted meanwhile", fn,
+                     comm->rank, comm->nranks);
+  int ready = MG_COMM_READY;
+  atomic_compare_exchange_strong(&comm->state, &ready, MG_COMM_ERROR);
+  int ok = MG_OK;
+  atomic_compare_exchange_strong(&comm->async_error, &ok, MG_ERR_ABORTED);
+  MG_INFO(MG_SUBSYS_INIT, "%s: rank %d of %d", fn, comm->rank, comm->nranks);
+  char msg[96];
+  snprintf(msg, sizeof msg, "rank %d of %d: the communicator was revoked", comm->rank,
+           comm->nranks);
+  mg__wd_abort(comm, NULL, 0, msg);
+  comm->backend->comm_interrupt(comm);
+  pthread_mutex_lock(&comm->lock); /* the calls in flight have returned */
+  pthread_mutex_unlock(&comm->lock);
+  if (st < 0) { /* the backend did not become quiescent in time */
+    mg__comm_save_error(comm);
+    return st;
+  }
+  return MG_OK;
 }
 
 mg_status_t mg_comm_abort(mg_comm_t *comm) {

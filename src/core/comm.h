@@ -27,6 +27,8 @@ typedef struct mg__custom_op {
   struct mg__custom_op *next;
 } mg__custom_op_t;
 
+enum { MG__STOP_ABORT = 1, MG__STOP_REVOKE = 2 }; /* values of mg_comm.aborting */
+
 struct mg_comm {
   uint32_t magic;                 /* MG__COMM_MAGIC while valid */
   const mg__backend_t *backend;
@@ -38,7 +40,9 @@ struct mg_comm {
   pthread_mutex_t lock;           /* serialises operations and lifecycle calls on this comm */
   atomic_int state;               /* mg_comm_state_t */
   atomic_int async_error;         /* mg_status_t: MG_OK, or what put the comm in MG_COMM_ERROR */
-  atomic_int aborting;            /* set first thing by abort; backends' waits watch it */
+  atomic_int aborting;            /* set first thing by abort (MG__STOP_ABORT) or revoke
+                                     (MG__STOP_REVOKE); backends' waits watch it: any non-zero
+                                     value stops them */
   pthread_mutex_t err_lock;       /* guards last_error */
   char last_error[MG__ERROR_LEN]; /* last error raised on this comm, by any thread */
   pthread_mutex_t seq_lock;       /* guards coll_seq, p2p_seq, worker creation */

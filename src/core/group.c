@@ -78,8 +78,9 @@ static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
   mg_status_t st = MG_OK;
   for (int i = 0; i < nc && st == MG_OK; i++) { /* an abort may have come since validation */
     if (numbered && atomic_load(&comms[i]->aborting))
-      st = mg__error(MG_ERR_ABORTED, "%s on rank %d: the communicator was aborted before the "
-                     "operation ran", mg__opkind_name(ops[0]->kind), comms[i]->rank);
+      st = mg__error(MG_ERR_ABORTED, "%s on rank %d: the communicator was %s before the "
+                     "operation ran", mg__opkind_name(ops[0]->kind), comms[i]->rank,
+                     atomic_load(&comms[i]->aborting) == MG__STOP_REVOKE ? "revoked" : "aborted");
     else
       st = mg__comm_check_state(comms[i], mg__opkind_name(ops[0]->kind));
   }

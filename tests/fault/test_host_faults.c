@@ -1,7 +1,7 @@
 /*
  * test_host_faults.c -- nothing blocks forever on the host backend (contracts 3 and 4).
  *
- *   test_host_faults init_timeout | coll_timeout | killed_rank | abort_blocked
+ *   test_host_faults init_timeout | coll_timeout | killed_rank | abort_blocked | revoke_blocked
  *
  * init_timeout: rank 2 of 3 never arrives: the others get MG_ERR_TIMED_OUT within the deadline +
  *   1 s, naming rank 2; the segment's name is gone from /dev/shm.
@@ -12,6 +12,10 @@
  * abort_blocked: a thread aborts a communicator while another thread is blocked in it: the
  *   blocked call returns MG_ERR_ABORTED at once and abort returns; the peer then fails with
  *   MG_ERR_REMOTE naming the aborted rank.
+ * revoke_blocked: ranks 0 and 1 of 3 wait in an all_reduce that rank 2 withholds; another thread
+ *   revokes rank 0: its call returns MG_ERR_ABORTED ("revoked") at once, rank 1's fails with
+ *   MG_ERR_REMOTE naming rank 0, rank 0 refuses new work and finalize but not shrink; ranks 0
+ *   and 1 shrink without rank 2 and their all_reduce is right.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -185,6 +189,66 @@ static void test_abort_blocked(void) {
   ASSERT_OK(mg_comm_destroy(comms[1]));
 }
 
+/* ---- revoke_blocked ---- */
+static mg_status_t revoke_st[2];
+static double revoke_dt[2];
+static mg_comm_t *shrunk[2];
+
+static void *revoked_thread(void *arg) {
+  int r = (int)(intptr_t)arg;
+  int64_t v = r + 1, out = 0;
+  double t0 = mg__now();
+  revoke_st[r] = mg_all_reduce(&v, &out, 1, MG_INT64, MG_SUM, comms[r], NULL);
+  revoke_dt[r] = mg__now() - t0;
+  if (revoke_st[r] == MG_ERR_ABORTED) ASSERT_CONTAINS(mg_last_error(), "revoked");
+  if (revoke_st[r] == MG_ERR_REMOTE) ASSERT_CONTAINS(mg_last_error(), "rank 0 aborted");
+  return NULL;
+}
+
+static void *shrink_thread(void *arg) {
+  int r = (int)(intptr_t)arg;
+  const int gone = 2;
+  mg_status_t st = mg_comm_shrink(comms[r], &gone, 1, NULL, &shrunk[r]);
+  if (st != MG_OK) FAIL("rank %d: mg_comm_shrink: %s: %s", r, mg_status_name(st), mg_last_error());
+  int64_t v = r + 1, out = 0;
+  ASSERT_OK(mg_all_reduce(&v, &out, 1, MG_INT64, MG_SUM, shrunk[r], NULL));
+  ASSERT_EQ(out, 3);
+  return NULL;
+}
+
+static void test_revoke_blocked(void) {
+  mg_config_t cfg = config(30);
+  ASSERT_OK(mg_comm_init_all(&cfg, 3, NULL, comms));
+  pthread_t t[2];
+  for (int r = 0; r < 2; r++) pthread_create(&t[r], NULL, revoked_thread, (void *)(intptr_t)r);
+  usleep(300000); /* both wait for rank 2 */
+  double t0 = mg__now();
+  ASSERT_OK(mg_comm_revoke(comms[0]));
+  ASSERT(mg__now() - t0 < 0.5);
+  for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+  ASSERT_EQ(revoke_st[0], MG_ERR_ABORTED);
+  ASSERT_EQ(revoke_st[1], MG_ERR_REMOTE);
+  ASSERT(revoke_dt[0] < 1.0 && revoke_dt[1] < 1.5);
+  mg_comm_state_t state;
+  ASSERT_OK(mg_comm_state(comms[0], &state));
+  ASSERT_EQ(state, MG_COMM_ERROR);
+  mg_status_t async;
+  ASSERT_OK(mg_comm_async_error(comms[0], &async));
+  ASSERT_EQ(async, MG_ERR_ABORTED);
+  ASSERT_OK(mg_comm_revoke(comms[0])); /* a second revoke */
+  int64_t v = 1, out;
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_all_reduce(&v, &out, 1, MG_INT64, MG_SUM, comms[0], NULL));
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_comm_finalize(comms[0]));
+  /* The survivors go on without rank 2, which drops out. */
+  ASSERT_OK(mg_comm_abort(comms[2]));
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_comm_revoke(comms[2]));
+  for (int r = 0; r < 2; r++) pthread_create(&t[r], NULL, shrink_thread, (void *)(intptr_t)r);
+  for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+  for (int r = 0; r < 2; r++) ASSERT_OK(mg_comm_destroy(shrunk[r]));
+  for (int r = 0; r < 3; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_comm_revoke(NULL));
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) FAIL("usage: %s TEST", argv[0]);
   const char *t = argv[1];
@@ -192,6 +256,7 @@ int main(int argc, char **argv) {
   else if (strcmp(t, "coll_timeout") == 0) test_coll_timeout();
   else if (strcmp(t, "killed_rank") == 0) test_killed_rank();
   else if (strcmp(t, "abort_blocked") == 0) test_abort_blocked();
+  else if (strcmp(t, "revoke_blocked") == 0) test_revoke_blocked();
   else FAIL("unknown test %s", t);
   printf("%s: ok\n", t);
   return 0;

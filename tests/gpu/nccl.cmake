@@ -28,7 +28,7 @@ if(MGCOMM_TESTING)
   set_tests_properties(gpu_coll_harness_catches PROPERTIES
     PASS_REGULAR_EXPRESSION "1 wrong elements of .*results differ from the host backend")
 endif()
-foreach(mode pointers inject inittimeout withheld abort watchdog world)
+foreach(mode pointers inject inittimeout withheld abort watchdog revoke world)
   mg_test(NAME gpu_faults_${mode} EXE test_gpu_faults
           SOURCES ${_mg_dir}/test_gpu_faults.c ${MG_GPU_UTIL}
           ARGS ${mode} LABELS gpu TIMEOUT 300 ENV ${MG_GPU_ENV})

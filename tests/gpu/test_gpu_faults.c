@@ -22,6 +22,10 @@
  *                mg_record request: the watchdog ends it with MG_ERR_TIMED_OUT within the
  *                deadline + 1 s, naming the operation and what rank 1 last enqueued, and aborts
  *                rank 0's communicator (on_timeout abort); rebuilt, the pair is correct again
+ *   revoke       mg_comm_revoke: with NCCL >= 2.28.7, rank 0's all_reduce that rank 1 withholds
+ *                (its kernel waits on the GPU) is stopped, the stream drains, rank 0 is in the
+ *                error state, and rebuilt communicators are correct; with an older NCCL the call
+ *                is MG_ERR_NOT_SUPPORTED naming the version needed, and the pair still works
  *   world        a world of the two GPUs: a receive whose send never comes ends its request with
  *                MG_ERR_TIMED_OUT within the deadline + 1 s, naming the rank; the world refuses
  *                work until mg_world_rebuild; then a receive withheld on the GPU is ended by
@@ -435,6 +439,41 @@ static void mode_watchdog(void) {
   destroy_all(c);
 }
 
+static void mode_revoke(void) {
+  mg_comm_t *c[N];
+  make_all(c, GU_TIMEOUT_S);
+  void *sb[N], *rb[N];
+  for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], 4096), rb[r] = gu_alloc(&dev[r], 4096);
+  check_all_reduce(c, sb, rb, 1024, "warm-up (connections made)");
+  mg_feature_info_t fi;
+  ASSERT_OK(mg_feature_info(MG_FEATURE_NCCL_REVOKE, &fi));
+  if (!fi.available) {
+    ASSERT_STATUS(MG_ERR_NOT_SUPPORTED, mg_comm_revoke(c[0]));
+    ASSERT_CONTAINS(mg_last_error(), "2.28.7");
+    printf("  refused: %s\n", mg_last_error());
+    check_all_reduce(c, sb, rb, 1024, "after a refused revoke");
+  } else {
+    ASSERT_OK(mg_all_reduce(sb[0], rb[0], 1024, MG_FLOAT32, MG_SUM, c[0],
+                            (mg_stream_t)dev[0].stream)); /* rank 1 withholds its own */
+    usleep(300000);
+    ASSERT_EQ(gu_done(&dev[0], "the withheld all_reduce"), 0);
+    const double t0 = gu_now();
+    mg_status_t st = mg_comm_revoke(c[0]);
+    if (st != MG_OK) FAIL("mg_comm_revoke: %s: %s", mg_status_name(st), mg_last_error());
+    printf("  revoke returned after %.3f s\n", gu_now() - t0);
+    gu_sync(&dev[0], 20, "the withheld all_reduce, after revoke");
+    mg_comm_state_t state;
+    ASSERT_OK(mg_comm_state(c[0], &state));
+    ASSERT_EQ(state, MG_COMM_ERROR);
+    ASSERT_OK(mg_comm_abort(c[1]));
+    destroy_all(c);
+    make_all(c, GU_TIMEOUT_S);
+    check_all_reduce(c, sb, rb, 1024, "rebuilt after a revoke");
+  }
+  for (int r = 0; r < N; r++) gu_free(&dev[r], sb[r]), gu_free(&dev[r], rb[r]);
+  destroy_all(c);
+}
+
 typedef struct {
   mg_world_t *world;
   double delay_s, took_s;
@@ -524,7 +563,7 @@ static void mode_world(void) {
 
 int main(int argc, char **argv) {
   if (argc != 2)
-    FAIL("usage: %s pointers|nocheck|inject|inittimeout|withheld|abort|watchdog|world", argv[0]);
+    FAIL("usage: %s pointers|nocheck|inject|inittimeout|withheld|abort|watchdog|revoke|world", argv[0]);
   gu_need(N);
   for (int r = 0; r < N; r++) gu_dev_open(&dev[r], r);
   const double t0 = gu_now();
@@ -535,6 +574,7 @@ int main(int argc, char **argv) {
   else if (strcmp(argv[1], "withheld") == 0) mode_withheld();
   else if (strcmp(argv[1], "abort") == 0) mode_abort();
   else if (strcmp(argv[1], "watchdog") == 0) mode_watchdog();
+  else if (strcmp(argv[1], "revoke") == 0) mode_revoke();
   else if (strcmp(argv[1], "world") == 0) mode_world();
   else FAIL("unknown mode %s", argv[1]);
   for (int r = 0; r < N; r++) gu_dev_close(&dev[r]);

@@ -215,6 +215,15 @@ static void h_abort(mg_comm_t *comm) {
   if (s->base != NULL) mg__hshm_fail(s, comm->rank);
 }
 
+/* The peers learn of it as of an abort (their waits on this rank fail, naming it); this rank's
+ * own waits stop when the core sets comm->aborting, right after. */
+static mg_status_t h_revoke(mg_comm_t *comm, double deadline) {
+  (void)deadline;
+  mg__hshm_t *s = &mg__hcomm(comm)->shm;
+  if (s->base != NULL) mg__hshm_fail(s, comm->rank);
+  return MG_OK;
+}
+
 static void h_destroy(mg_comm_t *comm) { mg__hshm_detach(&mg__hcomm(comm)->shm, MG__HRANK_LEFT); }
 
 static mg_status_t h_async_error(mg_comm_t *comm) {
@@ -322,7 +331,8 @@ const mg__backend_t mg__backend_host = {
     .version = MG__BACKEND_VERSION,
     .name = "host",
     .id = MG_BACKEND_HOST,
-    .caps = MG__CAP_SPLIT | MG__CAP_SHRINK | MG__CAP_PREMUL | MG__CAP_PROGRESS | MG__CAP_MARKS,
+    .caps = MG__CAP_SPLIT | MG__CAP_SHRINK | MG__CAP_REVOKE | MG__CAP_PREMUL | MG__CAP_PROGRESS |
+            MG__CAP_MARKS,
     .comm_priv_size = sizeof(mg__hcomm_t),
     .available = h_available,
     .unique_id = h_unique_id,
@@ -330,6 +340,7 @@ const mg__backend_t mg__backend_host = {
     .comm_init_all = h_init_all,
     .comm_split = h_split,
     .comm_shrink = h_shrink,
+    .comm_revoke = h_revoke,
     .comm_finalize = h_finalize,
     .comm_interrupt = h_interrupt,
     .comm_abort = h_abort,

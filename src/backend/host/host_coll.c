@@ -147,8 +147,10 @@ static int mg__coll_timeout(mg__hx_t *x) {
 /* Checks a blocked operation: abort, deadline, and (every 100 ms) the peers it depends on. */
 static int mg__hx_check(mg__hx_t *x, double now) {
   char d[160], why[160];
-  if (atomic_load(&x->comm->aborting)) {
-    mg__error(MG_ERR_ABORTED, "%s: the communicator was aborted", mg__desc(x->op, d, sizeof d));
+  const int stop = atomic_load(&x->comm->aborting);
+  if (stop) {
+    mg__error(MG_ERR_ABORTED, "%s: the communicator was %s", mg__desc(x->op, d, sizeof d),
+              stop == MG__STOP_REVOKE ? "revoked" : "aborted");
     return mg__hx_fail(x, MG_ERR_ABORTED, x->me);
   }
   if (now > x->op->deadline) {

@@ -350,6 +350,24 @@ static mg_status_t n_finalize(mg_comm_t *comm, double deadline) {
   return st;
 }
 
+static mg_status_t n_revoke(mg_comm_t *comm, double deadline) {
+  static const char fn[] = "mg_comm_revoke";
+  MG_CHECK(mg__feature_require(MG_FEATURE_NCCL_REVOKE, fn));
+  mg__ncomm_t *nx = mg__ncomm(comm);
+  mg__CUcontext saved = NULL;
+  MG_CHECK(mg__device_ctx_enter(nx->ctx, &saved));
+  mg_status_t st;
+  /* NCCL stops what is in flight and reports ncclInProgress until the comm is quiescent. */
+  mg__ncclResult_t r = mg__nccl.CommRevoke(nx->nc, MG__NCCL_REVOKE_DEFAULT);
+  if (r != MG__ncclSuccess && r != MG__ncclInProgress)
+    st = mg__nccl_error(r, "ncclCommRevoke", nx->nc);
+  else
+    st = mg__nccl_wait(&comm, 1, deadline, "ncclCommRevoke");
+  mg__device_ctx_leave(nx->ctx, saved);
+  if (st < 0) mg__error_prefix(fn);
+  return st;
+}
+
 static void n_interrupt(mg_comm_t *comm) {
   /* Nothing to wake: every wait of this backend (mg__nccl_wait, the copy stream's, mark_wait)
    * reads comm->aborting at least every millisecond. */
@@ -481,7 +499,8 @@ const mg__backend_t mg__backend_nccl = {
     .version = MG__BACKEND_VERSION,
     .name = "nccl",
     .id = MG_BACKEND_NCCL,
-    .caps = MG__CAP_SPLIT | MG__CAP_SHRINK | MG__CAP_PREMUL | MG__CAP_PROGRESS | MG__CAP_MARKS |
+    .caps = MG__CAP_SPLIT | MG__CAP_SHRINK | MG__CAP_REVOKE | MG__CAP_PREMUL | MG__CAP_PROGRESS |
+            MG__CAP_MARKS |
             MG__CAP_STREAM | MG__CAP_ASYNC | MG__CAP_PROGRESS_LOCAL,
     .comm_priv_size = sizeof(mg__ncomm_t),
     .available = n_available,
@@ -490,6 +509,7 @@ const mg__backend_t mg__backend_nccl = {
     .comm_init_all = n_init_all,
     .comm_split = n_split,
     .comm_shrink = n_shrink,
+    .comm_revoke = n_revoke,
     .comm_finalize = n_finalize,
     .comm_interrupt = n_interrupt,
     .comm_abort = n_abort,
