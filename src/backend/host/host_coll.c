@@ -37,6 +37,21 @@
  * data collectives, each reader copies once from the owner's buffer, and owners wait until every
  * reader is done. */
 enum { MG__ALG_CHUNK, MG__ALG_ONE, MG__ALG_TWO, MG__ALG_MAIL, MG__ALG_DIRECT };
+
+/* ThreadSanitizer sees the ranks' counters through each rank's own mapping of the segment, at
+ * different addresses, so it cannot tell that a published counter orders a direct copy from a
+ * peer's buffer (ordinary memory, one address). These annotations say it, on the buffer itself:
+ * the owner releases it before publishing its address, a reader acquires it after seeing it
+ * posted and releases it before saying it is done, and the owner acquires it once all are. */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define MG__TSAN_ACQUIRE(p) __tsan_acquire((void *)(uintptr_t)(p))
+#define MG__TSAN_RELEASE(p) __tsan_release((void *)(uintptr_t)(p))
+#else
+#define MG__TSAN_ACQUIRE(p) ((void)0)
+#define MG__TSAN_RELEASE(p) ((void)0)
+#endif
 enum { MG__SET_NONE, MG__SET_ROOT, MG__SET_ALL };
 
 typedef struct mg__hx {
@@ -349,6 +364,7 @@ static void mg__copy_in(mg__hx_t *x) {
   const size_t es = x->es, c = op->count, E = x->E;
   const size_t off = (size_t)x->k * E;
   if (x->alg == MG__ALG_DIRECT) { /* peers read send itself; its address goes before posted */
+    MG__TSAN_RELEASE(op->send);
     atomic_store_explicit(&x->s->ranks[x->me].daddr, (uint64_t)(uintptr_t)op->send,
                           memory_order_relaxed);
     return;
@@ -620,7 +636,9 @@ static int mg__coll_progress(mg__hx_t *x) {
       }
       progressed = 1;
       if (x->alg == MG__ALG_DIRECT) {
+        for (int r = 0; r < x->n; r++) MG__TSAN_ACQUIRE(atomic_load(&x->s->ranks[r].daddr));
         mg_status_t st = mg__direct_out(x);
+        for (int r = 0; r < x->n; r++) MG__TSAN_RELEASE(atomic_load(&x->s->ranks[r].daddr));
         if (st < 0) {
           char d[160];
           mg__error_prefix("%s", mg__desc(x->op, d, sizeof d));
@@ -646,6 +664,7 @@ static int mg__coll_progress(mg__hx_t *x) {
     }
     if (x->phase == 3) {
       if (!MG__READY(x, MG__SET_ALL, released, s + 1)) return progressed;
+      MG__TSAN_ACQUIRE(x->op->send);
       hc->all_released = s + 1;
       step_done = 1;
     }
