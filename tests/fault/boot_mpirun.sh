@@ -6,14 +6,7 @@
 set -u
 job=$1
 mode=${2:-all}
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "SKIP: no mpirun on PATH (Debian: apt-get install openmpi-bin)"
-  exit 77
-fi
-if ! mpirun --version 2>&1 | grep -q "Open MPI"; then
-  echo "SKIP: mpirun is not Open MPI's: $(mpirun --version 2>&1 | head -n 1)"
-  exit 77
-fi
+. "$(cd "$(dirname "$0")/../common" && pwd)/need_openmpi.sh"
 # Only Open MPI's variables and the store address: nothing of mgcomm launch's.
 unset MGCOMM_RANK MGCOMM_WORLD_SIZE MGCOMM_LOCAL_RANK MGCOMM_JOB_TOKEN RANK WORLD_SIZE LOCAL_RANK
 unset MASTER_ADDR MASTER_PORT

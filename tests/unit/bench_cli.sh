@@ -303,14 +303,8 @@ procs_fault)
 
 mpirun)
   need_python
-  if ! command -v mpirun >/dev/null 2>&1; then
-    echo "SKIP: no mpirun on PATH (Debian: apt-get install openmpi-bin)"
-    exit 77
-  fi
-  if ! mpirun --version 2>&1 | grep -q "Open MPI"; then
-    echo "SKIP: mpirun is not Open MPI's: $(mpirun --version 2>&1 | head -n 1)"
-    exit 77
-  fi
+  # shellcheck source=tests/common/need_openmpi.sh
+  . "$root/tests/common/need_openmpi.sh"
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   # Running as root (CI containers) needs both variables; two cores may need --oversubscribe.
   MGCOMM_STORE=127.0.0.1:$port OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
