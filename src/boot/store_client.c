@@ -153,6 +153,11 @@ static mg_status_t mg__exchange(mg_store_t *s, int fd, const mg__req_t *q, mg__r
   switch (io) {
     case MG__IO_OK: break;
     case MG__IO_TIMEOUT:
+      /* HELLO's key is the job token: never printed. */
+      if (q->op != MG__OP_HELLO && q->key.len > 0)
+        return mg__error(MG_ERR_TIMED_OUT, "%s(\"%.*s\"): the store at %s did not answer in time",
+                         fn, (int)(q->key.len < 200 ? q->key.len : 200), (const char *)q->key.p,
+                         s->address);
       return mg__error(MG_ERR_TIMED_OUT, "%s: the store at %s did not answer in time", fn,
                        s->address);
     case MG__IO_EOF:
