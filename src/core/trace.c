@@ -197,8 +197,13 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
     return;
   }
   if (pend.id == 0) {
-    mg__cat(buf, len, o, "rank %d of %d has no operation pending%s", comm->rank, comm->nranks,
-            t == NULL ? " (no flight recorder)" : "");
+    o = mg__cat(buf, len, o, "rank %d of %d has no operation pending%s", comm->rank, comm->nranks,
+                t == NULL ? " (no flight recorder)" : "");
+    /* What was awaited may have just failed (e.g. a peer's abort reached it first). */
+    if (last.id != 0 && last.state == MG__TR_FAILED)
+      mg__cat(buf, len, o, "; its last operation, %s #%llu (%s x %llu), failed with %s",
+              mg__opkind_name(last.kind), (unsigned long long)last.seq, mg__dt(last.dtype),
+              (unsigned long long)last.count, mg_status_name((mg_status_t)last.status));
     return;
   }
   o = mg__cat(buf, len, o, "%s #%llu (%s x %llu)%s", mg__opkind_name(pend.kind),

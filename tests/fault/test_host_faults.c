@@ -26,6 +26,7 @@
 
 #include "backend/host/host.h"
 #include "core/clock.h"
+#include "core/trace.h"
 #include "test.h"
 
 static mg_unique_id_t uid;
@@ -185,6 +186,11 @@ static void test_abort_blocked(void) {
     ASSERT(mg__now() - t0 < 1.0);
   }
   ASSERT_CONTAINS(mg_last_error(), "rank 0 aborted");
+  /* What a request expiring now on rank 1 would say: nothing pending, and why. */
+  char where[512];
+  mg__trace_describe(comms[1], where, sizeof where);
+  ASSERT_CONTAINS(where, "rank 1 of 2 has no operation pending; its last operation, all_reduce #");
+  ASSERT_CONTAINS(where, "failed with MG_ERR_REMOTE");
   ASSERT_OK(mg_comm_destroy(comms[0]));
   ASSERT_OK(mg_comm_destroy(comms[1]));
 }
