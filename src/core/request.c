@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/handle.h"
+#include "core/idle_thread.h"
 #include "core/log.h"
 #include "core/params.h"
 #include "core/request.h"
@@ -144,11 +145,9 @@ static struct {
   pthread_mutex_t lock;
   pthread_cond_t cv;
   mg_request_t *head, *tail;
-  int running;   /* a thread serves the queue */
-  int joinable;  /* a thread left and was not joined yet */
-  int stop;      /* exit: leave when the queue is empty */
-  pthread_t th;
-} mg__cbq = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0, 0};
+  mg__idle_thread_t t; /* the thread that serves the queue */
+  int stop;            /* exit: leave when the queue is empty */
+} mg__cbq = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, {0}, 0};
 
 static void *mg__cbq_main(void *arg) {
   mg__set_library_thread(NULL);
@@ -171,8 +170,7 @@ static void *mg__cbq_main(void *arg) {
     int rc = pthread_cond_timedwait(&mg__cbq.cv, &mg__cbq.lock, &ts);
     if (rc != 0 && mg__cbq.head == NULL) break; /* idle: leave */
   }
-  mg__cbq.running = 0;
-  mg__cbq.joinable = 1;
+  mg__idle_thread_left(&mg__cbq.t);
   pthread_mutex_unlock(&mg__cbq.lock);
   return NULL;
 }
@@ -186,30 +184,20 @@ static void mg__cbq_push(mg_request_t *req) {
   else
     mg__cbq.head = req;
   mg__cbq.tail = req;
-  if (!mg__cbq.running) {
-    if (mg__cbq.joinable) {
-      pthread_join(mg__cbq.th, NULL); /* it has left its loop; joining is immediate */
-      mg__cbq.joinable = 0;
+  if (!mg__idle_thread_ensure(&mg__cbq.t, mg__cbq_main, "mg-callbacks")) {
+    /* No thread: run the queue here, outside the lock. This thread holds no library lock
+     * (contract of the callers), so the callbacks still run outside every library lock. */
+    mg_request_t *q = mg__cbq.head;
+    mg__cbq.head = mg__cbq.tail = NULL;
+    pthread_mutex_unlock(&mg__cbq.lock);
+    MG_WARN("cannot start the callback thread; running the queued callbacks on this thread");
+    while (q != NULL) {
+      mg_request_t *next = q->cb_next;
+      mg__run_callback(q);
+      mg__request_unref(q);
+      q = next;
     }
-    if (pthread_create(&mg__cbq.th, NULL, mg__cbq_main, NULL) == 0) {
-      mg__cbq.running = 1;
-      /* The name helps a debugger only. */
-      (void)pthread_setname_np(mg__cbq.th, "mg-callbacks");
-    } else {
-      /* No thread: run the queue here, outside the lock. This thread holds no library lock
-       * (contract of the callers), so the callbacks still run outside every library lock. */
-      mg_request_t *q = mg__cbq.head;
-      mg__cbq.head = mg__cbq.tail = NULL;
-      pthread_mutex_unlock(&mg__cbq.lock);
-      MG_WARN("cannot start the callback thread; running the queued callbacks on this thread");
-      while (q != NULL) {
-        mg_request_t *next = q->cb_next;
-        mg__run_callback(q);
-        mg__request_unref(q);
-        q = next;
-      }
-      return;
-    }
+    return;
   }
   pthread_cond_signal(&mg__cbq.cv);
   pthread_mutex_unlock(&mg__cbq.lock);
@@ -219,14 +207,14 @@ __attribute__((destructor)) static void mg__cbq_exit(void) {
   pthread_mutex_lock(&mg__cbq.lock);
   mg__cbq.stop = 1;
   pthread_cond_signal(&mg__cbq.cv);
-  int join = mg__cbq.running || mg__cbq.joinable;
+  int join = mg__idle_thread_exists(&mg__cbq.t);
   pthread_mutex_unlock(&mg__cbq.lock);
   if (!join) return;
   /* A callback that never returns must not hold the process at exit. */
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   ts.tv_sec += 2;
-  if (pthread_timedjoin_np(mg__cbq.th, NULL, &ts) != 0) MG_WARN("a callback is still running at exit");
+  if (pthread_timedjoin_np(mg__cbq.t.th, NULL, &ts) != 0) MG_WARN("a callback is still running at exit");
 }
 
 static void mg__cbq_atfork_child(void) {
@@ -234,7 +222,7 @@ static void mg__cbq_atfork_child(void) {
   pthread_mutex_init(&mg__cbq.lock, NULL);
   pthread_cond_init(&mg__cbq.cv, NULL);
   mg__cbq.head = mg__cbq.tail = NULL;
-  mg__cbq.running = mg__cbq.joinable = mg__cbq.stop = 0;
+  mg__cbq.t.running = mg__cbq.t.joinable = mg__cbq.stop = 0;
 }
 
 __attribute__((constructor)) static void mg__cbq_init(void) {

@@ -27,6 +27,7 @@
 
 #include "core/clock.h"
 #include "core/handle.h"
+#include "core/idle_thread.h"
 #include "core/log.h"
 #include "core/params.h"
 #include "core/request.h"
@@ -50,12 +51,12 @@ static struct {
   pthread_cond_t cv;
   mg_request_t *head;   /* pending requests, doubly linked */
   int n;                /* listed requests */
-  int running, joinable, stop;
-  pthread_t th;
+  mg__idle_thread_t t;  /* the watchdog thread */
+  int stop;
   double next_errors;   /* next poll of the communicators' asynchronous errors */
   double wake_at;       /* when the sleeping thread wakes up next */
   int added;            /* a request was listed since the thread's last scan */
-} mg__wd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+} mg__wd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, {0}, 0, 0, 0, 0};
 
 /* ---- the list -------------------------------------------------------------------------------- */
 
@@ -88,18 +89,9 @@ mg_status_t mg__wd_add(mg_request_t *req, mg_comm_t *comm) {
   mg__wd.head = req;
   req->wd_listed = 1;
   mg__wd.n++;
-  if (!mg__wd.running) {
-    if (mg__wd.joinable) {
-      pthread_join(mg__wd.th, NULL); /* it has left its loop; joining is immediate */
-      mg__wd.joinable = 0;
-    }
-    if (pthread_create(&mg__wd.th, NULL, mg__wd_main, NULL) == 0) {
-      mg__wd.running = 1;
-      (void)pthread_setname_np(mg__wd.th, "mg-watchdog"); /* for debuggers only */
-    } else {
-      /* Requests stay bounded: mg_request_wait and mg_request_test expire them themselves. */
-      MG_WARN("cannot start the watchdog thread; requests expire only when waited for or tested");
-    }
+  if (!mg__idle_thread_ensure(&mg__wd.t, mg__wd_main, "mg-watchdog")) {
+    /* Requests stay bounded: mg_request_wait and mg_request_test expire them themselves. */
+    MG_WARN("cannot start the watchdog thread; requests expire only when waited for or tested");
   }
   /* Wake the thread only for a deadline or poll before its next wake-up (not per request). */
   double first = req->kind == MG__REQ_RECORD && req->strategy != MG_COMPLETION_HOSTFN &&
@@ -366,8 +358,7 @@ static void *mg__wd_main(void *arg) {
       (void)pthread_cond_timedwait(&mg__wd.cv, &mg__wd.lock, &ts);
     }
   }
-  mg__wd.running = 0;
-  mg__wd.joinable = 1;
+  mg__idle_thread_left(&mg__wd.t);
   mg__wd.wake_at = 0;
   pthread_mutex_unlock(&mg__wd.lock);
   return NULL;
@@ -377,9 +368,9 @@ __attribute__((destructor)) static void mg__wd_exit(void) {
   pthread_mutex_lock(&mg__wd.lock);
   mg__wd.stop = 1;
   pthread_cond_signal(&mg__wd.cv);
-  int join = mg__wd.running || mg__wd.joinable;
+  int join = mg__idle_thread_exists(&mg__wd.t);
   pthread_mutex_unlock(&mg__wd.lock);
-  if (join) pthread_join(mg__wd.th, NULL); /* it never blocks: it leaves at once */
+  if (join) pthread_join(mg__wd.t.th, NULL); /* it never blocks: it leaves at once */
 }
 
 static void mg__wd_atfork_child(void) {
@@ -389,7 +380,7 @@ static void mg__wd_atfork_child(void) {
   pthread_cond_init(&mg__wd.cv, NULL);
   mg__wd.head = NULL;
   mg__wd.n = 0;
-  mg__wd.running = mg__wd.joinable = mg__wd.stop = 0;
+  mg__wd.t.running = mg__wd.t.joinable = mg__wd.stop = 0;
 }
 
 __attribute__((constructor)) static void mg__wd_init(void) {
