@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 
 #include "mgcomm.h"
 
@@ -74,5 +76,21 @@
            mg_status_name(want), mg_last_error());                                      \
   } while (0)
 #define ASSERT_OK(call) ASSERT_STATUS(MG_OK, call)
+
+/* Reaps the forked ranks pids[0 .. n): each must have exited with 0. */
+static inline void test_wait_ranks(const pid_t *pids, int n) {
+  for (int r = 0; r < n; r++) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pids[r], &status, 0), pids[r]);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) FAIL("rank %d failed (0x%x)", r, status);
+  }
+}
+
+/* Reaps a rank the test killed: it must have ended by a signal. */
+static inline void test_wait_killed(pid_t pid) {
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT(WIFSIGNALED(status));
+}
 
 #endif

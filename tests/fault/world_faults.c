@@ -309,14 +309,8 @@ static void test_killed_rank(void) {
   ASSERT_EQ(read(pipefd[0], &ch, 1), 1);
   usleep(200000);
   ASSERT_EQ(kill(pids[2], SIGKILL), 0);
-  for (int r = 0; r < 2; r++) {
-    int status;
-    ASSERT_EQ(waitpid(pids[r], &status, 0), pids[r]);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) FAIL("rank %d failed (0x%x)", r, status);
-  }
-  int status;
-  ASSERT_EQ(waitpid(pids[2], &status, 0), pids[2]);
-  ASSERT(WIFSIGNALED(status));
+  test_wait_ranks(pids, 2);
+  test_wait_killed(pids[2]);
 }
 
 /* ---- world_timeout ---- */

@@ -164,11 +164,7 @@ int main(int argc, char **argv) {
         _exit(0);
       }
     }
-    for (int r = 0; r < N; r++) {
-      int status;
-      ASSERT_EQ(waitpid(pids[r], &status, 0), pids[r]);
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) FAIL("rank %d failed (0x%x)", r, status);
-    }
+    test_wait_ranks(pids, N);
   }
   printf("communicator management, %s: ok\n", use_threads ? "threads" : "processes");
   return 0;
