@@ -229,6 +229,11 @@ typedef struct mg__backend {
    * communicator's asynchronous error). May run on any thread, concurrently with mark_notify,
    * mark_wait and mg__mark_signal of the same mark, never with or after mark_release. */
   mg_status_t (*mark_query)(mg__mark_t *mark);
+  /* Optional (NULL: not known early). Never blocks: the error a mark not reached yet is bound to
+   * report, when that is already decided (host streams: an item before it failed, and the mark
+   * will carry that sticky error), else MG_OK. Used when a request expires, so that it reports
+   * the failure it is waiting behind rather than a bare timeout. Same threads as mark_query. */
+  mg_status_t (*mark_doomed)(mg__mark_t *mark);
   /* Arms the HOSTFN strategy: mg__mark_signal(mark, st) will be called once (NCCL:
    * cuLaunchHostFunc). MG_OK or an error (nothing armed; the core then polls). */
   mg_status_t (*mark_notify)(mg__mark_t *mark);

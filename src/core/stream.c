@@ -494,6 +494,19 @@ mg_status_t mg__hmark_query(mg__mark_t *m) {
   return MG_OK;
 }
 
+mg_status_t mg__hmark_doomed(mg__mark_t *m) {
+  mg__hmark_tok_t *t = mg__hm(m)->tok;
+  if (t == NULL || atomic_load_explicit(&t->reached, memory_order_acquire)) return MG_OK;
+  /* The worker runs items in order: a sticky error set before the marker ran came from an item
+   * before it, and the marker will report it. */
+  struct mg_stream *s = t->s;
+  pthread_mutex_lock(&s->lock);
+  mg_status_t st = s->err;
+  if (st < 0) mg__error(st, "%s", s->errmsg);
+  pthread_mutex_unlock(&s->lock);
+  return st;
+}
+
 mg_status_t mg__hmark_notify(mg__mark_t *m) {
   mg__hmark_tok_t *t = mg__hm(m)->tok;
   if (t == NULL) {

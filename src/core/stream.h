@@ -51,6 +51,7 @@ mg_status_t mg__stream_submit(mg__op_t *const *ops, int n);
  * gets a marker item that is reached when the worker runs it. */
 mg_status_t mg__hmark_record(mg__mark_t *mark);
 mg_status_t mg__hmark_query(mg__mark_t *mark);
+mg_status_t mg__hmark_doomed(mg__mark_t *mark);
 mg_status_t mg__hmark_notify(mg__mark_t *mark);
 mg_status_t mg__hmark_wait(mg__mark_t *mark, double deadline);
 void mg__hmark_release(mg__mark_t *mark);

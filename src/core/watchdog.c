@@ -146,6 +146,16 @@ void mg__request_expire(mg_request_t *req, int inline_cb) {
   if (atomic_load_explicit(&req->state, memory_order_acquire) != MG__REQ_PENDING) return;
   char msg[MG__ERROR_LEN];
   mg__expire_ctx_t x = {req, msg, sizeof msg, 0, NULL};
+  if (req->kind == MG__REQ_RECORD && req->be->mark_doomed != NULL) {
+    /* An operation before the mark failed: that failure is the request's outcome, whatever the
+     * clock says (and its own timeout or abort has already been handled on its communicator). */
+    mg_status_t doomed = req->be->mark_doomed(&req->mark);
+    if (doomed < 0) {
+      mg_last_error_copy(msg, sizeof msg);
+      (void)mg__request_complete(req, doomed, msg, inline_cb);
+      return;
+    }
+  }
   if (req->kind == MG__REQ_RECORD) {
     if (!mg__handle_with(req->comm, MG__HANDLE_COMM, mg__expire_comm, &x))
       snprintf(msg, sizeof msg, "%s timed out (its communicator was destroyed)", req->what);

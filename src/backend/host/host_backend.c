@@ -358,6 +358,7 @@ const mg__backend_t mg__backend_host = {
     .mark_priv_size = MG__HMARK_PRIV_SIZE,
     .mark_record = mg__hmark_record,
     .mark_query = mg__hmark_query,
+    .mark_doomed = mg__hmark_doomed,
     .mark_notify = mg__hmark_notify,
     .mark_wait = mg__hmark_wait,
     .mark_release = mg__hmark_release,
