@@ -10,8 +10,8 @@
 #      all_gather, reduce_scatter, all_to_all, broadcast, sendrecv), runs nccl-tests'
 #      <coll>_perf, raw NCCL with nonblocking communicators (bench/nccl_perf --impl
 #      raw-nonblocking: what contract 4 costs by itself) and mgcomm (bench/nccl_perf) in turn,
-#      -R times each, over the same sizes (-b 8 -e 4G -f 2) and iterations, without data checks
-#      (the GPU tests check);
+#      -R times each, over the same sizes (-b 8 -e 4G -f 2 unless -b/-e say otherwise) and
+#      iterations, without data checks (the GPU tests check);
 #   3. measures the host-side cost of one 8-byte all_reduce against raw NCCL (nccl_perf
 #      overhead), with mgcomm's pointer checks on and off;
 #   4. writes under $OUT (default $BUILD/bench-out):
@@ -21,8 +21,10 @@
 #                                against nccl-tests)
 #        bench-logs.tar.gz       every run's output
 #
-#   bench/nccl_vs_nccl_tests.sh [-g "2 4"] [-R repeats] [-n iters] [-w warmup] [-e maxbytes]
-#                               [-c coll,coll...]
+#   bench/nccl_vs_nccl_tests.sh [-g "2 4"] [-R repeats] [-n iters] [-w warmup] [-b minbytes]
+#                               [-e maxbytes] [-c coll,coll...]
+# (-b 64M -e 256M -n 400: the steady state of the sizes with a target, where a fixed cost per
+# timed batch, such as a slower first launch, weighs 10 times less than with -n 40)
 # Environment: SOURCE_COMMIT (the commit named in the report, where the copy has no git history),
 # NCCL_LIB (default /usr/lib/x86_64-linux-gnu/libnccl.so.2: both programs load
 # exactly this file), CUDA_HOME (/usr/local/cuda), JOBS (16), BUILD, OUT, NCCL_TESTS_SRC.
@@ -39,7 +41,7 @@ out=${OUT:-$build/bench-out}
 src=${NCCL_TESTS_SRC:-$root/.peer/nccl-tests}
 nccl_lib=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
 jobs=${JOBS:-16}
-gpu_counts="" repeats=3 iters=40 warmup=10 maxb=4G
+gpu_counts="" repeats=3 iters=40 warmup=10 minb=8 maxb=4G
 colls=all_reduce,all_gather,reduce_scatter,all_to_all,broadcast,sendrecv
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
@@ -48,6 +50,7 @@ while [ $# -gt 0 ]; do
   -R) repeats=$2 ;;
   -n) iters=$2 ;;
   -w) warmup=$2 ;;
+  -b) minb=$2 ;;
   -e) maxb=$2 ;;
   -c) colls=$2 ;;
   *) echo "nccl_vs_nccl_tests.sh: unknown option $1" >&2; exit 2 ;;
@@ -96,12 +99,12 @@ for g in $gpu_counts; do
     [ -x "$nt" ] || fail "no $nt"
     for r in $(seq 1 "$repeats"); do
       say "$g GPUs, $c, run $r of $repeats"
-      "$nt" -g "$g" -b 8 -e "$maxb" -f 2 -n "$iters" -w "$warmup" -c 0 \
+      "$nt" -g "$g" -b "$minb" -e "$maxb" -f 2 -n "$iters" -w "$warmup" -c 0 \
         >"$logs/nt-$g-$c-$r.txt" 2>&1 || { tail -20 "$logs/nt-$g-$c-$r.txt" >&2; fail "nccl-tests $c failed"; }
-      "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b 8 -e "$maxb" -f 2 -n "$iters" -w "$warmup" \
+      "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" -w "$warmup" \
         --impl raw-nonblocking >"$logs/nb-$g-$c-$r.txt" 2>&1 ||
         { tail -20 "$logs/nb-$g-$c-$r.txt" >&2; fail "nccl_perf --impl raw-nonblocking $c failed"; }
-      "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b 8 -e "$maxb" -f 2 -n "$iters" -w "$warmup" \
+      "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" -w "$warmup" \
         >"$logs/mg-$g-$c-$r.txt" 2>&1 || { tail -20 "$logs/mg-$g-$c-$r.txt" >&2; fail "nccl_perf $c failed"; }
     done
   done
@@ -141,7 +144,7 @@ doc = ["# mgcomm (NCCL backend) vs nccl-tests", "",
        "- NCCL: $nccl_lib, loaded by both (nccl-tests: library %s, built against headers %s in $hdr)" %
        (lib_of((glob.glob(logs + "/nt-*") or [None])[0], r"nccl-library=(\d+)"), "$hdr_code"),
        "- mgcomm $commit: bench/nccl_perf; nccl-tests $(cat "$src/COMMIT" 2>/dev/null | cut -c1-12): <coll>_perf; "
-       "-b 8 -e $maxb -f 2 -n $iters -w $warmup, no data check; medians of %d alternated runs each" % R,
+       "-b $minb -e $maxb -f 2 -n $iters -w $warmup, no data check; medians of %d alternated runs each" % R,
        "- NCCL_NVLS_ENABLE=0; mgcomm's communicators are nonblocking (ARCHITECTURE.md contract 4), "
        "nccl-tests' blocking; both set nvlinkCentricSched=1 on NCCL >= 2.28", ""]
 missed = []
