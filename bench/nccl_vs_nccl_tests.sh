@@ -22,7 +22,10 @@
 #        bench-logs.tar.gz       every run's output
 #
 #   bench/nccl_vs_nccl_tests.sh [-g "2 4"] [-R repeats] [-n iters] [-w warmup] [-b minbytes]
-#                               [-e maxbytes] [-c coll,coll...]
+#                               [-e maxbytes] [-c coll,coll...] [-B 1]
+# -B 1 adds a control: bench/nccl_perf --impl raw-blocking (column bl), nccl-tests' blocking
+# communicators driven by our harness, which tells a gap of NCCL's nonblocking mode from one of
+# the harness (buffers, streams, timing).
 # (-b 64M -e 256M -n 400: the steady state of the sizes with a target, where a fixed cost per
 # timed batch, such as a slower first launch, weighs 10 times less than with -n 40)
 # Environment: SOURCE_COMMIT (the commit named in the report, where the copy has no git history),
@@ -41,7 +44,7 @@ out=${OUT:-$build/bench-out}
 src=${NCCL_TESTS_SRC:-$root/.peer/nccl-tests}
 nccl_lib=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
 jobs=${JOBS:-16}
-gpu_counts="" repeats=3 iters=40 warmup=10 minb=8 maxb=4G
+gpu_counts="" repeats=3 iters=40 warmup=10 minb=8 maxb=4G control=0
 colls=all_reduce,all_gather,reduce_scatter,all_to_all,broadcast,sendrecv
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
@@ -51,6 +54,7 @@ while [ $# -gt 0 ]; do
   -n) iters=$2 ;;
   -w) warmup=$2 ;;
   -b) minb=$2 ;;
+  -B) control=$2 ;;
   -e) maxb=$2 ;;
   -c) colls=$2 ;;
   *) echo "nccl_vs_nccl_tests.sh: unknown option $1" >&2; exit 2 ;;
@@ -106,6 +110,10 @@ for g in $gpu_counts; do
         { tail -20 "$logs/nb-$g-$c-$r.txt" >&2; fail "nccl_perf --impl raw-nonblocking $c failed"; }
       "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" -w "$warmup" \
         >"$logs/mg-$g-$c-$r.txt" 2>&1 || { tail -20 "$logs/mg-$g-$c-$r.txt" >&2; fail "nccl_perf $c failed"; }
+      [ "$control" = 1 ] || continue
+      "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" -w "$warmup" \
+        --impl raw-blocking >"$logs/bl-$g-$c-$r.txt" 2>&1 ||
+        { tail -20 "$logs/bl-$g-$c-$r.txt" >&2; fail "nccl_perf --impl raw-blocking $c failed"; }
     done
   done
 done
@@ -148,15 +156,18 @@ doc = ["# mgcomm (NCCL backend) vs nccl-tests", "",
        "- NCCL_NVLS_ENABLE=0; mgcomm's communicators are nonblocking (ARCHITECTURE.md contract 4), "
        "nccl-tests' blocking; both set nvlinkCentricSched=1 on NCCL >= 2.28", ""]
 missed = []
+ctl = bool(glob.glob(logs + "/bl-*"))
 for g in counts:
     doc += ["## %s GPUs: bus bandwidth (GB/s)" % g, "",
-            "oop: out of place, ip: in place; nb: raw NCCL with nonblocking communicators; ratios "
+            "oop: out of place, ip: in place; " + ("bl: raw NCCL with blocking communicators in our harness; " if ctl else "") + "nb: raw NCCL with nonblocking communicators; ratios "
             "are mgcomm / nccl-tests, and mgcomm / nb for the cost of mgcomm itself.", "",
-            "| collective | size (B) | nccl-tests oop | nb oop | mgcomm oop | ratio | vs nb | nccl-tests ip | mgcomm ip | ratio | target |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+            "| collective | size (B) | nccl-tests oop |" + (" bl oop |" if ctl else "") +
+            " nb oop | mgcomm oop | ratio | vs nb | nccl-tests ip | mgcomm ip | ratio | target |",
+            "| --- | ---: | ---: |" + (" ---: |" if ctl else "") + " ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for c in colls:
         nt = [rows(p) for p in sorted(glob.glob(f"{logs}/nt-{g}-{c}-*.txt"))]
         nb = [rows(p) for p in sorted(glob.glob(f"{logs}/nb-{g}-{c}-*.txt"))]
+        bl = [rows(p) for p in sorted(glob.glob(f"{logs}/bl-{g}-{c}-*.txt"))]
         mg = [rows(p) for p in sorted(glob.glob(f"{logs}/mg-{g}-{c}-*.txt"))]
         sizes = sorted(set().union(*[set(x) for x in nt]) & set().union(*[set(x) for x in mg]))
         fmt = lambda v: "%.2f" % v if v is not None else "N/A"
@@ -169,7 +180,8 @@ for g in counts:
                 if k == 1:
                     n_ = med([x[s][k] for x in nb if s in x])
                     rn = b / n_ if n_ and b else None
-                    cells += [fmt(a), fmt(n_), fmt(b), "%.3f" % r if r is not None else "",
+                    cells += [fmt(a)] + ([fmt(med([x[s][k] for x in bl if s in x]))] if ctl else [])
+                    cells += [fmt(n_), fmt(b), "%.3f" % r if r is not None else "",
                               "%.3f" % rn if rn is not None else ""]
                 else:
                     cells += [fmt(a), fmt(b), "%.3f" % r if r is not None else ""]
