@@ -90,6 +90,7 @@ static void gpu_release(int g, void *p) {
   CU(mg__cuda.MemFree((mg__CUdeviceptr)(uintptr_t)p), "cuMemFree");
 }
 
+
 /* Waits for stream g (polling, at most 120 s: a stuck collective is an error, not a hang). */
 static void gpu_wait(int g) {
   const double t0 = now_s();
@@ -139,6 +140,36 @@ static void nccl_settle(mg__ncclComm_t c, const char *what) {
     nccl_ok(mg__nccl.CommGetAsyncError(c, &state), c, "ncclCommGetAsyncError");
     if (state == MG__ncclSuccess) return;
     if (state != MG__ncclInProgress) die(what, mg__nccl_error(state, what, c));
+  }
+}
+
+/* A bandwidth buffer of GPU g, zeroed: from ncclMemAlloc where the loaded NCCL has it, as
+ * nccl-tests allocates its buffers (CUDA VMM memory that the peers map; with cuMemAlloc memory
+ * NCCL's all-to-all on 4 H200s ran 4-8 % slower, whatever the communicators); mgcomm's through
+ * mg_mem_alloc, its public form of the same call. */
+static void *bw_buffer(int g, size_t bytes, mg_comm_t *comm) {
+  if (mg__nccl.MemAlloc == NULL) return gpu_zeroed(g, bytes);
+  void *p = NULL;
+  CU(mg__cuda.CtxSetCurrent(gpus[g].ctx), "cuCtxSetCurrent");
+  if (comm != NULL) {
+    mg_status_t st = mg_mem_alloc(comm, bytes, &p);
+    if (st != MG_OK) die("mg_mem_alloc", st);
+  } else {
+    nccl_ok(mg__nccl.MemAlloc(&p, bytes), NULL, "ncclMemAlloc");
+  }
+  CU(mg__cuda.MemsetD8((mg__CUdeviceptr)(uintptr_t)p, 0, bytes), "cuMemsetD8");
+  return p;
+}
+
+static void bw_buffer_release(int g, void *p, int mgcomm) {
+  if (mg__nccl.MemAlloc == NULL) {
+    gpu_release(g, p);
+  } else if (mgcomm) {
+    mg_status_t st = mg_mem_free(p);
+    if (st != MG_OK) die("mg_mem_free", st);
+  } else {
+    CU(mg__cuda.CtxSetCurrent(gpus[g].ctx), "cuCtxSetCurrent");
+    nccl_ok(mg__nccl.MemFree(p), NULL, "ncclMemFree");
   }
 }
 
@@ -243,9 +274,13 @@ static int run_bw(const bw_opts_t *o) {
     if (b > o->maxb / o->factor) break;
   }
   void *sb[MAXG], *rb[MAXG];
-  for (int r = 0; r < ngpus; r++) sb[r] = gpu_zeroed(r, smax), rb[r] = gpu_zeroed(r, rmax);
-  printf("# nccl_perf bw: %s (mgcomm %s), %d GPUs of one process, NCCL %s, -n %d -w %d\n",
-         impl_name[o->impl], mg_version_string(), ngpus, li.version_string, o->iters, o->warmup);
+  for (int r = 0; r < ngpus; r++) {
+    mg_comm_t *owner = o->impl == IMPL_MGCOMM ? comms[r] : NULL;
+    sb[r] = bw_buffer(r, smax, owner), rb[r] = bw_buffer(r, rmax, owner);
+  }
+  printf("# nccl_perf bw: %s (mgcomm %s), %d GPUs of one process, NCCL %s, -n %d -w %d, "
+         "buffers from %s\n", impl_name[o->impl], mg_version_string(), ngpus, li.version_string,
+         o->iters, o->warmup, mg__nccl.MemAlloc != NULL ? "ncclMemAlloc" : "cuMemAlloc");
   printf("# Collective test starting: %s_perf\n", mg_bench_coll_name(o->coll));
   printf("#       size         count      type   redop    root     time   algbw   busbw #wrong"
          "     time   algbw   busbw #wrong\n");
@@ -269,7 +304,8 @@ static int run_bw(const bw_opts_t *o) {
     if (b > o->maxb / o->factor) break;
   }
   for (int r = 0; r < ngpus; r++) {
-    gpu_release(r, sb[r]), gpu_release(r, rb[r]);
+    bw_buffer_release(r, sb[r], o->impl == IMPL_MGCOMM);
+    bw_buffer_release(r, rb[r], o->impl == IMPL_MGCOMM);
     if (o->impl == IMPL_MGCOMM && mg_comm_destroy(comms[r]) != MG_OK)
       die("mg_comm_destroy", MG_ERR_INTERNAL);
   }
