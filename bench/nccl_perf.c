@@ -144,9 +144,9 @@ static void nccl_settle(mg__ncclComm_t c, const char *what) {
 }
 
 /* A bandwidth buffer of GPU g, zeroed: from ncclMemAlloc where the loaded NCCL has it, as
- * nccl-tests allocates its buffers (CUDA VMM memory that the peers map; with cuMemAlloc memory
- * NCCL's all-to-all on 4 H200s ran 4-8 % slower, whatever the communicators); mgcomm's through
- * mg_mem_alloc, its public form of the same call. */
+ * nccl-tests allocates its buffers (CUDA VMM memory that the peers map), so that the two
+ * programs differ in nothing but the calls; mgcomm's through mg_mem_alloc, its public form of
+ * the same call. */
 static void *bw_buffer(int g, size_t bytes, mg_comm_t *comm) {
   if (mg__nccl.MemAlloc == NULL) return gpu_zeroed(g, bytes);
   void *p = NULL;
