@@ -121,8 +121,9 @@ done
 # ---- 3. host-side cost --------------------------------------------------------------------------
 for chk in 1 0; do
   say "host-side cost, pointer checks $chk"
+  # A failure here leaves the bandwidth tables standing: the report says "not measured".
   MGCOMM_CHECK_POINTERS=$chk "$build/bench/nccl_perf" overhead -g 2 -n 20000 -B 8 \
-    >"$logs/overhead-$chk.txt" 2>&1 || { tail -20 "$logs/overhead-$chk.txt" >&2; fail "nccl_perf overhead failed"; }
+    >"$logs/overhead-$chk.txt" 2>&1 || { tail -20 "$logs/overhead-$chk.txt" >&2; say "nccl_perf overhead failed"; }
 done
 
 # ---- 4. report (also of a run stopped early: TERM and INT write what ran) -------------------
@@ -198,24 +199,28 @@ over = {}
 for chk in ("1", "0"):
     p = f"{logs}/overhead-{chk}.txt"
     for line in (open(p) if os.path.exists(p) else []):
-        m = re.match(r"\s+(raw NCCL, blocking comm|raw NCCL, nonblocking comm \+ poll|mgcomm)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
+        m = re.match(r"\s+(raw NCCL, blocking comm|raw NCCL, nonblocking comm \+ poll|mgcomm's own share|mgcomm)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
         if m:
             doc.append(f"| {'on' if chk == '1' else 'off'} | {m.group(1)} | {m.group(2)} | {m.group(3)} | {m.group(4)} |")
         m = re.match(r"\s+(one (buffer|stream) check [^0-9]*?)\s+([\d.]+)$", line)
         if m and chk == "1":
             doc.append(f"| (alone) | {m.group(1)} | {m.group(3)} | | |")
-        m = re.match(r"overhead_us_vs_(\w+) ([-\d.]+)", line)
-        if m: over[(chk, m.group(1))] = float(m.group(2))
+        m = re.match(r"(?:overhead_us_vs_(\w+)|(own)_share_us) ([-\d.]+)", line)
+        if m: over[(chk, m.group(1) or m.group(2))] = float(m.group(3))
 doc.append("")
 for chk in ("1", "0"):
-    nb, b = over.get((chk, "nonblocking")), over.get((chk, "blocking"))
-    if nb is None or b is None:
+    nb, b, own = over.get((chk, "nonblocking")), over.get((chk, "blocking")), over.get((chk, "own"))
+    if nb is None or b is None or own is None:
         doc.append(f"- checks {'on' if chk == '1' else 'off'}: not measured")
         missed.append(f"host cost, checks {chk}: not measured")
         continue
-    doc.append(f"- checks {'on' if chk == '1' else 'off'}: mgcomm over raw nonblocking NCCL {nb:+.3f} us "
-               f"(target <= 1 us: {'ok' if nb <= 1 else '**MISSED**'}); over raw blocking NCCL {b:+.3f} us")
-    if nb > 1: missed.append(f"host cost, checks {chk}: {nb:.3f} us")
+    doc.append(f"- checks {'on' if chk == '1' else 'off'}: mgcomm's own share of a call {own:.3f} us "
+               f"(target <= 1 us: {'ok' if own <= 1 else '**MISSED**'}); difference of medians over "
+               f"raw nonblocking NCCL {nb:+.3f} us, over raw blocking NCCL {b:+.3f} us")
+    if own > 1: missed.append(f"host cost, checks {chk}: {own:.3f} us")
+doc += ["", "The target is judged on the own share (the call's time less its span inside NCCL): the "
+        "difference of two medians of 60-140 us calls read +0.2 to +2.8 us for the same mgcomm code "
+        "on 2026-11-22 (bench/results/2026-11-22-nccl-steady-4xH200.md), a spread wider than the target."]
 doc += ["", "Targets: " + ("all met." if not missed else "missed: " + "; ".join(missed)), ""]
 if "$partial": doc.insert(2, "- **partial**: the run was stopped before it finished; what ran is below")
 open(dst, "w").write("\n".join(doc))
