@@ -92,7 +92,6 @@ static void gpu_release(int g, void *p) {
   CU(mg__cuda.MemFree((mg__CUdeviceptr)(uintptr_t)p), "cuMemFree");
 }
 
-
 /* Waits for stream g (polling, at most 120 s: a stuck collective is an error, not a hang). */
 static void gpu_wait(int g) {
   const double t0 = now_s();
@@ -469,7 +468,9 @@ static int run_overhead(int calls, size_t bytes) {
       if (ovh.samples[r][v] == NULL) die("out of memory", MG_ERR_OUT_OF_MEMORY);
     }
   pthread_barrier_init(&ovh.barrier, NULL, (unsigned)ngpus);
-  shims_install(); /* for every form alike: two clock reads per NCCL call */
+  /* For every form alike (two clock reads per NCCL call); installed and removed while no
+   * thread of ours is inside NCCL and mgcomm's communicators are idle. */
+  shims_install();
   pthread_t th[MAXG];
   for (int r = 0; r < ngpus; r++) pthread_create(&th[r], NULL, ovh_rank, (void *)(intptr_t)r);
   for (int r = 0; r < ngpus; r++) pthread_join(th[r], NULL);
