@@ -26,8 +26,8 @@
 # -B 1 adds a control: bench/nccl_perf --impl raw-blocking (column bl), nccl-tests' blocking
 # communicators driven by our harness, which tells a gap of NCCL's nonblocking mode from one of
 # the harness (buffers, streams, timing).
-# (-b 64M -e 256M -n 400: the steady state of the sizes with a target, where a fixed cost per
-# timed batch, such as a slower first launch, weighs 10 times less than with -n 40)
+# (-b 64M -e 256M -n 300: the steady state of the sizes with a target, where a fixed cost per
+# timed batch, such as a slower first launch, weighs 7.5 times less than with -n 40)
 # Environment: SOURCE_COMMIT (the commit named in the report, where the copy has no git history),
 # NCCL_LIB (default /usr/lib/x86_64-linux-gnu/libnccl.so.2: both programs load
 # exactly this file), CUDA_HOME (/usr/local/cuda), JOBS (16), BUILD, OUT, NCCL_TESTS_SRC.
