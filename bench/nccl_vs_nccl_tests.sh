@@ -97,6 +97,8 @@ export MGCOMM_NCCL_LIBRARY=$nccl_lib                    # mgcomm loads exactly t
 export LD_LIBRARY_PATH=$(dirname "$nccl_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} # so does nccl-tests
 
 # ---- 2. bandwidth ---------------------------------------------------------------------------
+forms="nb:raw-nonblocking mg:mgcomm" # log prefix:nccl_perf --impl
+[ "$control" != 1 ] || forms+=" bl:raw-blocking"
 for g in $gpu_counts; do
   for c in ${colls//,/ }; do
     nt=$nt_build/${c/all_to_all/alltoall}_perf
@@ -105,15 +107,12 @@ for g in $gpu_counts; do
       say "$g GPUs, $c, run $r of $repeats"
       "$nt" -g "$g" -b "$minb" -e "$maxb" -f 2 -n "$iters" -w "$warmup" -c 0 \
         >"$logs/nt-$g-$c-$r.txt" 2>&1 || { tail -20 "$logs/nt-$g-$c-$r.txt" >&2; fail "nccl-tests $c failed"; }
-      "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" -w "$warmup" \
-        --impl raw-nonblocking >"$logs/nb-$g-$c-$r.txt" 2>&1 ||
-        { tail -20 "$logs/nb-$g-$c-$r.txt" >&2; fail "nccl_perf --impl raw-nonblocking $c failed"; }
-      "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" -w "$warmup" \
-        >"$logs/mg-$g-$c-$r.txt" 2>&1 || { tail -20 "$logs/mg-$g-$c-$r.txt" >&2; fail "nccl_perf $c failed"; }
-      [ "$control" = 1 ] || continue
-      "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" -w "$warmup" \
-        --impl raw-blocking >"$logs/bl-$g-$c-$r.txt" 2>&1 ||
-        { tail -20 "$logs/bl-$g-$c-$r.txt" >&2; fail "nccl_perf --impl raw-blocking $c failed"; }
+      for form in $forms; do
+        log="$logs/${form%%:*}-$g-$c-$r.txt"
+        "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" \
+          -w "$warmup" --impl "${form#*:}" >"$log" 2>&1 ||
+          { tail -20 "$log" >&2; fail "nccl_perf --impl ${form#*:} $c failed"; }
+      done
     done
   done
 done
