@@ -3,7 +3,7 @@
  * bench/nccl_vs_nccl_tests.sh (the same GPUs, the same call, the same method):
  *
  *   nccl_perf bw -g N [-c coll] [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-d dtype]
- *                [--impl mgcomm|raw-nonblocking|raw-blocking]
+ *                [--impl mgcomm|raw-nonblocking|raw-blocking] [--fill none|zero|random]
  *       One process, one thread, N GPUs (mg_comm_init_all; raw-*: NCCL called directly, its
  *       communicators nonblocking as mgcomm's, or blocking as nccl-tests'), so that a gap to
  *       nccl-tests can be told apart: NCCL's nonblocking mode, or mgcomm. Per size: the warm-up iterations,
@@ -13,7 +13,8 @@
  *       mgcomm has the form. Prints nccl-tests' table (size count type redop root, then time
  *       algbw busbw #wrong twice), so one parser reads both; #wrong is N/A (no check: the GPU
  *       tests check results). The communicators get nvlinkCentricSched=1 on NCCL >= 2.28, as
- *       nccl-tests sets it.
+ *       nccl-tests sets it. The buffers are left as allocated (--fill none, as nccl-tests -c 0
+ *       leaves them), or written first (zero; random, as nccl-tests -c 1 writes them).
  *
  *   nccl_perf overhead -g N [-n calls] [-B bytes]
  *       The host-side cost of one call: one thread per GPU, each with three communicators of
@@ -126,6 +127,7 @@ typedef struct {
   int iters, warmup;
   mg_dtype_t dtype;
   int impl;
+  int fill;
 } bw_opts_t;
 
 static mg__ncclComm_t raw[MAXG];
@@ -144,21 +146,48 @@ static void nccl_settle(mg__ncclComm_t c, const char *what) {
   }
 }
 
-/* A bandwidth buffer of GPU g, zeroed: from ncclMemAlloc where the loaded NCCL has it, as
- * nccl-tests allocates its buffers (CUDA VMM memory that the peers map), so that the two
- * programs differ in nothing but the calls; mgcomm's through mg_mem_alloc, its public form of
- * the same call. */
+/* How the bandwidth buffers are filled before the timed runs: left as allocated (nccl-tests
+ * -c 0 writes no send buffer), zeroed, or random bytes (nccl-tests -c 1 writes its send buffers
+ * with data). On 4 H200s the fill moves all_to_all's bus bandwidth by 5 % (nccl-tests itself:
+ * 322 GB/s at 256 MiB with -c 0, 308 with -c 1), so the two programs must fill alike. */
+enum { FILL_NONE, FILL_ZERO, FILL_RANDOM };
+static const char *const fill_name[] = {"none", "zero", "random"};
+
+static void bw_fill(int g, void *p, size_t bytes, int fill, uint64_t seed) {
+  if (fill == FILL_NONE) return;
+  CU(mg__cuda.CtxSetCurrent(gpus[g].ctx), "cuCtxSetCurrent");
+  const mg__CUdeviceptr d = (mg__CUdeviceptr)(uintptr_t)p;
+  if (fill == FILL_ZERO) {
+    CU(mg__cuda.MemsetD8(d, 0, bytes), "cuMemsetD8");
+    return;
+  }
+  const size_t words = (bytes + 7) / 8;
+  uint64_t *h = malloc(words * 8), x = seed * 0x9e3779b97f4a7c15ull + 1;
+  if (h == NULL) die("out of memory for a random fill", MG_ERR_OUT_OF_MEMORY);
+  for (size_t i = 0; i < words; i++) { /* xorshift64 */
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    h[i] = x;
+  }
+  CU(mg__cuda.MemcpyHtoD(d, h, bytes), "cuMemcpyHtoD");
+  free(h);
+}
+
+/* A bandwidth buffer of GPU g: from ncclMemAlloc where the loaded NCCL has it, as nccl-tests
+ * allocates its buffers (CUDA VMM memory that the peers map), so that the two programs differ
+ * in nothing but the calls; mgcomm's through mg_mem_alloc, its public form of the same call. */
 static void *bw_buffer(int g, size_t bytes, mg_comm_t *comm) {
-  if (mg__nccl.MemAlloc == NULL) return gpu_zeroed(g, bytes);
   void *p = NULL;
   CU(mg__cuda.CtxSetCurrent(gpus[g].ctx), "cuCtxSetCurrent");
-  if (comm != NULL) {
+  if (mg__nccl.MemAlloc == NULL) {
+    mg__CUdeviceptr d = 0;
+    CU(mg__cuda.MemAlloc(&d, bytes), "cuMemAlloc");
+    p = (void *)(uintptr_t)d;
+  } else if (comm != NULL) {
     mg_status_t st = mg_mem_alloc(comm, bytes, &p);
     if (st != MG_OK) die("mg_mem_alloc", st);
   } else {
     nccl_ok(mg__nccl.MemAlloc(&p, bytes), NULL, "ncclMemAlloc");
   }
-  CU(mg__cuda.MemsetD8((mg__CUdeviceptr)(uintptr_t)p, 0, bytes), "cuMemsetD8");
   return p;
 }
 
@@ -278,10 +307,13 @@ static int run_bw(const bw_opts_t *o) {
   for (int r = 0; r < ngpus; r++) {
     mg_comm_t *owner = o->impl == IMPL_MGCOMM ? comms[r] : NULL;
     sb[r] = bw_buffer(r, smax, owner), rb[r] = bw_buffer(r, rmax, owner);
+    bw_fill(r, sb[r], smax, o->fill, 2 * (uint64_t)r + 1);
+    bw_fill(r, rb[r], rmax, o->fill, 2 * (uint64_t)r + 2);
   }
   printf("# nccl_perf bw: %s (mgcomm %s), %d GPUs of one process, NCCL %s, -n %d -w %d, "
-         "buffers from %s\n", impl_name[o->impl], mg_version_string(), ngpus, li.version_string,
-         o->iters, o->warmup, mg__nccl.MemAlloc != NULL ? "ncclMemAlloc" : "cuMemAlloc");
+         "buffers from %s, filled: %s\n", impl_name[o->impl], mg_version_string(), ngpus,
+         li.version_string, o->iters, o->warmup,
+         mg__nccl.MemAlloc != NULL ? "ncclMemAlloc" : "cuMemAlloc", fill_name[o->fill]);
   printf("# Collective test starting: %s_perf\n", mg_bench_coll_name(o->coll));
   printf("#       size         count      type   redop    root     time   algbw   busbw #wrong"
          "     time   algbw   busbw #wrong\n");
@@ -321,10 +353,14 @@ static int run_bw(const bw_opts_t *o) {
 
 /* ---- host-side cost per call ------------------------------------------------------------- */
 
-enum { V_RAW_BLOCKING, V_RAW_NONBLOCKING, V_MGCOMM, V_MGCOMM_OWN, V_COUNT };
-static const char *const vname[V_COUNT] = {"raw NCCL, blocking comm",
-                                           "raw NCCL, nonblocking comm + poll", "mgcomm",
-                                           "mgcomm's own share"};
+enum {
+  V_RAW_BLOCKING, V_RAW_NONBLOCKING, V_RAW_OUTSIDE, V_MGCOMM, V_MGCOMM_OWN, V_MGCOMM_PRE,
+  V_MGCOMM_POST, V_COUNT
+};
+static const char *const vname[V_COUNT] = {
+    "raw NCCL, blocking comm", "raw NCCL, nonblocking comm + poll",
+    "raw nonblocking, outside NCCL", "mgcomm", "mgcomm's own share", "own share before NCCL",
+    "own share after NCCL"};
 
 /* mgcomm's own share of a call: its time less the span from its first call into NCCL to the
  * return of its last one (the poll included). NCCL's thread start, whose jitter (tens of us)
@@ -414,28 +450,28 @@ static void *ovh_rank(void *arg) {
     nccl_ok(res, cb, "ncclAllReduce");
     /* Nonblocking raw NCCL and mgcomm take turns at going first: each call pays for the thread
      * NCCL made for the call before it, so a fixed order would bias the difference. */
-    double t_nb = 0, t_mg = 0, t_own = 0;
     for (int k = 0; k < 2; k++) {
+      nccl_first = nccl_last = 0;
       const double ta = now_s();
       if ((k == 0) == (i % 2 == 0)) {
         res = mg__nccl.AllReduce(s, d, count, MG__ncclFloat32, MG__ncclSum, cn, st);
         if (res == MG__ncclInProgress) nccl_settle(cn, "ncclAllReduce");
-        t_nb = now_s() - ta;
+        const double te = now_s();
+        ovh.samples[r][V_RAW_NONBLOCKING][i] = te - ta;
+        ovh.samples[r][V_RAW_OUTSIDE][i] = (te - ta) - (nccl_last - nccl_first);
         nccl_ok(res, cn, "ncclAllReduce");
       } else {
-        nccl_first = nccl_last = 0;
-        const double tm = now_s();
         mg_status_t m = mg_all_reduce(s, d, count, MG_FLOAT32, MG_SUM, ovh.mg[r], (mg_stream_t)st);
         const double te = now_s();
-        t_mg = te - ta;
-        t_own = te - tm - (nccl_first > 0 ? nccl_last - nccl_first : 0);
         if (m != MG_OK) die("mg_all_reduce", m);
+        if (nccl_first == 0) die("mg_all_reduce made no NCCL call", MG_ERR_INTERNAL);
+        ovh.samples[r][V_MGCOMM][i] = te - ta;
+        ovh.samples[r][V_MGCOMM_OWN][i] = (te - ta) - (nccl_last - nccl_first);
+        ovh.samples[r][V_MGCOMM_PRE][i] = nccl_first - ta;
+        ovh.samples[r][V_MGCOMM_POST][i] = te - nccl_last;
       }
     }
     ovh.samples[r][V_RAW_BLOCKING][i] = t1 - t0;
-    ovh.samples[r][V_RAW_NONBLOCKING][i] = t_nb;
-    ovh.samples[r][V_MGCOMM][i] = t_mg;
-    ovh.samples[r][V_MGCOMM_OWN][i] = t_own;
     if (i % 32 == 31) gpu_wait(r); /* outside the timed calls */
   }
   gpu_wait(r);
@@ -498,6 +534,7 @@ static int run_overhead(int calls, size_t bytes) {
   printf("overhead_us_vs_nonblocking %.3f\n", (med[V_MGCOMM] - med[V_RAW_NONBLOCKING]) * 1e6);
   printf("overhead_us_vs_blocking %.3f\n", (med[V_MGCOMM] - med[V_RAW_BLOCKING]) * 1e6);
   printf("own_share_us %.3f\n", med[V_MGCOMM_OWN] * 1e6);
+  printf("raw_outside_us %.3f\n", med[V_RAW_OUTSIDE] * 1e6);
   free(all);
   for (int r = 0; r < ngpus; r++) {
     for (int v = 0; v < V_COUNT; v++) free(ovh.samples[r][v]);
@@ -510,6 +547,7 @@ static void usage(void) {
   fprintf(stderr,
           "usage: nccl_perf bw -g N [-c coll] [-b min] [-e max] [-f factor] [-n iters] "
           "[-w warmup] [-d dtype] [--impl mgcomm|raw-nonblocking|raw-blocking]\n"
+          "                [--fill none|zero|random]\n"
           "       nccl_perf overhead -g N [-n calls] [-B bytes]\n");
   exit(2);
 }
@@ -518,7 +556,8 @@ int main(int argc, char **argv) {
   if (argc < 2) usage();
   const int bw = strcmp(argv[1], "bw") == 0;
   if (!bw && strcmp(argv[1], "overhead") != 0) usage();
-  bw_opts_t o = {MG_BENCH_ALL_REDUCE, 8, (size_t)128 << 20, 2, 20, 5, MG_FLOAT32, IMPL_MGCOMM};
+  bw_opts_t o = {MG_BENCH_ALL_REDUCE, 8, (size_t)128 << 20, 2, 20, 5, MG_FLOAT32, IMPL_MGCOMM,
+                 FILL_NONE};
   int calls = 20000;
   size_t bytes = 8;
   for (int i = 2; i + 1 < argc; i += 2) {
@@ -539,6 +578,11 @@ int main(int argc, char **argv) {
       for (int k = 0; k < 3; k++)
         if (strcmp(v, impl_name[k]) == 0) o.impl = k;
       if (o.impl < 0) usage();
+    } else if (strcmp(a, "--fill") == 0) {
+      o.fill = -1;
+      for (int k = 0; k < 3; k++)
+        if (strcmp(v, fill_name[k]) == 0) o.fill = k;
+      if (o.fill < 0) usage();
     }
     else if (strcmp(a, "-d") == 0) {
       if (mg_dtype_from_name(v, &o.dtype) != MG_OK) usage();

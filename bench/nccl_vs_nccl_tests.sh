@@ -198,7 +198,7 @@ over = {}
 for chk in ("1", "0"):
     p = f"{logs}/overhead-{chk}.txt"
     for line in (open(p) if os.path.exists(p) else []):
-        m = re.match(r"\s+(raw NCCL, blocking comm|raw NCCL, nonblocking comm \+ poll|mgcomm's own share|mgcomm)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
+        m = re.match(r"\s+(raw NCCL, blocking comm|raw NCCL, nonblocking comm \+ poll|raw nonblocking, outside NCCL|mgcomm's own share|own share (?:before|after) NCCL|mgcomm)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
         if m:
             doc.append(f"| {'on' if chk == '1' else 'off'} | {m.group(1)} | {m.group(2)} | {m.group(3)} | {m.group(4)} |")
         m = re.match(r"\s+(one (buffer|stream) check [^0-9]*?)\s+([\d.]+)$", line)
