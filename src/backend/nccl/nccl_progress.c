@@ -19,13 +19,16 @@
  */
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/nccl/nccl.h"
 #include "core/hash.h"
 #include "core/log.h"
 
+/* One cache line per slot: the ranks of one process write their own slots on every collective,
+ * and slots sharing a line would bounce it between their threads' cores. */
 typedef struct mg__nslot {
-  atomic_uint ver;          /* odd while the rank rewrites the slot */
+  _Alignas(64) atomic_uint ver; /* odd while the rank rewrites the slot */
   _Atomic uint64_t seq1;    /* sequence number + 1 of the last collective enqueued; 0: none */
   _Atomic uint64_t count;
   atomic_int kind, dtype, root;
@@ -39,6 +42,12 @@ typedef struct mg__nprog {
   struct mg__nprog *next;
   mg__nslot_t slot[];       /* [nranks] */
 } mg__nprog_t;
+
+/* aligned_alloc wants a multiple of the alignment: sizeof (mg__nprog_t) is one, as its last
+ * member is aligned to it. */
+static size_t mg__nprog_size(int nranks) {
+  return sizeof(mg__nprog_t) + sizeof(mg__nslot_t) * (size_t)nranks;
+}
 
 static pthread_mutex_t mg__nprogs_lock = PTHREAD_MUTEX_INITIALIZER;
 static mg__nprog_t *mg__nprogs;
@@ -58,7 +67,8 @@ void mg__nccl_progress_join(mg_comm_t *comm) {
   mg__nprog_t *p = mg__nprogs;
   while (p != NULL && p->tag != nx->tag) p = p->next;
   if (p == NULL) {
-    p = calloc(1, sizeof *p + sizeof(mg__nslot_t) * (size_t)comm->nranks);
+    p = aligned_alloc(_Alignof(mg__nprog_t), mg__nprog_size(comm->nranks));
+    if (p != NULL) memset(p, 0, mg__nprog_size(comm->nranks));
     if (p != NULL) {
       p->tag = nx->tag;
       p->nranks = comm->nranks;
