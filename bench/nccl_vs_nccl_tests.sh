@@ -22,10 +22,15 @@
 #        bench-logs.tar.gz       every run's output
 #
 #   bench/nccl_vs_nccl_tests.sh [-g "2 4"] [-R repeats] [-n iters] [-w warmup] [-b minbytes]
-#                               [-e maxbytes] [-c coll,coll...] [-B 1]
+#                               [-e maxbytes] [-c coll,coll...] [-B 1] [-F fill]
 # -B 1 adds a control: bench/nccl_perf --impl raw-blocking (column bl), nccl-tests' blocking
 # communicators driven by our harness, which tells a gap of NCCL's nonblocking mode from one of
 # the harness (buffers, streams, timing).
+# -F: how nccl_perf fills its buffers first (none, zero, random; default random). Random, the
+# data an application moves: zero-filled buffers (what cuMemsetD8 leaves) move 7-8 % slower
+# through all_to_all on 4 H200s in every session measured, and buffers left as allocated
+# (nccl-tests -c 0, nccl_perf -F none) read either way from one session to the next
+# (bench/results/2026-11-22-a2a-fill-4xH200.md).
 # (-b 64M -e 256M -n 300: the steady state of the sizes with a target, where a fixed cost per
 # timed batch, such as a slower first launch, weighs 7.5 times less than with -n 40)
 # Environment: SOURCE_COMMIT (the commit named in the report, where the copy has no git history),
@@ -44,7 +49,7 @@ out=${OUT:-$build/bench-out}
 src=${NCCL_TESTS_SRC:-$root/.peer/nccl-tests}
 nccl_lib=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
 jobs=${JOBS:-16}
-gpu_counts="" repeats=3 iters=40 warmup=10 minb=8 maxb=4G control=0
+gpu_counts="" repeats=3 iters=40 warmup=10 minb=8 maxb=4G control=0 fill=random
 colls=all_reduce,all_gather,reduce_scatter,all_to_all,broadcast,sendrecv
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
@@ -55,6 +60,7 @@ while [ $# -gt 0 ]; do
   -w) warmup=$2 ;;
   -b) minb=$2 ;;
   -B) control=$2 ;;
+  -F) fill=$2 ;;
   -e) maxb=$2 ;;
   -c) colls=$2 ;;
   *) echo "nccl_vs_nccl_tests.sh: unknown option $1" >&2; exit 2 ;;
@@ -110,7 +116,7 @@ for g in $gpu_counts; do
       for form in $forms; do
         log="$logs/${form%%:*}-$g-$c-$r.txt"
         "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" \
-          -w "$warmup" --impl "${form#*:}" >"$log" 2>&1 ||
+          -w "$warmup" --impl "${form#*:}" --fill "$fill" >"$log" 2>&1 ||
           { tail -20 "$log" >&2; fail "nccl_perf --impl ${form#*:} $c failed"; }
       done
     done
@@ -152,7 +158,7 @@ doc = ["# mgcomm (NCCL backend) vs nccl-tests", "",
        "- NCCL: $nccl_lib, loaded by both (nccl-tests: library %s, built against headers %s in $hdr)" %
        (lib_of((glob.glob(logs + "/nt-*") or [None])[0], r"nccl-library=(\d+)"), "$hdr_code"),
        "- mgcomm $commit: bench/nccl_perf; nccl-tests $(cat "$src/COMMIT" 2>/dev/null | cut -c1-12): <coll>_perf; "
-       "-b $minb -e $maxb -f 2 -n $iters -w $warmup, no data check; medians of %d alternated runs each" % R,
+       "-b $minb -e $maxb -f 2 -n $iters -w $warmup, no data check (nccl_perf --fill $fill); medians of %d alternated runs each" % R,
        "- NCCL_NVLS_ENABLE=0; mgcomm's communicators are nonblocking (ARCHITECTURE.md contract 4), "
        "nccl-tests' blocking; both set nvlinkCentricSched=1 on NCCL >= 2.28", ""]
 missed = []
