@@ -148,8 +148,9 @@ static void nccl_settle(mg__ncclComm_t c, const char *what) {
 
 /* How the bandwidth buffers are filled before the timed runs: left as allocated (nccl-tests
  * -c 0 writes no send buffer), zeroed, or random bytes (nccl-tests -c 1 writes its send buffers
- * with data). On 4 H200s the fill moves all_to_all's bus bandwidth by 5 % (nccl-tests itself:
- * 322 GB/s at 256 MiB with -c 0, 308 with -c 1), so the two programs must fill alike. */
+ * with data). On 4 H200s zeroed buffers move all_to_all 7-8 % slower than random data, and
+ * buffers as allocated read either way from one session to the next
+ * (bench/results/2026-11-22-a2a-fill-4xH200.md). */
 enum { FILL_NONE, FILL_ZERO, FILL_RANDOM };
 static const char *const fill_name[] = {"none", "zero", "random"};
 
