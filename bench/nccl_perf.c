@@ -26,8 +26,9 @@
  *       outside the timed calls. Prints the median, 10th and 90th percentile of each,
  *       mgcomm's cost over each raw form (a difference of medians), and mgcomm's own share of
  *       its calls (each call's time less the span it spent in NCCL: the figure that NCCL's
- *       thread start does not blur). MGCOMM_CHECK_POINTERS decides whether mgcomm's pointer
- *       checks are on (run it twice to see both).
+ *       thread start does not blur), split into before and after NCCL, next to raw nonblocking
+ *       NCCL's own time outside NCCL (the probe's floor). MGCOMM_CHECK_POINTERS decides whether
+ *       mgcomm's pointer checks are on (run it twice to see both).
  *
  * Buffers and streams come from the CUDA driver through mgcomm's loader (this is a benchmark
  * program of the project, like its tests), raw NCCL through the loader's table; the operations
