@@ -81,12 +81,17 @@ static void gpu_open(int g) {
   CU(mg__cuda.StreamCreate(&gpus[g].stream, MG__CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 }
 
-static void *gpu_zeroed(int g, size_t bytes) {
+static void *gpu_alloc(int g, size_t bytes) {
   mg__CUdeviceptr p = 0;
   CU(mg__cuda.CtxSetCurrent(gpus[g].ctx), "cuCtxSetCurrent");
   CU(mg__cuda.MemAlloc(&p, bytes ? bytes : 16), "cuMemAlloc");
-  CU(mg__cuda.MemsetD8(p, 0, bytes ? bytes : 16), "cuMemsetD8");
   return (void *)(uintptr_t)p;
+}
+
+static void *gpu_zeroed(int g, size_t bytes) {
+  void *p = gpu_alloc(g, bytes); /* leaves gpus[g]'s context current */
+  CU(mg__cuda.MemsetD8((mg__CUdeviceptr)(uintptr_t)p, 0, bytes ? bytes : 16), "cuMemsetD8");
+  return p;
 }
 
 static void gpu_release(int g, void *p) {
@@ -178,13 +183,10 @@ static void bw_fill(int g, void *p, size_t bytes, int fill, uint64_t seed) {
  * allocates its buffers (CUDA VMM memory that the peers map), so that the two programs differ
  * in nothing but the calls; mgcomm's through mg_mem_alloc, its public form of the same call. */
 static void *bw_buffer(int g, size_t bytes, mg_comm_t *comm) {
+  if (mg__nccl.MemAlloc == NULL) return gpu_alloc(g, bytes);
   void *p = NULL;
   CU(mg__cuda.CtxSetCurrent(gpus[g].ctx), "cuCtxSetCurrent");
-  if (mg__nccl.MemAlloc == NULL) {
-    mg__CUdeviceptr d = 0;
-    CU(mg__cuda.MemAlloc(&d, bytes), "cuMemAlloc");
-    p = (void *)(uintptr_t)d;
-  } else if (comm != NULL) {
+  if (comm != NULL) {
     mg_status_t st = mg_mem_alloc(comm, bytes, &p);
     if (st != MG_OK) die("mg_mem_alloc", st);
   } else {

@@ -500,8 +500,7 @@ const mg__backend_t mg__backend_nccl = {
     .name = "nccl",
     .id = MG_BACKEND_NCCL,
     .caps = MG__CAP_SPLIT | MG__CAP_SHRINK | MG__CAP_REVOKE | MG__CAP_PREMUL | MG__CAP_PROGRESS |
-            MG__CAP_MARKS |
-            MG__CAP_STREAM | MG__CAP_ASYNC | MG__CAP_PROGRESS_LOCAL,
+            MG__CAP_MARKS | MG__CAP_STREAM | MG__CAP_ASYNC | MG__CAP_PROGRESS_LOCAL,
     .comm_priv_size = sizeof(mg__ncomm_t),
     .available = n_available,
     .unique_id = n_unique_id,

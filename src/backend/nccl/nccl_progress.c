@@ -68,8 +68,8 @@ void mg__nccl_progress_join(mg_comm_t *comm) {
   while (p != NULL && p->tag != nx->tag) p = p->next;
   if (p == NULL) {
     p = aligned_alloc(_Alignof(mg__nprog_t), mg__nprog_size(comm->nranks));
-    if (p != NULL) memset(p, 0, mg__nprog_size(comm->nranks));
     if (p != NULL) {
+      memset(p, 0, mg__nprog_size(comm->nranks));
       p->tag = nx->tag;
       p->nranks = comm->nranks;
       p->next = mg__nprogs;
