@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hot.h"
 #include "core/comm.h"
 #include "core/op.h"
 
@@ -17,7 +18,7 @@ const char *mg__opkind_name(mg__opkind_t kind) {
   return (unsigned)kind < MG_OPK_COUNT ? names[kind] : "unknown";
 }
 
-int mg__opkind_is_collective(mg__opkind_t kind) {
+MG__HOT int mg__opkind_is_collective(mg__opkind_t kind) {
   return kind != MG_OPK_SEND && kind != MG_OPK_RECV;
 }
 
@@ -52,7 +53,7 @@ static int mg__overlap(uintptr_t a, size_t na, uintptr_t b, size_t nb) {
   return na > 0 && nb > 0 && a < b + nb && b < a + na;
 }
 
-mg_status_t mg__op_validate(mg__op_t *op, const size_t *const v_in[4], const char *fn) {
+MG__HOT mg_status_t mg__op_validate(mg__op_t *op, const size_t *const v_in[4], const char *fn) {
   mg_comm_t *comm = op->comm;
   const int n = comm->nranks, rank = comm->rank;
   const size_t c = op->count;
@@ -153,7 +154,7 @@ mg_status_t mg__op_validate(mg__op_t *op, const size_t *const v_in[4], const cha
   return MG_OK;
 }
 
-void mg__op_release(mg__op_t *op) {
+MG__HOT void mg__op_release(mg__op_t *op) {
   free(op->v);
   op->v = NULL;
 }

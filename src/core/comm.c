@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/hot.h"
 #include "boot/boot.h"
 #include "boot/progress.h"
 #include "core/clock.h"
@@ -33,7 +34,7 @@ static const char *mg__state_name(int state) {
   return "in an unknown state";
 }
 
-mg_status_t mg__comm_check(const mg_comm_t *comm, const char *fn) {
+MG__HOT mg_status_t mg__comm_check(const mg_comm_t *comm, const char *fn) {
   if (comm == NULL) return mg__error(MG_ERR_INVALID_USAGE, "%s: comm is NULL", fn);
   if (!mg__handle_valid(comm, MG__HANDLE_COMM) || comm->magic != MG__COMM_MAGIC)
     return mg__error(MG_ERR_INVALID_USAGE,
@@ -42,12 +43,12 @@ mg_status_t mg__comm_check(const mg_comm_t *comm, const char *fn) {
   return MG_OK;
 }
 
-mg_status_t mg__comm_check_ready(mg_comm_t *comm, const char *fn) {
+MG__HOT mg_status_t mg__comm_check_ready(mg_comm_t *comm, const char *fn) {
   MG_CHECK(mg__comm_check(comm, fn));
   return mg__comm_check_state(comm, fn);
 }
 
-mg_status_t mg__comm_check_state(mg_comm_t *comm, const char *fn) {
+MG__HOT mg_status_t mg__comm_check_state(mg_comm_t *comm, const char *fn) {
   int state = atomic_load(&comm->state);
   if (state == MG_COMM_READY) return MG_OK;
   if (state == MG_COMM_ERROR) {

@@ -30,24 +30,28 @@ typedef struct mg__custom_op {
 enum { MG__STOP_ABORT = 1, MG__STOP_REVOKE = 2 }; /* values of mg_comm.aborting */
 
 struct mg_comm {
+  /* What every operation reads or writes comes first, in as few cache lines as fit: an
+   * operation's cost is mostly the lines it touches when the caches are cold (core/hot.h). */
   uint32_t magic;                 /* MG__COMM_MAGIC while valid */
-  const mg__backend_t *backend;
   int rank;
   int nranks;
   int device;                     /* CUDA ordinal, -1 on host */
-  mg_config_t config;             /* copy of the caller's (defaults filled in) */
+  const mg__backend_t *backend;
+  void *priv;                     /* backend state, comm_priv_size bytes */
+  struct mg__trace *trace;        /* flight recorder (core/trace.c); NULL when off */
   double timeout_s;               /* resolved deadline length of every wait, seconds */
-  pthread_mutex_t lock;           /* serialises operations and lifecycle calls on this comm */
   atomic_int state;               /* mg_comm_state_t */
   atomic_int async_error;         /* mg_status_t: MG_OK, or what put the comm in MG_COMM_ERROR */
   atomic_int aborting;            /* set first thing by abort (MG__STOP_ABORT) or revoke
                                      (MG__STOP_REVOKE); backends' waits watch it: any non-zero
                                      value stops them */
-  pthread_mutex_t err_lock;       /* guards last_error */
-  char last_error[MG__ERROR_LEN]; /* last error raised on this comm, by any thread */
-  pthread_mutex_t seq_lock;       /* guards coll_seq, p2p_seq, worker creation */
   uint64_t coll_seq;              /* sequence number of the next collective (under seq_lock) */
   uint64_t *p2p_seq;              /* per peer: next send and recv sequence (2 x nranks) */
+  pthread_mutex_t lock;           /* serialises operations and lifecycle calls on this comm */
+  pthread_mutex_t seq_lock;       /* guards coll_seq, p2p_seq, worker creation */
+  mg_config_t config;             /* copy of the caller's (defaults filled in) */
+  pthread_mutex_t err_lock;       /* guards last_error */
+  char last_error[MG__ERROR_LEN]; /* last error raised on this comm, by any thread */
   pthread_mutex_t redop_lock;     /* guards custom_ops (a leaf lock) */
   mg__custom_op_t *custom_ops;    /* custom reduction ops of this comm */
   uint64_t split_seq;             /* number of split/shrink calls made (under lock) */
@@ -60,7 +64,6 @@ struct mg_comm {
   atomic_int abort_done;          /* the backend's comm_abort ran (once) */
   atomic_int users;               /* threads using a mark of this comm outside its lock (a
                                      request's query or wait); destroy waits for them */
-  struct mg__trace *trace;        /* flight recorder (core/trace.c); NULL when off */
   struct mg__worker *worker;      /* the rank's worker thread (host streams, the world); NULL
                                      until one is needed; under seq_lock */
   int worker_owned;               /* 1: made by mg_stream_create, stopped by destroy; 0: the
@@ -70,7 +73,6 @@ struct mg_comm {
   mg_completion_t completion;     /* resolved from the config (never DEFAULT) */
   double poll_interval;           /* seconds, resolved */
   mg_on_timeout_t on_timeout;     /* resolved */
-  void *priv;                     /* backend state, comm_priv_size bytes */
 };
 
 /* Validates a handle: NULL, destroyed or foreign is MG_ERR_INVALID_USAGE naming fn. */

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/hot.h"
 #include "core/error.h"
 
 static const struct {
@@ -25,7 +26,7 @@ static const struct {
     [MG_FLOAT8_E5M2] = {"float8_e5m2", "f8e5m2", 1},
 };
 
-size_t mg_dtype_size(mg_dtype_t dtype) {
+MG__HOT size_t mg_dtype_size(mg_dtype_t dtype) {
   return ((unsigned)dtype < MG_DTYPE_COUNT) ? mg__dtypes[dtype].size : 0;
 }
 

@@ -20,21 +20,22 @@
 
 /* Sets the calling thread's last error to the formatted message and returns status. Also logs it
  * at INFO (subsystem ALL) so MGCOMM_DEBUG=INFO shows where every error started. */
-mg_status_t mg__error(mg_status_t status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+mg_status_t mg__error(mg_status_t status, const char *fmt, ...)
+    __attribute__((cold, format(printf, 2, 3)));
 mg_status_t mg__verror(mg_status_t status, const char *fmt, va_list ap)
-    __attribute__((format(printf, 2, 0)));
+    __attribute__((cold, format(printf, 2, 0)));
 /* The same, for an errno value: appends ": <strerror(err)> (errno N)". */
 mg_status_t mg__error_errno(mg_status_t status, int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+    __attribute__((cold, format(printf, 3, 4)));
 /* Prefixes the calling thread's current message with "prefix: " (used when an error crosses a
  * layer that adds context, such as the rank and operation). */
-void mg__error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mg__error_prefix(const char *fmt, ...) __attribute__((cold, format(printf, 1, 2)));
 
 /* Propagate a status; the message was set where the error started. */
 #define MG_CHECK(call)                         \
   do {                                         \
     mg_status_t mg__st_ = (call);              \
-    if (mg__st_ < 0) return mg__st_;           \
+    if (__builtin_expect(mg__st_ < 0, 0)) return mg__st_; \
   } while (0)
 
 #define MG_CHECK_GOTO(call, st, label)         \

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hot.h"
 #include "core/clock.h"
 #include "core/comm.h"
 #include "core/log.h"
@@ -43,12 +44,12 @@ static int mg__ptr_cmp(const void *a, const void *b) {
 }
 
 /* Errors after which a communicator cannot be trusted: the others are the caller's. */
-static int mg__breaks(mg_status_t st) {
+MG__HOT static int mg__breaks(mg_status_t st) {
   return st < 0 && st != MG_ERR_INVALID_ARGUMENT && st != MG_ERR_INVALID_USAGE &&
          st != MG_ERR_NOT_SUPPORTED;
 }
 
-void mg__op_number(mg__op_t *op, int started) {
+MG__HOT void mg__op_number(mg__op_t *op, int started) {
   mg_comm_t *c = op->comm;
   if (mg__opkind_is_collective(op->kind)) {
     op->seq = c->coll_seq++;
@@ -59,20 +60,79 @@ void mg__op_number(mg__op_t *op, int started) {
   mg__trace_enqueue(op, started);
 }
 
-/* Posts ops[0..n) as one batch: locks their communicators, numbers the operations (unless a host
- * stream numbered them when they were queued: `numbered`), hands them to their backends, records
- * failures on the communicators and in the flight recorder, and dumps the recorder of a
- * communicator whose operation timed out into MGCOMM_TRACE_DIR. */
-static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
-  if (n == 0) return MG_OK;
-  mg_comm_t *one[1];
-  mg_comm_t **comms = n == 1 ? one : malloc(sizeof *comms * (size_t)n);
-  if (comms == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "mg_group_end: out of memory");
+/* The distinct communicators of ops[0..n), n > 1, in increasing address order (the lock order)
+ * into a new array *out; their number, or -1 when memory runs out. */
+static __attribute__((noinline)) int mg__launch_comms(mg__op_t **ops, int n, mg_comm_t ***out) {
+  mg_comm_t **comms = malloc(sizeof *comms * (size_t)n);
+  if (comms == NULL) return -1;
   for (int i = 0; i < n; i++) comms[i] = ops[i]->comm;
-  if (n > 1) qsort(comms, (size_t)n, sizeof *comms, mg__ptr_cmp);
+  qsort(comms, (size_t)n, sizeof *comms, mg__ptr_cmp);
   int nc = 0;
   for (int i = 0; i < n; i++)
     if (nc == 0 || comms[nc - 1] != comms[i]) comms[nc++] = comms[i];
+  *out = comms;
+  return nc;
+}
+
+/* Hands ops[0..n), n > 1, to their backends: one launch per backend, keeping the order of the
+ * operations. The first failure is returned. */
+static __attribute__((noinline)) mg_status_t mg__launch_by_backend(mg__op_t **ops, int n) {
+  mg__op_t **batch = malloc(sizeof *batch * (size_t)n);
+  if (batch == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "mg_group_end: out of memory");
+  mg_status_t st = MG_OK;
+  for (int i = 0; i < n; i++) {
+    const mg__backend_t *be = ops[i]->comm->backend;
+    int seen = 0;
+    for (int j = 0; j < i && !seen; j++) seen = ops[j]->comm->backend == be;
+    if (seen) continue;
+    int k = 0;
+    for (int j = i; j < n; j++)
+      if (ops[j]->comm->backend == be) batch[k++] = ops[j];
+    mg_status_t bst = be->launch(batch, k);
+    if (bst < 0 && st == MG_OK) st = bst;
+  }
+  free(batch);
+  return st;
+}
+
+/* Snapshots of the flight recorder of each communicator with an operation of ops[0..n) that
+ * timed out (one per communicator, 8 at most), taken under the communicators' locks; their
+ * number. */
+static __attribute__((noinline, cold)) int mg__launch_snaps(mg__op_t **ops, int n,
+                                                            mg__trace_snap_t *snaps[8]) {
+  int nsnaps = 0;
+  for (int i = 0; i < n && nsnaps < 8; i++) {
+    int first = ops[i]->status == MG_ERR_TIMED_OUT;
+    for (int j = 0; j < i && first; j++) first = ops[j]->comm != ops[i]->comm || ops[j]->status != MG_ERR_TIMED_OUT;
+    if (!first) continue;
+    snaps[nsnaps] = mg__trace_autodump_snap(ops[i]->comm);
+    nsnaps += snaps[nsnaps] != NULL;
+  }
+  return nsnaps;
+}
+
+/* Writes the snapshots into MGCOMM_TRACE_DIR, holding no lock, keeping the calling thread's
+ * message (that of st). */
+static __attribute__((noinline, cold)) void mg__launch_dumps(mg__trace_snap_t **snaps, int nsnaps,
+                                                             mg_status_t st) {
+  char keep[MG__ERROR_LEN]; /* writing the dumps must not replace the operation's message */
+  mg_last_error_copy(keep, sizeof keep);
+  for (int i = 0; i < nsnaps; i++) mg__trace_autodump_write(snaps[i]);
+  mg__error(st, "%s", keep);
+}
+
+/* Posts ops[0..n) as one batch: locks their communicators, numbers the operations (unless a host
+ * stream numbered them when they were queued: `numbered`), hands them to their backends, records
+ * failures on the communicators and in the flight recorder, and dumps the recorder of a
+ * communicator whose operation timed out into MGCOMM_TRACE_DIR (snapshots taken under the locks,
+ * written after). The rare parts are out of line: one operation alone touches little code. */
+MG__HOT static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
+  if (n == 0) return MG_OK;
+  mg_comm_t *one[1] = {ops[0]->comm};
+  mg_comm_t **comms = one;
+  int nc = 1;
+  if (n > 1 && (nc = mg__launch_comms(ops, n, &comms)) < 0)
+    return mg__error(MG_ERR_OUT_OF_MEMORY, "mg_group_end: out of memory");
   for (int i = 0; i < nc; i++) pthread_mutex_lock(&comms[i]->lock);
 
   mg_status_t st = MG_OK;
@@ -81,12 +141,11 @@ static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
       st = mg__error(MG_ERR_ABORTED, "%s on rank %d: the communicator was %s before the "
                      "operation ran", mg__opkind_name(ops[0]->kind), comms[i]->rank,
                      atomic_load(&comms[i]->aborting) == MG__STOP_REVOKE ? "revoked" : "aborted");
-    else
+    else if (__builtin_expect(atomic_load(&comms[i]->state) != MG_COMM_READY, 0))
       st = mg__comm_check_state(comms[i], mg__opkind_name(ops[0]->kind));
   }
-  int launched = 0;
-  if (st == MG_OK) {
-    launched = 1;
+  const int launched = st == MG_OK;
+  if (launched) {
     double now = mg__now();
     for (int i = 0; i < n; i++) {
       mg__op_t *op = ops[i];
@@ -101,33 +160,9 @@ static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
         pthread_mutex_unlock(&c->seq_lock);
       }
     }
-    /* One launch per backend, keeping the order of the operations. */
-    for (int i = 0; i < n; i++) {
-      const mg__backend_t *be = ops[i]->comm->backend;
-      int seen = 0;
-      for (int j = 0; j < i && !seen; j++) seen = ops[j]->comm->backend == be;
-      if (seen) continue;
-      mg__op_t **batch = ops;
-      int k = n;
-      mg__op_t **tmp = NULL;
-      if (n > 1) {
-        tmp = malloc(sizeof *tmp * (size_t)n);
-        if (tmp == NULL) {
-          st = mg__error(MG_ERR_OUT_OF_MEMORY, "mg_group_end: out of memory");
-          break;
-        }
-        k = 0;
-        for (int j = i; j < n; j++)
-          if (ops[j]->comm->backend == be) tmp[k++] = ops[j];
-        batch = tmp;
-      }
-      mg_status_t bst = be->launch(batch, k);
-      free(tmp);
-      if (bst < 0 && st == MG_OK) st = bst;
-    }
+    st = n == 1 ? ops[0]->comm->backend->launch(ops, 1) : mg__launch_by_backend(ops, n);
   }
-  mg__trace_snap_t *snaps[8];
-  int nsnaps = 0;
+  int timed_out = 0;
   for (int i = 0; i < n; i++) {
     mg__op_t *op = ops[i];
     if (!launched) {
@@ -139,33 +174,25 @@ static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
     }
     if (op->status == MG_INPROGRESS && st < 0) op->status = st; /* never launched */
     mg__trace_end(op);
-    if (op->status < 0) {
+    if (__builtin_expect(op->status < 0, 0)) {
       if (mg__breaks(op->status))
         mg__comm_fail(op->comm, op->status);
       else
         mg__comm_save_error(op->comm);
-    }
-    int first = 1; /* one dump per communicator */
-    for (int j = 0; j < i && first; j++) first = ops[j]->comm != op->comm || ops[j]->status != MG_ERR_TIMED_OUT;
-    if (op->status == MG_ERR_TIMED_OUT && first && nsnaps < 8) {
-      snaps[nsnaps] = mg__trace_autodump_snap(op->comm);
-      nsnaps += snaps[nsnaps] != NULL;
+      timed_out |= op->status == MG_ERR_TIMED_OUT;
     }
   }
+  mg__trace_snap_t *snaps[8];
+  const int nsnaps = __builtin_expect(timed_out, 0) ? mg__launch_snaps(ops, n, snaps) : 0;
   for (int i = nc - 1; i >= 0; i--) pthread_mutex_unlock(&comms[i]->lock);
   if (comms != one) free(comms);
-  if (nsnaps > 0) {
-    char keep[MG__ERROR_LEN]; /* writing the dumps must not replace the operation's message */
-    mg_last_error_copy(keep, sizeof keep);
-    for (int i = 0; i < nsnaps; i++) mg__trace_autodump_write(snaps[i]);
-    mg__error(st, "%s", keep);
-  }
+  if (nsnaps > 0) mg__launch_dumps(snaps, nsnaps, st);
   return st;
 }
 
 mg_status_t mg__launch_numbered(mg__op_t **ops, int n) { return mg__launch(ops, n, 1); }
 
-mg_status_t mg__op_stream(mg__op_t *op, const char *fn) {
+MG__HOT mg_status_t mg__op_stream(mg__op_t *op, const char *fn) {
   op->hstream = NULL;
   if (op->stream == NULL) return MG_OK;
   struct mg_stream *hs = mg__hstream_lookup(op->stream);
@@ -180,7 +207,7 @@ mg_status_t mg__op_stream(mg__op_t *op, const char *fn) {
 
 /* Runs or queues ops[0..n) (outside a group, or at its end): those on host streams go to their
  * workers, the others run now; nothing is posted if memory runs out. */
-static mg_status_t mg__dispatch(mg__op_t **ops, int n) {
+MG__HOT static mg_status_t mg__dispatch(mg__op_t **ops, int n) {
   int ns = 0;
   for (int i = 0; i < n; i++) ns += ops[i]->hstream != NULL;
   if (ns == 0) return mg__launch(ops, n, 0);
@@ -195,7 +222,7 @@ static mg_status_t mg__dispatch(mg__op_t **ops, int n) {
   return st;
 }
 
-mg_status_t mg__post(mg__op_t *op, const size_t *const v_in[4], const char *fn) {
+MG__HOT mg_status_t mg__post(mg__op_t *op, const size_t *const v_in[4], const char *fn) {
   mg_status_t st = mg__comm_check_ready(op->comm, fn);
   if (st < 0) return mg__group_note(st);
   mg__log_set_rank(op->comm->rank);
@@ -210,7 +237,7 @@ mg_status_t mg__post(mg__op_t *op, const size_t *const v_in[4], const char *fn) 
   return mg__post_checked(op, fn);
 }
 
-mg_status_t mg__post_checked(mg__op_t *op, const char *fn) {
+MG__HOT mg_status_t mg__post_checked(mg__op_t *op, const char *fn) {
   if (mg__grp.depth == 0) {
     mg__op_t *one = op;
     mg_status_t st = mg__dispatch(&one, 1);

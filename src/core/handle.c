@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "core/hot.h"
 #include "core/error.h"
 #include "core/handle.h"
 
@@ -40,7 +41,7 @@ static _Thread_local unsigned mg__my_depth; /* reads this thread holds */
 static mg__slot_t *mg__slots;  /* capacity mg__cap, a power of two */
 static size_t mg__cap, mg__used; /* used counts live entries and tombstones */
 
-static void mg__read_begin(void) {
+MG__HOT static void mg__read_begin(void) {
   if (mg__my_slot < 0) mg__my_slot = (int)(atomic_fetch_add(&mg__next_slot, 1) % MG__RD_SLOTS);
   atomic_uint *n = &mg__readers[mg__my_slot].n;
   if (mg__my_depth++ > 0) {
@@ -55,7 +56,7 @@ static void mg__read_begin(void) {
   }
 }
 
-static void mg__read_end(void) {
+MG__HOT static void mg__read_end(void) {
   mg__my_depth--;
   atomic_fetch_sub_explicit(&mg__readers[mg__my_slot].n, 1, memory_order_release);
 }
@@ -141,7 +142,7 @@ int mg__handle_take(const void *p, mg__handle_kind_t kind) {
   return ok;
 }
 
-int mg__handle_valid(const void *p, mg__handle_kind_t kind) {
+MG__HOT int mg__handle_valid(const void *p, mg__handle_kind_t kind) {
   mg__read_begin();
   long j = mg__find(p);
   int ok = j >= 0 && mg__slots[j].kind == (int)kind;

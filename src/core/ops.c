@@ -2,49 +2,50 @@
  * ops.c -- the public operations: each builds an operation record with NCCL's argument meaning
  * and posts it (group.c). Nothing else happens here.
  */
+#include "core/hot.h"
 #include "core/op.h"
 
 #define MG__OP(kind_, comm_, send_, recv_, count_, dtype_, redop_, root_, stream_) \
   {.kind = (kind_), .comm = (comm_), .send = (send_), .recv = (recv_), .count = (count_), \
    .dtype = (dtype_), .redop = {.op = (redop_)}, .root = (root_), .stream = (stream_)}
 
-mg_status_t mg_all_reduce(const void *send, void *recv, size_t count, mg_dtype_t dtype,
+MG__HOT mg_status_t mg_all_reduce(const void *send, void *recv, size_t count, mg_dtype_t dtype,
                           mg_op_t op, mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_ALL_REDUCE, comm, send, recv, count, dtype, op, -1, stream);
   return mg__post(&o, NULL, "mg_all_reduce");
 }
 
-mg_status_t mg_broadcast(const void *send, void *recv, size_t count, mg_dtype_t dtype, int root,
+MG__HOT mg_status_t mg_broadcast(const void *send, void *recv, size_t count, mg_dtype_t dtype, int root,
                          mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_BROADCAST, comm, send, recv, count, dtype, MG_SUM, root, stream);
   return mg__post(&o, NULL, "mg_broadcast");
 }
 
-mg_status_t mg_reduce(const void *send, void *recv, size_t count, mg_dtype_t dtype, mg_op_t op,
+MG__HOT mg_status_t mg_reduce(const void *send, void *recv, size_t count, mg_dtype_t dtype, mg_op_t op,
                       int root, mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_REDUCE, comm, send, recv, count, dtype, op, root, stream);
   return mg__post(&o, NULL, "mg_reduce");
 }
 
-mg_status_t mg_all_gather(const void *send, void *recv, size_t sendcount, mg_dtype_t dtype,
+MG__HOT mg_status_t mg_all_gather(const void *send, void *recv, size_t sendcount, mg_dtype_t dtype,
                           mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_ALL_GATHER, comm, send, recv, sendcount, dtype, MG_SUM, -1, stream);
   return mg__post(&o, NULL, "mg_all_gather");
 }
 
-mg_status_t mg_reduce_scatter(const void *send, void *recv, size_t recvcount, mg_dtype_t dtype,
+MG__HOT mg_status_t mg_reduce_scatter(const void *send, void *recv, size_t recvcount, mg_dtype_t dtype,
                               mg_op_t op, mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_REDUCE_SCATTER, comm, send, recv, recvcount, dtype, op, -1, stream);
   return mg__post(&o, NULL, "mg_reduce_scatter");
 }
 
-mg_status_t mg_all_to_all(const void *send, void *recv, size_t count, mg_dtype_t dtype,
+MG__HOT mg_status_t mg_all_to_all(const void *send, void *recv, size_t count, mg_dtype_t dtype,
                           mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_ALL_TO_ALL, comm, send, recv, count, dtype, MG_SUM, -1, stream);
   return mg__post(&o, NULL, "mg_all_to_all");
 }
 
-mg_status_t mg_all_to_allv(const void *send, const size_t *sendcounts, const size_t *sdispls,
+MG__HOT mg_status_t mg_all_to_allv(const void *send, const size_t *sendcounts, const size_t *sdispls,
                            void *recv, const size_t *recvcounts, const size_t *rdispls,
                            mg_dtype_t dtype, mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_ALL_TO_ALLV, comm, send, recv, 0, dtype, MG_SUM, -1, stream);
@@ -52,25 +53,25 @@ mg_status_t mg_all_to_allv(const void *send, const size_t *sendcounts, const siz
   return mg__post(&o, v, "mg_all_to_allv");
 }
 
-mg_status_t mg_gather(const void *send, void *recv, size_t count, mg_dtype_t dtype, int root,
+MG__HOT mg_status_t mg_gather(const void *send, void *recv, size_t count, mg_dtype_t dtype, int root,
                       mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_GATHER, comm, send, recv, count, dtype, MG_SUM, root, stream);
   return mg__post(&o, NULL, "mg_gather");
 }
 
-mg_status_t mg_scatter(const void *send, void *recv, size_t count, mg_dtype_t dtype, int root,
+MG__HOT mg_status_t mg_scatter(const void *send, void *recv, size_t count, mg_dtype_t dtype, int root,
                        mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_SCATTER, comm, send, recv, count, dtype, MG_SUM, root, stream);
   return mg__post(&o, NULL, "mg_scatter");
 }
 
-mg_status_t mg_send(const void *send, size_t count, mg_dtype_t dtype, int peer, mg_comm_t *comm,
+MG__HOT mg_status_t mg_send(const void *send, size_t count, mg_dtype_t dtype, int peer, mg_comm_t *comm,
                     mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_SEND, comm, send, NULL, count, dtype, MG_SUM, peer, stream);
   return mg__post(&o, NULL, "mg_send");
 }
 
-mg_status_t mg_recv(void *recv, size_t count, mg_dtype_t dtype, int peer, mg_comm_t *comm,
+MG__HOT mg_status_t mg_recv(void *recv, size_t count, mg_dtype_t dtype, int peer, mg_comm_t *comm,
                     mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_RECV, comm, NULL, recv, count, dtype, MG_SUM, peer, stream);
   return mg__post(&o, NULL, "mg_recv");

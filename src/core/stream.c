@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hot.h"
 #include "core/clock.h"
 #include "core/handle.h"
 #include "core/log.h"
@@ -187,8 +188,13 @@ static void mg__hs_unref(struct mg_stream *s) {
   free(s);
 }
 
-struct mg_stream *mg__hstream_lookup(mg_stream_t s) {
-  return s != NULL && mg__handle_valid(s, MG__HANDLE_STREAM) ? (struct mg_stream *)s : NULL;
+/* Host streams alive in the process: while there are none, no stream an operation is given can
+ * be one, and the lookup in the handle registry is skipped (the NCCL backend's every call). */
+static atomic_int mg__hstreams_live;
+
+MG__HOT struct mg_stream *mg__hstream_lookup(mg_stream_t s) {
+  if (s == NULL || atomic_load_explicit(&mg__hstreams_live, memory_order_acquire) == 0) return NULL;
+  return mg__handle_valid(s, MG__HANDLE_STREAM) ? (struct mg_stream *)s : NULL;
 }
 
 const mg_comm_t *mg__hstream_comm(const struct mg_stream *hs) { return hs->comm; }
@@ -249,8 +255,10 @@ mg_status_t mg_stream_create(mg_comm_t *comm, mg_stream_t *out) {
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cv, NULL);
   s->magic = MG__STREAM_MAGIC;
+  atomic_fetch_add(&mg__hstreams_live, 1); /* before the handle can be looked up */
   mg_status_t st = mg__handle_register(s, MG__HANDLE_STREAM);
   if (st < 0) {
+    atomic_fetch_sub(&mg__hstreams_live, 1);
     mg__error_prefix("%s", fn);
     mg__hs_unref(s);
     return st;
@@ -265,6 +273,7 @@ mg_status_t mg_stream_destroy(mg_stream_t stream) {
     return mg__error(MG_ERR_INVALID_USAGE,
                      "mg_stream_destroy: stream %p is not a live host stream (destroyed already, "
                      "or not made by mg_stream_create)", (void *)stream);
+  atomic_fetch_sub(&mg__hstreams_live, 1);
   mg__hs_unref(stream); /* the handle's; queued work keeps its own references */
   return MG_OK;
 }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/hot.h"
 #include "boot/progress.h"
 #include "core/clock.h"
 #include "core/comm.h"
@@ -70,12 +71,12 @@ void mg__trace_destroy(mg_comm_t *comm) {
   comm->trace = NULL;
 }
 
-static mg__trace_ent_t *mg__tr_slot(mg__trace_t *t, uint64_t id) {
+MG__HOT static mg__trace_ent_t *mg__tr_slot(mg__trace_t *t, uint64_t id) {
   mg__trace_ent_t *e = &t->ent[(id - 1) % t->cap];
   return e->id == id ? e : NULL; /* NULL: overwritten by a newer entry */
 }
 
-void mg__trace_enqueue(mg__op_t *op, int started) {
+MG__HOT void mg__trace_enqueue(mg__op_t *op, int started) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL) return;
   double now = mg__now();
@@ -99,7 +100,7 @@ void mg__trace_enqueue(mg__op_t *op, int started) {
   op->trace_id = id;
 }
 
-void mg__trace_start(const mg__op_t *op) {
+MG__HOT void mg__trace_start(const mg__op_t *op) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL || op->trace_id == 0) return;
   double now = mg__now();
@@ -112,7 +113,7 @@ void mg__trace_start(const mg__op_t *op) {
   pthread_mutex_unlock(&t->lock);
 }
 
-void mg__trace_end(const mg__op_t *op) {
+MG__HOT void mg__trace_end(const mg__op_t *op) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL || op->trace_id == 0) return;
   double now = mg__now();

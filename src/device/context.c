@@ -2,6 +2,7 @@
  * context.c -- primary contexts: retained per user (a communicator, an allocation), made current
  * for the duration of a call and the caller's context put back afterwards.
  */
+#include "core/hot.h"
 #include "core/error.h"
 #include "device/device.h"
 #include "loader/loader.h"
@@ -23,7 +24,7 @@ void mg__device_ctx_release(mg__CUdevice dev) {
   (void)mg__cuda.DevicePrimaryCtxRelease(dev);
 }
 
-mg_status_t mg__device_ctx_enter(mg__CUcontext ctx, mg__CUcontext *saved) {
+MG__HOT mg_status_t mg__device_ctx_enter(mg__CUcontext ctx, mg__CUcontext *saved) {
   mg__CUcontext cur = NULL;
   MG_CU_CHECK(CtxGetCurrent, &cur);
   if (cur != ctx) MG_CU_CHECK(CtxSetCurrent, ctx);
@@ -31,7 +32,7 @@ mg_status_t mg__device_ctx_enter(mg__CUcontext ctx, mg__CUcontext *saved) {
   return MG_OK;
 }
 
-void mg__device_ctx_leave(mg__CUcontext ctx, mg__CUcontext saved) {
+MG__HOT void mg__device_ctx_leave(mg__CUcontext ctx, mg__CUcontext saved) {
   /* Setting back the caller's context fails only when the caller destroyed it meanwhile (from
    * another thread); then no context is current, which is the best that can be done. */
   if (saved != ctx) (void)mg__cuda.CtxSetCurrent(saved);

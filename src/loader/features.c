@@ -5,6 +5,7 @@
  */
 #include <pthread.h>
 
+#include "core/hot.h"
 #include "loader/loader.h"
 
 static const mg__feature_desc_t mg__features[MG_FEATURE_COUNT] = {
@@ -61,7 +62,7 @@ const mg__feature_desc_t *mg__feature_desc(mg_feature_t f) {
   return (unsigned)f < MG_FEATURE_COUNT ? &mg__features[f] : NULL;
 }
 
-int mg__feature(mg_feature_t f) {
+MG__HOT int mg__feature(mg_feature_t f) {
   if ((unsigned)f >= MG_FEATURE_COUNT) return 0;
   pthread_once(&mg__features_once, mg__features_compute);
   return (mg__feature_bits >> f) & 1u;

@@ -8,13 +8,14 @@
  */
 #include <stdint.h>
 
+#include "core/hot.h"
 #include "backend/nccl/nccl.h"
 
-static int mg__nccl_is_reduction(mg__opkind_t k) {
+MG__HOT static int mg__nccl_is_reduction(mg__opkind_t k) {
   return k == MG_OPK_ALL_REDUCE || k == MG_OPK_REDUCE || k == MG_OPK_REDUCE_SCATTER;
 }
 
-mg_status_t mg__nccl_check_types(mg_dtype_t dtype, const mg__redop_t *redop, int reduction,
+MG__HOT mg_status_t mg__nccl_check_types(mg_dtype_t dtype, const mg__redop_t *redop, int reduction,
                                  int cc_major, int cc_minor, const char *fn) {
   if (dtype == MG_FLOAT8_E4M3 || dtype == MG_FLOAT8_E5M2) {
     MG_CHECK(mg__feature_require(MG_FEATURE_NCCL_FP8, fn));
@@ -35,12 +36,12 @@ mg_status_t mg__nccl_check_types(mg_dtype_t dtype, const mg__redop_t *redop, int
 }
 
 /* 1 when [a, a + na) lies inside [b, b + nb). */
-static int mg__within(const void *a, size_t na, const void *b, size_t nb) {
+MG__HOT static int mg__within(const void *a, size_t na, const void *b, size_t nb) {
   const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
   return x >= y && x - y <= nb && na <= nb - (x - y);
 }
 
-mg_status_t mg__nccl_check_op(const mg__op_t *op, const char *fn) {
+MG__HOT mg_status_t mg__nccl_check_op(const mg__op_t *op, const char *fn) {
   const mg__ncomm_t *nx = mg__ncomm(op->comm);
   const int dev = op->comm->device;
   MG_CHECK(mg__nccl_check_types(op->dtype, &op->redop, mg__nccl_is_reduction(op->kind),

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/hot.h"
 #include "backend/nccl/nccl.h"
 #include "core/clock.h"
 
@@ -49,7 +50,7 @@ static inline void mg__nccl_relax(void) {
 #define MG__NCCL_YIELD_S 5e-3
 #define MG__NCCL_SLEEP_MAX_NS 1000000L
 
-void mg__nccl_backoff(mg__nccl_backoff_t *b, double now) {
+MG__HOT void mg__nccl_backoff(mg__nccl_backoff_t *b, double now) {
   if (b->start <= 0) {
     b->start = now;
     b->sleep_ns = 20000;
@@ -70,7 +71,7 @@ static const char *mg__nccl_what(mg__op_t *const *ops, int n, const char *call, 
 
 /* mg__nccl_wait, naming the launch of ops[0..nops) in its messages when ops is not NULL (the
  * text is made only when an error needs it: formatting costs a microsecond). */
-static mg_status_t mg__nccl_poll(mg_comm_t *const *comms, int n, double deadline,
+MG__HOT static mg_status_t mg__nccl_poll(mg_comm_t *const *comms, int n, double deadline,
                                  const char *call, mg__op_t *const *ops, int nops) {
   mg__nccl_backoff_t b = {0, 0};
   char w[400];
@@ -145,7 +146,7 @@ static const char *mg__nccl_what(mg__op_t *const *ops, int n, const char *call, 
 }
 
 /* 1 when the operation is one NCCL call on the loaded library (else several send/recv). */
-static int mg__nccl_single_call(const mg__op_t *op, int native) {
+MG__HOT static int mg__nccl_single_call(const mg__op_t *op, int native) {
   switch (op->kind) {
     case MG_OPK_ALL_TO_ALLV: return 0;
     case MG_OPK_ALL_TO_ALL:
@@ -155,10 +156,11 @@ static int mg__nccl_single_call(const mg__op_t *op, int native) {
   }
 }
 
-/* Issues op (inside the launch's group, or alone when it is a single call). rop is the
- * reduction op to pass. Returns NCCL's answer and names the call that gave it. */
-static mg__ncclResult_t mg__nccl_issue(const mg__op_t *op, mg__ncclRedOp_t rop, int native,
-                                       const char **call) {
+/* Issues op as grouped send/recv (inside the launch's group): all-to-all, gather and scatter on
+ * an NCCL without them, all-to-allv always. Names the call that failed. Out of line, so that the
+ * single calls below stay compact (core/hot.h). */
+static __attribute__((noinline)) mg__ncclResult_t mg__nccl_issue_p2p(const mg__op_t *op,
+                                                                     const char **call) {
   const mg__ncclComm_t nc = mg__ncomm(op->comm)->nc;
   const mg__CUstream st = (mg__CUstream)op->stream;
   const mg__ncclDataType_t dt = (mg__ncclDataType_t)op->dtype;
@@ -168,32 +170,7 @@ static mg__ncclResult_t mg__nccl_issue(const mg__op_t *op, mg__ncclRedOp_t rop, 
   const int n = op->comm->nranks, me = op->comm->rank, root = op->root;
   mg__ncclResult_t res = MG__ncclSuccess;
   switch (op->kind) {
-    case MG_OPK_ALL_REDUCE:
-      *call = "ncclAllReduce";
-      return mg__nccl.AllReduce(s, r, c, dt, rop, nc, st);
-    case MG_OPK_BROADCAST:
-      *call = "ncclBroadcast";
-      return mg__nccl.Broadcast(s, r, c, dt, root, nc, st);
-    case MG_OPK_REDUCE:
-      *call = "ncclReduce";
-      return mg__nccl.Reduce(s, r, c, dt, rop, root, nc, st);
-    case MG_OPK_ALL_GATHER:
-      *call = "ncclAllGather";
-      return mg__nccl.AllGather(s, r, c, dt, nc, st);
-    case MG_OPK_REDUCE_SCATTER:
-      *call = "ncclReduceScatter";
-      return mg__nccl.ReduceScatter(s, r, c, dt, rop, nc, st);
-    case MG_OPK_SEND:
-      *call = "ncclSend";
-      return mg__nccl.Send(s, c, dt, root, nc, st);
-    case MG_OPK_RECV:
-      *call = "ncclRecv";
-      return mg__nccl.Recv(r, c, dt, root, nc, st);
     case MG_OPK_ALL_TO_ALL:
-      if (native) {
-        *call = "ncclAlltoAll";
-        return mg__nccl.AlltoAll(s, r, c, dt, nc, st);
-      }
       for (int p = 0; p < n && c > 0 && res == MG__ncclSuccess; p++) {
         *call = "ncclSend";
         res = mg__nccl.Send(s + (size_t)p * blk, c, dt, p, nc, st);
@@ -203,10 +180,6 @@ static mg__ncclResult_t mg__nccl_issue(const mg__op_t *op, mg__ncclRedOp_t rop, 
       }
       return res;
     case MG_OPK_GATHER:
-      if (native) {
-        *call = "ncclGather";
-        return mg__nccl.Gather(s, r, c, dt, root, nc, st);
-      }
       if (c == 0) return res;
       if (me != root) {
         *call = "ncclSend";
@@ -225,10 +198,6 @@ static mg__ncclResult_t mg__nccl_issue(const mg__op_t *op, mg__ncclRedOp_t rop, 
       }
       return res;
     case MG_OPK_SCATTER:
-      if (native) {
-        *call = "ncclScatter";
-        return mg__nccl.Scatter(s, r, c, dt, root, nc, st);
-      }
       if (c == 0) return res;
       if (me != root) {
         *call = "ncclRecv";
@@ -266,16 +235,95 @@ static mg__ncclResult_t mg__nccl_issue(const mg__op_t *op, mg__ncclRedOp_t rop, 
   }
 }
 
+/* Issues op (inside the launch's group, or alone when it is a single call). rop is the
+ * reduction op to pass. Returns NCCL's answer and names the call that gave it. */
+MG__HOT static mg__ncclResult_t mg__nccl_issue(const mg__op_t *op, mg__ncclRedOp_t rop, int native,
+                                               const char **call) {
+  const mg__ncclComm_t nc = mg__ncomm(op->comm)->nc;
+  const mg__CUstream st = (mg__CUstream)op->stream;
+  const mg__ncclDataType_t dt = (mg__ncclDataType_t)op->dtype;
+  const void *s = op->send;
+  void *r = op->recv;
+  const size_t c = op->count;
+  const int root = op->root;
+  if (!mg__nccl_single_call(op, native)) return mg__nccl_issue_p2p(op, call);
+  switch (op->kind) {
+    case MG_OPK_ALL_REDUCE:
+      *call = "ncclAllReduce";
+      return mg__nccl.AllReduce(s, r, c, dt, rop, nc, st);
+    case MG_OPK_BROADCAST:
+      *call = "ncclBroadcast";
+      return mg__nccl.Broadcast(s, r, c, dt, root, nc, st);
+    case MG_OPK_REDUCE:
+      *call = "ncclReduce";
+      return mg__nccl.Reduce(s, r, c, dt, rop, root, nc, st);
+    case MG_OPK_ALL_GATHER:
+      *call = "ncclAllGather";
+      return mg__nccl.AllGather(s, r, c, dt, nc, st);
+    case MG_OPK_REDUCE_SCATTER:
+      *call = "ncclReduceScatter";
+      return mg__nccl.ReduceScatter(s, r, c, dt, rop, nc, st);
+    case MG_OPK_SEND:
+      *call = "ncclSend";
+      return mg__nccl.Send(s, c, dt, root, nc, st);
+    case MG_OPK_RECV:
+      *call = "ncclRecv";
+      return mg__nccl.Recv(r, c, dt, root, nc, st);
+    case MG_OPK_ALL_TO_ALL:
+      *call = "ncclAlltoAll";
+      return mg__nccl.AlltoAll(s, r, c, dt, nc, st);
+    case MG_OPK_GATHER:
+      *call = "ncclGather";
+      return mg__nccl.Gather(s, r, c, dt, root, nc, st);
+    case MG_OPK_SCATTER:
+      *call = "ncclScatter";
+      return mg__nccl.Scatter(s, r, c, dt, root, nc, st);
+    default:
+      *call = "(no NCCL call)";
+      return MG__ncclInternalError; /* argcheck admits only the kinds above */
+  }
+}
+
 /* ---- the launch --------------------------------------------------------------------------- */
 
 #define MG__NCCL_INLINE_OPS 16
 
-mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
+/* A PreMulSum op for op, made for this launch (out of the common path: custom ops are rare). */
+static __attribute__((noinline, cold)) mg_status_t mg__nccl_premul_make(const mg__op_t *op,
+                                                                         mg__ncclRedOp_t *rop) {
+  const mg__ncclComm_t nc = mg__ncomm(op->comm)->nc;
+  void *scalar = op->redop.residence == MG_SCALAR_HOST_IMMEDIATE ? (void *)op->redop.scalar
+                                                                 : (void *)op->redop.scalar_ptr;
+  mg__ncclResult_t r = mg__nccl.RedOpCreatePreMulSum(rop, scalar, (mg__ncclDataType_t)op->dtype,
+                                                     (mg__ncclScalarResidence_t)op->redop.residence,
+                                                     nc);
+  if (r == MG__ncclSuccess) return MG_OK;
+  char d[320];
+  mg_status_t st = mg__nccl_error(r, "ncclRedOpCreatePreMulSum", nc);
+  mg__error_prefix("%s", mg__nccl_desc(op, d, sizeof d));
+  return st;
+}
+
+/* The distinct communicators of ops[0..n) into comms (n entries at most); the earliest deadline. */
+static int mg__nccl_comms_of(mg__op_t *const *ops, int n, mg_comm_t **comms, double *deadline) {
+  int ncomms = 0;
+  *deadline = ops[0]->deadline;
+  for (int i = 0; i < n; i++) {
+    mg_comm_t *c = ops[i]->comm;
+    int seen = 0;
+    for (int j = 0; j < ncomms && !seen; j++) seen = comms[j] == c;
+    if (!seen) comms[ncomms++] = c;
+    if (ops[i]->deadline < *deadline) *deadline = ops[i]->deadline;
+  }
+  return ncomms;
+}
+
+MG__HOT mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
   mg__ncclRedOp_t rops_inline[MG__NCCL_INLINE_OPS];
   mg_comm_t *comms_inline[MG__NCCL_INLINE_OPS];
   mg__ncclRedOp_t *rops = rops_inline;
   mg_comm_t **comms = comms_inline;
-  if (n > MG__NCCL_INLINE_OPS) {
+  if (__builtin_expect(n > MG__NCCL_INLINE_OPS, 0)) {
     rops = malloc(sizeof *rops * (size_t)n);
     comms = malloc(sizeof *comms * (size_t)n);
     if (rops == NULL || comms == NULL) {
@@ -286,15 +334,8 @@ mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
   }
   char what[400];
   const int native = mg__feature(MG_FEATURE_NCCL_COLLECTIVES_2_28);
-  double deadline = ops[0]->deadline;
-  int ncomms = 0;
-  for (int i = 0; i < n; i++) {
-    mg_comm_t *c = ops[i]->comm;
-    int seen = 0;
-    for (int j = 0; j < ncomms && !seen; j++) seen = comms[j] == c;
-    if (!seen) comms[ncomms++] = c;
-    if (ops[i]->deadline < deadline) deadline = ops[i]->deadline;
-  }
+  double deadline;
+  const int ncomms = mg__nccl_comms_of(ops, n, comms, &deadline);
 
   /* The first communicator's device is current for the whole launch: NCCL needs a context on
    * the calling thread, not the device of each communicator (it sets that itself). */
@@ -307,23 +348,11 @@ mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
 
   /* Custom ops, for this launch only. */
   int made = 0;
-  for (; made < n; made++) {
-    const mg__op_t *op = ops[made];
-    rops[made] = (mg__ncclRedOp_t)op->redop.op;
-    if (!op->redop.premul) continue;
-    const mg__ncclComm_t nc = mg__ncomm(op->comm)->nc;
-    void *scalar = op->redop.residence == MG_SCALAR_HOST_IMMEDIATE ? (void *)op->redop.scalar
-                                                                   : (void *)op->redop.scalar_ptr;
-    mg__ncclResult_t r = mg__nccl.RedOpCreatePreMulSum(&rops[made], scalar,
-                                                       (mg__ncclDataType_t)op->dtype,
-                                                       (mg__ncclScalarResidence_t)op->redop.residence, nc);
-    if (r != MG__ncclSuccess) {
-      char d[320];
-      st = mg__nccl_error(r, "ncclRedOpCreatePreMulSum", nc);
-      mg__error_prefix("%s", mg__nccl_desc(op, d, sizeof d));
-      break;
-    }
+  for (; made < n && st == MG_OK; made++) {
+    rops[made] = (mg__ncclRedOp_t)ops[made]->redop.op;
+    if (__builtin_expect(ops[made]->redop.premul, 0)) st = mg__nccl_premul_make(ops[made], &rops[made]);
   }
+  if (st < 0) made--; /* the op that failed has none */
 
   if (st == MG_OK) {
     const int grouped = n > 1 || !mg__nccl_single_call(ops[0], native);
@@ -335,7 +364,7 @@ mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
       for (int i = 0; i < n; i++) {
         const char *call = NULL;
         r = mg__nccl_issue(ops[i], rops[i], native, &call);
-        if (r != MG__ncclSuccess && r != MG__ncclInProgress) {
+        if (__builtin_expect(r != MG__ncclSuccess && r != MG__ncclInProgress, 0)) {
           char d[320];
           st = mg__nccl_error(r, call, mg__ncomm(ops[i]->comm)->nc);
           mg__error_prefix("%s", mg__nccl_desc(ops[i], d, sizeof d));
@@ -356,7 +385,7 @@ mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
   }
 
   for (int i = 0; i < made; i++)
-    if (ops[i]->redop.premul)
+    if (__builtin_expect(ops[i]->redop.premul, 0))
       /* Fails only for an op NCCL does not know, which cannot be: nothing to undo. */
       (void)mg__nccl.RedOpDestroy(rops[i], mg__ncomm(ops[i]->comm)->nc);
   mg__device_ctx_leave(ctx, saved);

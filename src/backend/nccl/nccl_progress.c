@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hot.h"
 #include "backend/nccl/nccl.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -105,7 +106,7 @@ void mg__nccl_progress_leave(mg_comm_t *comm) {
   pthread_mutex_unlock(&mg__nprogs_lock);
 }
 
-void mg__nccl_op_enqueued(const mg__op_t *op) {
+MG__HOT void mg__nccl_op_enqueued(const mg__op_t *op) {
   mg__nprog_t *p = mg__ncomm(op->comm)->prog;
   if (p == NULL) return;
   mg__nslot_t *s = &p->slot[op->comm->rank];
