@@ -26,7 +26,8 @@
  *       outside the timed calls. Prints the median, 10th and 90th percentile of each,
  *       mgcomm's cost over each raw form (a difference of medians), and mgcomm's own share of
  *       its calls (each call's time less the span it spent in NCCL: the figure that NCCL's
- *       thread start does not blur), split into before and after NCCL, next to raw nonblocking
+ *       thread start does not blur), split into before and after NCCL and into the CUDA
+ *       driver's calls (context, pointer checks) and mgcomm's own code, next to raw nonblocking
  *       NCCL's own time outside NCCL (the probe's floor). MGCOMM_CHECK_POINTERS decides whether
  *       mgcomm's pointer checks are on (run it twice to see both).
  *
@@ -359,12 +360,12 @@ static int run_bw(const bw_opts_t *o) {
 
 enum {
   V_RAW_BLOCKING, V_RAW_NONBLOCKING, V_RAW_OUTSIDE, V_MGCOMM, V_MGCOMM_OWN, V_MGCOMM_PRE,
-  V_MGCOMM_POST, V_COUNT
+  V_MGCOMM_POST, V_MGCOMM_DRIVER, V_MGCOMM_CODE, V_COUNT
 };
 static const char *const vname[V_COUNT] = {
     "raw NCCL, blocking comm", "raw NCCL, nonblocking comm + poll",
     "raw nonblocking, outside NCCL", "mgcomm", "mgcomm's own share", "own share before NCCL",
-    "own share after NCCL"};
+    "own share after NCCL", "own share in the CUDA driver", "own share in mgcomm's code"};
 
 /* mgcomm's own share of a call: its time less the span from its first call into NCCL to the
  * return of its last one (the poll included). NCCL's thread start, whose jitter (tens of us)
@@ -393,12 +394,43 @@ static mg__ncclResult_t shim_async_error(mg__ncclComm_t c, mg__ncclResult_t *e) 
 static mg__ncclResult_t shim_group_start(void) { NOTE_NCCL(nccl_real.GroupStart()); }
 static mg__ncclResult_t shim_group_end(void) { NOTE_NCCL(nccl_real.GroupEnd()); }
 
+/* The driver calls mgcomm makes around NCCL (its context and pointer checks): during a timed
+ * mgcomm call (cuda_timing), each adds its time to the calling thread's sum, so that the own
+ * share splits into the driver's and mgcomm's own code. */
+static _Thread_local int cuda_timing;
+static _Thread_local double cuda_sum;
+static mg__cuda_table_t cuda_real;
+
+#define NOTE_CUDA(call)                              \
+  do {                                               \
+    if (!cuda_timing) return (call);                 \
+    const double t_ = now_s();                       \
+    mg__CUresult r_ = (call);                        \
+    cuda_sum += now_s() - t_;                        \
+    return r_;                                       \
+  } while (0)
+
+static mg__CUresult shim_ctx_get(mg__CUcontext *c) { NOTE_CUDA(cuda_real.CtxGetCurrent(c)); }
+static mg__CUresult shim_ctx_set(mg__CUcontext c) { NOTE_CUDA(cuda_real.CtxSetCurrent(c)); }
+static mg__CUresult shim_ptr_attrs(unsigned n, mg__CUpointer_attribute *a, void **d,
+                                   mg__CUdeviceptr p) {
+  NOTE_CUDA(cuda_real.PointerGetAttributes(n, a, d, p));
+}
+static mg__CUresult shim_stream_ctx(mg__CUstream s, mg__CUcontext *c) {
+  NOTE_CUDA(cuda_real.StreamGetCtx(s, c));
+}
+
 static void shims_install(void) {
   nccl_real = mg__nccl;
   mg__nccl.AllReduce = shim_all_reduce;
   mg__nccl.CommGetAsyncError = shim_async_error;
   mg__nccl.GroupStart = shim_group_start;
   mg__nccl.GroupEnd = shim_group_end;
+  cuda_real = mg__cuda;
+  mg__cuda.CtxGetCurrent = shim_ctx_get;
+  mg__cuda.CtxSetCurrent = shim_ctx_set;
+  mg__cuda.PointerGetAttributes = shim_ptr_attrs;
+  mg__cuda.StreamGetCtx = shim_stream_ctx;
 }
 
 typedef struct {
@@ -456,6 +488,7 @@ static void *ovh_rank(void *arg) {
      * NCCL made for the call before it, so a fixed order would bias the difference. */
     for (int k = 0; k < 2; k++) {
       nccl_first = nccl_last = 0;
+      cuda_sum = 0;
       const double ta = now_s();
       if ((k == 0) == (i % 2 == 0)) {
         res = mg__nccl.AllReduce(s, d, count, MG__ncclFloat32, MG__ncclSum, cn, st);
@@ -465,14 +498,18 @@ static void *ovh_rank(void *arg) {
         ovh.samples[r][V_RAW_OUTSIDE][i] = (te - ta) - (nccl_last - nccl_first);
         nccl_ok(res, cn, "ncclAllReduce");
       } else {
+        cuda_timing = 1;
         mg_status_t m = mg_all_reduce(s, d, count, MG_FLOAT32, MG_SUM, ovh.mg[r], (mg_stream_t)st);
         const double te = now_s();
+        cuda_timing = 0;
         if (m != MG_OK) die("mg_all_reduce", m);
         if (nccl_first == 0) die("mg_all_reduce made no NCCL call", MG_ERR_INTERNAL);
         ovh.samples[r][V_MGCOMM][i] = te - ta;
         ovh.samples[r][V_MGCOMM_OWN][i] = (te - ta) - (nccl_last - nccl_first);
         ovh.samples[r][V_MGCOMM_PRE][i] = nccl_first - ta;
         ovh.samples[r][V_MGCOMM_POST][i] = te - nccl_last;
+        ovh.samples[r][V_MGCOMM_DRIVER][i] = cuda_sum;
+        ovh.samples[r][V_MGCOMM_CODE][i] = ovh.samples[r][V_MGCOMM_OWN][i] - cuda_sum;
       }
     }
     ovh.samples[r][V_RAW_BLOCKING][i] = t1 - t0;
@@ -515,6 +552,7 @@ static int run_overhead(int calls, size_t bytes) {
   for (int r = 0; r < ngpus; r++) pthread_create(&th[r], NULL, ovh_rank, (void *)(intptr_t)r);
   for (int r = 0; r < ngpus; r++) pthread_join(th[r], NULL);
   mg__nccl = nccl_real;
+  mg__cuda = cuda_real;
   const char *chk = getenv("MGCOMM_CHECK_POINTERS");
   printf("# nccl_perf overhead: all_reduce of %zu bytes, %d GPUs, %d calls per rank and form, "
          "MGCOMM_CHECK_POINTERS=%s\n", bytes, ngpus, calls, chk != NULL ? chk : "1 (default)");
@@ -539,6 +577,8 @@ static int run_overhead(int calls, size_t bytes) {
   printf("overhead_us_vs_blocking %.3f\n", (med[V_MGCOMM] - med[V_RAW_BLOCKING]) * 1e6);
   printf("own_share_us %.3f\n", med[V_MGCOMM_OWN] * 1e6);
   printf("raw_outside_us %.3f\n", med[V_RAW_OUTSIDE] * 1e6);
+  printf("own_driver_us %.3f\n", med[V_MGCOMM_DRIVER] * 1e6);
+  printf("own_code_us %.3f\n", med[V_MGCOMM_CODE] * 1e6);
   free(all);
   for (int r = 0; r < ngpus; r++) {
     for (int v = 0; v < V_COUNT; v++) free(ovh.samples[r][v]);

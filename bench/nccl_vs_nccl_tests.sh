@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # nccl_vs_nccl_tests.sh -- mgcomm's NCCL backend next to nccl-tests, on the same GPUs, in the same
 # call, with the same NCCL library (ARCHITECTURE.md section 8), for one device call:
-#   1. builds mgcomm (Release, into $BUILD, default build-gpu; kept when it is already there) and
+#   1. builds mgcomm as `make install` does (Release, no test seam), into $BUILD (default
+#      build-gpu; kept when it is already there), and
 #      nccl-tests from the source in $NCCL_TESTS_SRC (default .peer/nccl-tests: fetched
 #      beforehand, never committed) with nvcc, MPI=0, for this machine's GPU architecture only,
 #      against the header that matches the library (searched: /usr/include, $CUDA_HOME/include,
@@ -92,7 +93,7 @@ trap 'say "stopped: the report covers what ran"; report partial; exit 124' TERM 
 
 # ---- 1. build ---------------------------------------------------------------------------------
 say "building mgcomm in $build"
-{ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release && cmake --build "$build" -j "$jobs" --target nccl_perf; } \
+{ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMGCOMM_TESTING=OFF && cmake --build "$build" -j "$jobs" --target nccl_perf; } \
   >"$logs/build-mgcomm.log" 2>&1 || { tail -30 "$logs/build-mgcomm.log" >&2; fail "mgcomm did not build"; }
 
 nt_build="$build/nccl-tests"
@@ -204,7 +205,7 @@ over = {}
 for chk in ("1", "0"):
     p = f"{logs}/overhead-{chk}.txt"
     for line in (open(p) if os.path.exists(p) else []):
-        m = re.match(r"\s+(raw NCCL, blocking comm|raw NCCL, nonblocking comm \+ poll|raw nonblocking, outside NCCL|mgcomm's own share|own share (?:before|after) NCCL|mgcomm)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
+        m = re.match(r"\s+(raw NCCL, blocking comm|raw NCCL, nonblocking comm \+ poll|raw nonblocking, outside NCCL|mgcomm's own share|own share (?:before NCCL|after NCCL|in the CUDA driver|in mgcomm's code)|mgcomm)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
         if m:
             doc.append(f"| {'on' if chk == '1' else 'off'} | {m.group(1)} | {m.group(2)} | {m.group(3)} | {m.group(4)} |")
         m = re.match(r"\s+(one (buffer|stream) check [^0-9]*?)\s+([\d.]+)$", line)
