@@ -35,12 +35,7 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
-say() { echo "gpu_bench.sh: $*" >&2; }
-fail() { say "$*"; exit 1; }
-t0=$(date +%s)
-mkdir -p "$out"
-logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+mg_begin gpu_bench.sh 1 "$out"
 command -v nvidia-smi >/dev/null || fail "nvidia-smi not found: no GPU machine?"
 ngpu=$(nvidia-smi -L | grep -c '^GPU')
 [ -n "$gpu_counts" ] || gpu_counts=$([ "$ngpu" -ge 4 ] && echo "2 4" || echo 2)

@@ -22,6 +22,8 @@ set -euo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 build=${BUILD:-$root/build-hostcost}
 out=${OUT:-$build/host-cost-out}
 nccl_lib=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
@@ -38,12 +40,7 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
-say() { echo "host_cost.sh: $*" >&2; }
-fail() { say "$*"; exit 2; }
-t0=$(date +%s)
-mkdir -p "$out"
-logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+mg_begin host_cost.sh 2 "$out"
 [ -f "$nccl_lib" ] || fail "no NCCL library at $nccl_lib (set NCCL_LIB)"
 export MGCOMM_NCCL_LIBRARY=$nccl_lib
 

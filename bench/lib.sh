@@ -1,5 +1,9 @@
-# lib.sh -- pieces shared by the comparison scripts (compare.sh, host_vs_mpi.sh); source it.
+# lib.sh -- pieces shared by the comparison scripts (compare.sh, host_vs_mpi.sh) and the GPU
+# scripts (gpu_bench.sh, nccl_vs_nccl_tests.sh, host_cost.sh); source it.
 #
+#   mg_begin NAME CODE OUT    a GPU script's start: defines say MSG (to stderr as "NAME: MSG") and
+#                             fail MSG (say it, exit CODE), sets t0 (the start, in seconds), makes
+#                             OUT, and sets logs to a temporary folder removed at exit
 #   mg_need_openmpi WHO       Open MPI's mpicc and mpirun, Debian's openmpi-bin libopenmpi-dev
 #                             installed when absent (as root); WHO names the script in messages
 #   mg_build_mpi_peer DIR     builds bench/mpi_peer.c into DIR/mpi_peer
@@ -22,6 +26,16 @@
 # bench/medians.py reads what mg_alternate kept: per row, the median of the R runs.
 
 mg_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+mg_begin() {
+  mg_name=$1 mg_fail_code=$2
+  say() { echo "$mg_name: $*" >&2; }
+  fail() { say "$*"; exit "$mg_fail_code"; }
+  t0=$(date +%s)
+  mkdir -p "$3"
+  logs=$(mktemp -d)
+  trap 'rm -rf "$logs"' EXIT
+}
 
 mg_need_openmpi() {
   command -v mpicc >/dev/null && command -v mpirun >/dev/null && return 0

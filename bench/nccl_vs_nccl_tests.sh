@@ -68,12 +68,7 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
-say() { echo "nccl_vs_nccl_tests.sh: $*" >&2; }
-fail() { say "$*"; exit 2; }
-t0=$(date +%s)
-mkdir -p "$out"
-logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+mg_begin nccl_vs_nccl_tests.sh 2 "$out"
 
 [ -f "$nccl_lib" ] || fail "no NCCL library at $nccl_lib (set NCCL_LIB)"
 [ -d "$src/src" ] || fail "no nccl-tests source in $src: fetch it first (github:NVIDIA/nccl-tests into .peer/nccl-tests)"
