@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/hot.h"
 #include "core/comm.h"
+#include "core/hot.h"
 #include "core/op.h"
 
 const char *mg__opkind_name(mg__opkind_t kind) {

@@ -12,12 +12,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/hot.h"
 #include "boot/boot.h"
 #include "boot/progress.h"
 #include "core/clock.h"
 #include "core/comm.h"
 #include "core/handle.h"
+#include "core/hot.h"
 #include "core/log.h"
 #include "core/params.h"
 #include "core/request.h"

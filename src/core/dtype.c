@@ -4,8 +4,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/hot.h"
 #include "core/error.h"
+#include "core/hot.h"
 
 static const struct {
   const char *name;

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/hot.h"
 #include "core/clock.h"
 #include "core/comm.h"
+#include "core/hot.h"
 #include "core/log.h"
 #include "core/op.h"
 #include "core/stream.h"

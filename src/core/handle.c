@@ -17,9 +17,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "core/hot.h"
 #include "core/error.h"
 #include "core/handle.h"
+#include "core/hot.h"
 
 typedef struct {
   const void *p; /* NULL: empty; MG__TOMB: removed */

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/hot.h"
 #include "core/comm.h"
+#include "core/hot.h"
 #include "core/op.h"
 
 static atomic_int mg__next_op_id = MG_OP_BUILTIN_COUNT;

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/hot.h"
 #include "core/clock.h"
 #include "core/handle.h"
+#include "core/hot.h"
 #include "core/log.h"
 #include "core/op.h"
 #include "core/params.h"

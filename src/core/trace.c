@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/hot.h"
 #include "boot/progress.h"
 #include "core/clock.h"
 #include "core/comm.h"
+#include "core/hot.h"
 #include "core/log.h"
 #include "core/params.h"
 #include "core/trace.h"

@@ -2,8 +2,8 @@
  * context.c -- primary contexts: retained per user (a communicator, an allocation), made current
  * for the duration of a call and the caller's context put back afterwards.
  */
-#include "core/hot.h"
 #include "core/error.h"
+#include "core/hot.h"
 #include "device/device.h"
 #include "loader/loader.h"
 

@@ -6,8 +6,8 @@
  */
 #include <stdint.h>
 
-#include "core/hot.h"
 #include "core/error.h"
+#include "core/hot.h"
 #include "device/device.h"
 #include "loader/loader.h"
 

@@ -8,8 +8,8 @@
  */
 #include <stdint.h>
 
-#include "core/hot.h"
 #include "backend/nccl/nccl.h"
+#include "core/hot.h"
 
 MG__HOT static int mg__nccl_is_reduction(mg__opkind_t k) {
   return k == MG_OPK_ALL_REDUCE || k == MG_OPK_REDUCE || k == MG_OPK_REDUCE_SCATTER;

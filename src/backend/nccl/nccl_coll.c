@@ -29,9 +29,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/hot.h"
 #include "backend/nccl/nccl.h"
 #include "core/clock.h"
+#include "core/hot.h"
 
 /* ---- waiting -------------------------------------------------------------------------------- */
 

@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/hot.h"
 #include "backend/nccl/nccl.h"
 #include "core/hash.h"
+#include "core/hot.h"
 #include "core/log.h"
 
 /* One cache line per slot: the ranks of one process write their own slots on every collective,
