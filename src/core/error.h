@@ -32,9 +32,9 @@ mg_status_t mg__error_errno(mg_status_t status, int err, const char *fmt, ...)
 void mg__error_prefix(const char *fmt, ...) __attribute__((cold, format(printf, 1, 2)));
 
 /* Propagate a status; the message was set where the error started. */
-#define MG_CHECK(call)                         \
-  do {                                         \
-    mg_status_t mg__st_ = (call);              \
+#define MG_CHECK(call)                                    \
+  do {                                                    \
+    mg_status_t mg__st_ = (call);                         \
     if (__builtin_expect(mg__st_ < 0, 0)) return mg__st_; \
   } while (0)
 
