@@ -165,17 +165,16 @@ void mg__request_expire(mg_request_t *req, int inline_cb) {
     mg__request_what(req, what, sizeof what);
     snprintf(msg, sizeof msg, "%s timed out: %s", what, where);
   }
-  /* Complete first: the policy's abort must not turn this request into an aborted one. */
-  if (!mg__request_complete(req, MG_ERR_TIMED_OUT, msg, inline_cb)) {
-    mg__trace_autodump_write(x.snap); /* another path completed it; keep nothing */
-    return;
-  }
+  /* The dump is on disk before anyone learns of the timeout: a program that exits on it keeps
+   * its flight recorder. */
+  mg__trace_autodump_write(x.snap);
+  /* Complete before the policy: its abort must not turn this request into an aborted one. */
+  if (!mg__request_complete(req, MG_ERR_TIMED_OUT, msg, inline_cb)) return;
   x.policy = 1;
   if (req->kind == MG__REQ_RECORD)
     (void)mg__handle_with(req->comm, MG__HANDLE_COMM, mg__expire_comm, &x); /* gone: nothing */
   else if (req->on_timeout == MG_ON_TIMEOUT_ABORT)
     req->oops->expire(req->octx, 1, NULL, 0);
-  mg__trace_autodump_write(x.snap);
 }
 
 /* ---- the thread ---------------------------------------------------------------------------- */
