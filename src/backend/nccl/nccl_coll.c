@@ -246,7 +246,6 @@ MG__HOT static mg__ncclResult_t mg__nccl_issue(const mg__op_t *op, mg__ncclRedOp
   void *r = op->recv;
   const size_t c = op->count;
   const int root = op->root;
-  if (!mg__nccl_single_call(op, native)) return mg__nccl_issue_p2p(op, call);
   switch (op->kind) {
     case MG_OPK_ALL_REDUCE:
       *call = "ncclAllReduce";
@@ -270,14 +269,18 @@ MG__HOT static mg__ncclResult_t mg__nccl_issue(const mg__op_t *op, mg__ncclRedOp
       *call = "ncclRecv";
       return mg__nccl.Recv(r, c, dt, root, nc, st);
     case MG_OPK_ALL_TO_ALL:
+      if (!native) return mg__nccl_issue_p2p(op, call);
       *call = "ncclAlltoAll";
       return mg__nccl.AlltoAll(s, r, c, dt, nc, st);
     case MG_OPK_GATHER:
+      if (!native) return mg__nccl_issue_p2p(op, call);
       *call = "ncclGather";
       return mg__nccl.Gather(s, r, c, dt, root, nc, st);
     case MG_OPK_SCATTER:
+      if (!native) return mg__nccl_issue_p2p(op, call);
       *call = "ncclScatter";
       return mg__nccl.Scatter(s, r, c, dt, root, nc, st);
+    case MG_OPK_ALL_TO_ALLV: return mg__nccl_issue_p2p(op, call);
     default:
       *call = "(no NCCL call)";
       return MG__ncclInternalError; /* argcheck admits only the kinds above */
