@@ -10,6 +10,7 @@
  * Lock order: see request.h. The callback thread's lock is a leaf.
  */
 #include <math.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,7 @@ mg_request_t *mg__request_new(int kind, double deadline, mg_on_timeout_t on_time
   req->deadline = deadline;
   req->on_timeout = on_timeout;
   atomic_init(&req->state, MG__REQ_PENDING);
+  atomic_init(&req->settling, 0);
   atomic_init(&req->refs, 2);
   pthread_mutex_init(&req->lock, NULL);
   pthread_cond_init(&req->cv, NULL);
@@ -432,6 +434,8 @@ mg_status_t mg_request_wait(mg_request_t *req, double timeout_s) {
     }
     mg__sleep_until(req, stop);
   }
+  /* A timeout's policy is being applied on another thread; abort always returns. */
+  while (atomic_load_explicit(&req->settling, memory_order_acquire)) sched_yield();
   st = mg__outcome(req);
 out:
   mg__request_unref(req);
@@ -454,8 +458,9 @@ mg_status_t mg_request_test(mg_request_t *req, mg_status_t *status) {
           mg__now() >= req->deadline)
         mg__request_expire(req, 0);
     }
-    if (atomic_load_explicit(&req->state, memory_order_acquire) == MG__REQ_PENDING) {
-      *status = MG_INPROGRESS;
+    if (atomic_load_explicit(&req->state, memory_order_acquire) == MG__REQ_PENDING ||
+        atomic_load_explicit(&req->settling, memory_order_acquire)) {
+      *status = MG_INPROGRESS; /* (settling: its timeout's policy is still being applied) */
     } else {
       *status = req->status;
       if (req->status < 0) mg__outcome(req);

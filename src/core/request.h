@@ -61,6 +61,9 @@ struct mg_request {
   int kind;                   /* MG__REQ_RECORD or MG__REQ_WORLD */
   atomic_int state;           /* MG__REQ_PENDING, MG__REQ_DONE */
   mg_status_t status;         /* the outcome; written before state becomes DONE */
+  atomic_int settling;        /* 1 from a timeout's completion until its policy has been applied
+                                 (abort or error state): wait and test report the timeout only
+                                 after, so that the caller sees the policy's effect */
   char *msg;                  /* its message (heap), NULL when there is none */
   atomic_int refs;            /* see the top of this file */
   pthread_mutex_t lock;       /* leaf: the transition, the callback, waiters */

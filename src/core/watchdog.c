@@ -168,13 +168,19 @@ void mg__request_expire(mg_request_t *req, int inline_cb) {
   /* The dump is on disk before anyone learns of the timeout: a program that exits on it keeps
    * its flight recorder. */
   mg__trace_autodump_write(x.snap);
-  /* Complete before the policy: its abort must not turn this request into an aborted one. */
-  if (!mg__request_complete(req, MG_ERR_TIMED_OUT, msg, inline_cb)) return;
+  /* Complete before the policy: its abort must not turn this request into an aborted one. The
+   * caller's wait and test hold the outcome back until the policy is applied (settling). */
+  atomic_store_explicit(&req->settling, 1, memory_order_relaxed);
+  if (!mg__request_complete(req, MG_ERR_TIMED_OUT, msg, inline_cb)) {
+    atomic_store_explicit(&req->settling, 0, memory_order_release);
+    return;
+  }
   x.policy = 1;
   if (req->kind == MG__REQ_RECORD)
     (void)mg__handle_with(req->comm, MG__HANDLE_COMM, mg__expire_comm, &x); /* gone: nothing */
   else if (req->on_timeout == MG_ON_TIMEOUT_ABORT)
     req->oops->expire(req->octx, 1, NULL, 0);
+  atomic_store_explicit(&req->settling, 0, memory_order_release);
 }
 
 /* ---- the thread ---------------------------------------------------------------------------- */
