@@ -36,7 +36,9 @@ typedef enum mg__opkind {
 /* "all_reduce", "send", ... */
 const char *mg__opkind_name(mg__opkind_t kind);
 /* 1 for the kinds that every rank of the communicator calls (all but send and recv). */
-int mg__opkind_is_collective(mg__opkind_t kind);
+static inline int mg__opkind_is_collective(mg__opkind_t kind) {
+  return kind != MG_OPK_SEND && kind != MG_OPK_RECV;
+}
 
 /* A reduction operation as captured when an operation is posted: a built-in op, or a PreMulSum
  * with its scalar (copied at post time for MG_SCALAR_HOST_IMMEDIATE; a pointer read when the
@@ -152,10 +154,27 @@ enum {
 };
 
 typedef struct mg__backend {
-  int version;           /* MG__BACKEND_VERSION */
+  /* What every operation reads comes first, on one cache line (core/hot.h). */
+  _Alignas(64) int version; /* MG__BACKEND_VERSION */
+  unsigned caps;            /* MG__CAP_* */
+  /* Backend-specific checks of a validated op before it is posted: dtype and op support by the
+   * loaded library, memory space and extent of each buffer. MG_OK or the error, with a message
+   * naming fn and the argument. */
+  mg_status_t (*check_op)(const mg__op_t *op, const char *fn);
+  /* Posts ops[0..n), all of this backend and already checked, as one group: runs them (host,
+   * NULL stream: returns when all are done) or enqueues them (streams). Sets each op's status;
+   * returns the first error. Each op carries its own deadline. Communicators whose operation
+   * failed are marked by the caller. */
+  mg_status_t (*launch)(mg__op_t *const *ops, int n);
+  /* MG__CAP_PROGRESS (with peer_progress and comm_tag below). The core numbered op (a
+   * collective) and is about to run or queue it: publish it where the other ranks can read it
+   * (host: the shared segment; NCCL: a table of this process, which the ranks of other
+   * processes cannot read). Called with the op's communicator's seq_lock held (calls on one
+   * comm are ordered); never blocks. */
+  void (*op_enqueued)(const mg__op_t *op);
+
   const char *name;      /* "host", "nccl" */
   mg_backend_t id;
-  unsigned caps;         /* MG__CAP_* */
   size_t comm_priv_size; /* bytes of backend state per communicator, at comm->priv */
 
   /* MG_OK when this backend can run in this process; else MG_ERR_BACKEND_UNAVAILABLE with the
@@ -190,17 +209,8 @@ typedef struct mg__backend {
   void (*comm_destroy)(mg_comm_t *comm);
   /* Polls the backend's asynchronous error: MG_OK or the error. */
   mg_status_t (*async_error)(mg_comm_t *comm);
-  /* Backend-specific checks of a validated op before it is posted: dtype and op support by the
-   * loaded library, memory space and extent of each buffer. MG_OK or the error, with a message
-   * naming fn and the argument. */
-  mg_status_t (*check_op)(const mg__op_t *op, const char *fn);
   mg_status_t (*redop_create)(mg_comm_t *comm, mg_dtype_t dtype, mg__redop_t *redop);
   void (*redop_destroy)(mg_comm_t *comm, mg__redop_t *redop);
-  /* Posts ops[0..n), all of this backend and already checked, as one group: runs them (host,
-   * NULL stream: returns when all are done) or enqueues them (streams). Sets each op's status;
-   * returns the first error. Each op carries its own deadline. Communicators whose operation
-   * failed are marked by the caller. */
-  mg_status_t (*launch)(mg__op_t *const *ops, int n);
 
   /* Memory (mgcomm.h, "Memory"). The core checks the arguments and keeps the records: which
    * pointers mem_alloc returned (mem_free gets only those, with the device of the comm they
@@ -254,12 +264,7 @@ typedef struct mg__backend {
    * already. MG_OK or the error (message naming the call). */
   mg_status_t (*mark_elapsed)(mg__mark_t *start, mg__mark_t *end, double *seconds);
 
-  /* ---- progress (MG__CAP_PROGRESS: all three are provided) ---- */
-  /* The core numbered op (a collective) and is about to run or queue it: publish it where the
-   * other ranks can read it (host: the shared segment; NCCL: a table of this process, which
-   * the ranks of other processes cannot read). Called with the op's communicator's seq_lock
-   * held (calls on one comm are ordered); never blocks. */
-  void (*op_enqueued)(const mg__op_t *op);
+  /* ---- progress (MG__CAP_PROGRESS: these two and op_enqueued above are provided) ---- */
   /* Where rank r of comm is, as r published it. Never blocks. MG_OK, or MG_ERR_NOT_SUPPORTED when
    * r's progress cannot be read (then the core says so). */
   mg_status_t (*peer_progress)(mg_comm_t *comm, int r, mg__progress_t *out);

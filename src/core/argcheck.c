@@ -18,10 +18,6 @@ const char *mg__opkind_name(mg__opkind_t kind) {
   return (unsigned)kind < MG_OPK_COUNT ? names[kind] : "unknown";
 }
 
-MG__HOT int mg__opkind_is_collective(mg__opkind_t kind) {
-  return kind != MG_OPK_SEND && kind != MG_OPK_RECV;
-}
-
 static int mg__is_reduction(mg__opkind_t k) {
   return k == MG_OPK_ALL_REDUCE || k == MG_OPK_REDUCE || k == MG_OPK_REDUCE_SCATTER;
 }
@@ -155,6 +151,7 @@ MG__HOT mg_status_t mg__op_validate(mg__op_t *op, const size_t *const v_in[4], c
 }
 
 MG__HOT void mg__op_release(mg__op_t *op) {
+  if (op->v == NULL) return; /* all but all_to_allv: no call into the allocator */
   free(op->v);
   op->v = NULL;
 }

@@ -6,10 +6,10 @@
  * MG__RD_SLOTS, picked per thread), so that threads calling the library at once (the ranks of
  * one process) do not all write one shared line on every call, as a pthread read-write lock's
  * reader count makes them do (a line bouncing between two cores costs about as much as a small
- * collective between them). A writer raises mg__writer and waits until every reader count is
- * zero; a reader that finds mg__writer raised backs out and waits for it to fall. A thread that
+ * collective between them). A writer raises mg__set.writer and waits until every reader count
+ * is zero; a reader that finds it raised backs out and waits for it to fall. A thread that
  * already reads (fn of mg__handle_with looking up another handle) reads again without looking at
- * mg__writer: the writer waits for it anyway. Writers exclude each other with a mutex.
+ * mg__set.writer: the writer waits for it anyway. Writers exclude each other with a mutex.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -32,44 +32,48 @@ typedef struct {
 static struct {
   _Alignas(64) atomic_uint n;
 } mg__readers[MG__RD_SLOTS];
-static _Alignas(64) atomic_int mg__writer;
+/* What a lookup reads, on one line: written only by writers. */
+static struct {
+  _Alignas(64) atomic_int writer;
+  mg__slot_t *slots; /* capacity cap, a power of two */
+  size_t cap, used;  /* used counts live entries and tombstones */
+} mg__set;
 static atomic_uint mg__next_slot;
 static pthread_mutex_t mg__write_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Thread_local int mg__my_slot = -1;
-static _Thread_local unsigned mg__my_depth; /* reads this thread holds */
-
-static mg__slot_t *mg__slots;  /* capacity mg__cap, a power of two */
-static size_t mg__cap, mg__used; /* used counts live entries and tombstones */
+static _Thread_local struct {
+  int slot;       /* this thread's reader count, -1 until its first read */
+  unsigned depth; /* reads this thread holds */
+} mg__me = {-1, 0};
 
 MG__HOT static void mg__read_begin(void) {
-  if (mg__my_slot < 0) mg__my_slot = (int)(atomic_fetch_add(&mg__next_slot, 1) % MG__RD_SLOTS);
-  atomic_uint *n = &mg__readers[mg__my_slot].n;
-  if (mg__my_depth++ > 0) {
+  if (mg__me.slot < 0) mg__me.slot = (int)(atomic_fetch_add(&mg__next_slot, 1) % MG__RD_SLOTS);
+  atomic_uint *n = &mg__readers[mg__me.slot].n;
+  if (mg__me.depth++ > 0) {
     atomic_fetch_add(n, 1);
     return;
   }
   for (;;) {
-    atomic_fetch_add(n, 1); /* seq_cst: ordered before the load of mg__writer */
-    if (!atomic_load(&mg__writer)) return;
+    atomic_fetch_add(n, 1); /* seq_cst: ordered before the load of mg__set.writer */
+    if (!atomic_load(&mg__set.writer)) return;
     atomic_fetch_sub(n, 1);
-    while (atomic_load_explicit(&mg__writer, memory_order_relaxed)) sched_yield();
+    while (atomic_load_explicit(&mg__set.writer, memory_order_relaxed)) sched_yield();
   }
 }
 
 MG__HOT static void mg__read_end(void) {
-  mg__my_depth--;
-  atomic_fetch_sub_explicit(&mg__readers[mg__my_slot].n, 1, memory_order_release);
+  mg__me.depth--;
+  atomic_fetch_sub_explicit(&mg__readers[mg__me.slot].n, 1, memory_order_release);
 }
 
 static void mg__write_begin(void) {
   pthread_mutex_lock(&mg__write_lock);
-  atomic_store(&mg__writer, 1); /* seq_cst: ordered before the loads of the reader counts */
+  atomic_store(&mg__set.writer, 1); /* seq_cst: ordered before the loads of the reader counts */
   for (int i = 0; i < MG__RD_SLOTS; i++)
     while (atomic_load(&mg__readers[i].n) != 0) sched_yield();
 }
 
 static void mg__write_end(void) {
-  atomic_store(&mg__writer, 0);
+  atomic_store(&mg__set.writer, 0);
   pthread_mutex_unlock(&mg__write_lock);
 }
 
@@ -82,46 +86,47 @@ static size_t mg__hash(const void *p) {
 }
 
 static int mg__grow(void) {
-  size_t ncap = mg__cap ? mg__cap * 2 : 64;
+  size_t ncap = mg__set.cap ? mg__set.cap * 2 : 64;
   mg__slot_t *n = calloc(ncap, sizeof *n);
   if (n == NULL) return -1;
   size_t live = 0;
-  for (size_t i = 0; i < mg__cap; i++) {
-    if (mg__slots[i].p == NULL || mg__slots[i].p == MG__TOMB) continue;
-    size_t j = mg__hash(mg__slots[i].p) & (ncap - 1);
+  for (size_t i = 0; i < mg__set.cap; i++) {
+    if (mg__set.slots[i].p == NULL || mg__set.slots[i].p == MG__TOMB) continue;
+    size_t j = mg__hash(mg__set.slots[i].p) & (ncap - 1);
     while (n[j].p != NULL) j = (j + 1) & (ncap - 1);
-    n[j] = mg__slots[i];
+    n[j] = mg__set.slots[i];
     live++;
   }
-  free(mg__slots);
-  mg__slots = n;
-  mg__cap = ncap;
-  mg__used = live;
+  free(mg__set.slots);
+  mg__set.slots = n;
+  mg__set.cap = ncap;
+  mg__set.used = live;
   return 0;
 }
 
 mg_status_t mg__handle_register(const void *p, mg__handle_kind_t kind) {
   mg__write_begin();
-  if ((mg__used + 1) * 2 > mg__cap && mg__grow() != 0) {
+  if ((mg__set.used + 1) * 2 > mg__set.cap && mg__grow() != 0) {
     mg__write_end();
     return mg__error(MG_ERR_OUT_OF_MEMORY, "cannot grow the handle registry");
   }
-  size_t j = mg__hash(p) & (mg__cap - 1);
-  while (mg__slots[j].p != NULL && mg__slots[j].p != MG__TOMB) j = (j + 1) & (mg__cap - 1);
-  if (mg__slots[j].p == NULL) mg__used++;
-  mg__slots[j].p = p;
-  mg__slots[j].kind = (int)kind;
+  size_t j = mg__hash(p) & (mg__set.cap - 1);
+  while (mg__set.slots[j].p != NULL && mg__set.slots[j].p != MG__TOMB)
+    j = (j + 1) & (mg__set.cap - 1);
+  if (mg__set.slots[j].p == NULL) mg__set.used++;
+  mg__set.slots[j].p = p;
+  mg__set.slots[j].kind = (int)kind;
   mg__write_end();
   return MG_OK;
 }
 
 /* Caller holds the lock. Index of p, or -1. */
 static long mg__find(const void *p) {
-  if (mg__cap == 0 || p == NULL || p == MG__TOMB) return -1;
-  size_t j = mg__hash(p) & (mg__cap - 1);
-  for (size_t probes = 0; probes < mg__cap && mg__slots[j].p != NULL; probes++) {
-    if (mg__slots[j].p == p) return (long)j;
-    j = (j + 1) & (mg__cap - 1);
+  if (mg__set.cap == 0 || p == NULL || p == MG__TOMB) return -1;
+  size_t j = mg__hash(p) & (mg__set.cap - 1);
+  for (size_t probes = 0; probes < mg__set.cap && mg__set.slots[j].p != NULL; probes++) {
+    if (mg__set.slots[j].p == p) return (long)j;
+    j = (j + 1) & (mg__set.cap - 1);
   }
   return -1;
 }
@@ -129,15 +134,15 @@ static long mg__find(const void *p) {
 void mg__handle_unregister(const void *p) {
   mg__write_begin();
   long j = mg__find(p);
-  if (j >= 0) mg__slots[j].p = MG__TOMB;
+  if (j >= 0) mg__set.slots[j].p = MG__TOMB;
   mg__write_end();
 }
 
 int mg__handle_take(const void *p, mg__handle_kind_t kind) {
   mg__write_begin();
   long j = mg__find(p);
-  int ok = j >= 0 && mg__slots[j].kind == (int)kind;
-  if (ok) mg__slots[j].p = MG__TOMB;
+  int ok = j >= 0 && mg__set.slots[j].kind == (int)kind;
+  if (ok) mg__set.slots[j].p = MG__TOMB;
   mg__write_end();
   return ok;
 }
@@ -145,7 +150,7 @@ int mg__handle_take(const void *p, mg__handle_kind_t kind) {
 MG__HOT int mg__handle_valid(const void *p, mg__handle_kind_t kind) {
   mg__read_begin();
   long j = mg__find(p);
-  int ok = j >= 0 && mg__slots[j].kind == (int)kind;
+  int ok = j >= 0 && mg__set.slots[j].kind == (int)kind;
   mg__read_end();
   return ok;
 }
@@ -154,7 +159,7 @@ int mg__handle_with(const void *p, mg__handle_kind_t kind, void (*fn)(void *p, v
                     void *arg) {
   mg__read_begin();
   long j = mg__find(p);
-  int ok = j >= 0 && mg__slots[j].kind == (int)kind;
+  int ok = j >= 0 && mg__set.slots[j].kind == (int)kind;
   if (ok) fn((void *)p, arg);
   mg__read_end();
   return ok;

@@ -4,6 +4,10 @@
  * one call touches a few code pages rather than one page per source file: that is most of what
  * an operation costs when the caches are cold, as they are right after NCCL's own thread has
  * run (bench/nccl_perf.c, "overhead"). Mark only that path.
+ *
+ * The data that path reads follows the same rule: the fields every operation reads come first in
+ * their objects (communicator, backend, call tables, flight-recorder ring), and those objects
+ * start on a cache line, so that one operation touches as few lines as the fields fill.
  */
 #ifndef MG_CORE_HOT_H
 #define MG_CORE_HOT_H

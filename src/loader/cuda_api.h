@@ -98,45 +98,48 @@ enum {
 #define MG__CU_STREAM_LEGACY ((mg__CUstream)0x1)
 #define MG__CU_STREAM_PER_THREAD ((mg__CUstream)0x2)
 
-/* X(req, form, member, sym, alt, ret, params, args): see table.h. */
+/* X(req, form, member, sym, alt, ret, params, args): see table.h. What every operation calls comes
+ * first: the table is aligned to a cache line (core/hot.h). */
 #define MG__CUDA_SYMBOLS(X)                                                                      \
+  X(REQ, RC, CtxGetCurrent, "cuCtxGetCurrent", NULL, mg__CUresult, (mg__CUcontext *ctx), (ctx))  \
+  X(REQ, RC, CtxSetCurrent, "cuCtxSetCurrent", NULL, mg__CUresult, (mg__CUcontext ctx), (ctx))   \
+  X(REQ, RC, PointerGetAttributes, "cuPointerGetAttributes", NULL, mg__CUresult,                 \
+    (unsigned int n, mg__CUpointer_attribute *attributes, void **data, mg__CUdeviceptr ptr),     \
+    (n, attributes, data, ptr))                                                                  \
+  X(REQ, RC, StreamGetCtx, "cuStreamGetCtx", NULL, mg__CUresult,                                 \
+    (mg__CUstream stream, mg__CUcontext *ctx), (stream, ctx))                                    \
   X(REQ, RC, Init, "cuInit", NULL, mg__CUresult, (unsigned int flags), (flags))                  \
   X(REQ, RC, DriverGetVersion, "cuDriverGetVersion", NULL, mg__CUresult, (int *version),         \
     (version))                                                                                   \
   X(REQ, NONE, GetErrorName, "cuGetErrorName", NULL, mg__CUresult,                               \
-    (mg__CUresult error, const char **name), (error, name))                                     \
+    (mg__CUresult error, const char **name), (error, name))                                      \
   X(REQ, NONE, GetErrorString, "cuGetErrorString", NULL, mg__CUresult,                           \
-    (mg__CUresult error, const char **str), (error, str))                                       \
+    (mg__CUresult error, const char **str), (error, str))                                        \
   X(REQ, RC, DeviceGetCount, "cuDeviceGetCount", NULL, mg__CUresult, (int *count), (count))      \
-  X(REQ, RC, DeviceGet, "cuDeviceGet", NULL, mg__CUresult, (mg__CUdevice *dev, int ordinal),    \
+  X(REQ, RC, DeviceGet, "cuDeviceGet", NULL, mg__CUresult, (mg__CUdevice *dev, int ordinal),     \
     (dev, ordinal))                                                                              \
   X(REQ, RC, DeviceGetName, "cuDeviceGetName", NULL, mg__CUresult,                               \
     (char *name, int len, mg__CUdevice dev), (name, len, dev))                                   \
   X(REQ, RC, DeviceTotalMem, "cuDeviceTotalMem_v2", NULL, mg__CUresult,                          \
-    (size_t *bytes, mg__CUdevice dev), (bytes, dev))                                            \
+    (size_t *bytes, mg__CUdevice dev), (bytes, dev))                                             \
   X(REQ, RC, DeviceGetAttribute, "cuDeviceGetAttribute", NULL, mg__CUresult,                     \
-    (int *value, mg__CUdevice_attribute attrib, mg__CUdevice dev), (value, attrib, dev))        \
+    (int *value, mg__CUdevice_attribute attrib, mg__CUdevice dev), (value, attrib, dev))         \
   X(REQ, RC, DeviceGetPCIBusId, "cuDeviceGetPCIBusId", NULL, mg__CUresult,                       \
     (char *bus_id, int len, mg__CUdevice dev), (bus_id, len, dev))                               \
   X(REQ, RC, DeviceCanAccessPeer, "cuDeviceCanAccessPeer", NULL, mg__CUresult,                   \
-    (int *can_access, mg__CUdevice dev, mg__CUdevice peer), (can_access, dev, peer))            \
+    (int *can_access, mg__CUdevice dev, mg__CUdevice peer), (can_access, dev, peer))             \
   X(REQ, RC, DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL, mg__CUresult,             \
-    (mg__CUcontext *ctx, mg__CUdevice dev), (ctx, dev))                                         \
+    (mg__CUcontext *ctx, mg__CUdevice dev), (ctx, dev))                                          \
   X(REQ, RC, DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", NULL, mg__CUresult,        \
     (mg__CUdevice dev), (dev))                                                                   \
-  X(REQ, RC, CtxSetCurrent, "cuCtxSetCurrent", NULL, mg__CUresult, (mg__CUcontext ctx), (ctx))   \
-  X(REQ, RC, CtxGetCurrent, "cuCtxGetCurrent", NULL, mg__CUresult, (mg__CUcontext *ctx), (ctx)) \
-  X(REQ, RC, CtxGetDevice, "cuCtxGetDevice", NULL, mg__CUresult, (mg__CUdevice *dev), (dev))    \
+  X(REQ, RC, CtxGetDevice, "cuCtxGetDevice", NULL, mg__CUresult, (mg__CUdevice *dev), (dev))     \
   X(REQ, RC, CtxSynchronize, "cuCtxSynchronize", NULL, mg__CUresult, (void), ())                 \
   X(REQ, RC, CtxEnablePeerAccess, "cuCtxEnablePeerAccess", NULL, mg__CUresult,                   \
     (mg__CUcontext peer, unsigned int flags), (peer, flags))                                     \
-  X(REQ, RC, PointerGetAttributes, "cuPointerGetAttributes", NULL, mg__CUresult,                 \
-    (unsigned int n, mg__CUpointer_attribute *attributes, void **data, mg__CUdeviceptr ptr),   \
-    (n, attributes, data, ptr))                                                                  \
   X(REQ, RC, MemGetAddressRange, "cuMemGetAddressRange_v2", NULL, mg__CUresult,                  \
-    (mg__CUdeviceptr *base, size_t *size, mg__CUdeviceptr ptr), (base, size, ptr))             \
+    (mg__CUdeviceptr *base, size_t *size, mg__CUdeviceptr ptr), (base, size, ptr))               \
   X(REQ, RC, MemAlloc, "cuMemAlloc_v2", NULL, mg__CUresult,                                      \
-    (mg__CUdeviceptr *ptr, size_t bytes), (ptr, bytes))                                         \
+    (mg__CUdeviceptr *ptr, size_t bytes), (ptr, bytes))                                          \
   X(REQ, RC, MemFree, "cuMemFree_v2", NULL, mg__CUresult, (mg__CUdeviceptr ptr), (ptr))          \
   X(REQ, RC, Memcpy, "cuMemcpy", NULL, mg__CUresult,                                             \
     (mg__CUdeviceptr dst, mg__CUdeviceptr src, size_t bytes), (dst, src, bytes))                 \
@@ -146,11 +149,11 @@ enum {
     (void *dst, mg__CUdeviceptr src, size_t bytes), (dst, src, bytes))                           \
   X(REQ, RC, MemsetD8, "cuMemsetD8_v2", NULL, mg__CUresult,                                      \
     (mg__CUdeviceptr dst, unsigned char value, size_t n), (dst, value, n))                       \
-  X(REQ, RC, MemcpyAsync, "cuMemcpyAsync", NULL, mg__CUresult,                                  \
-    (mg__CUdeviceptr dst, mg__CUdeviceptr src, size_t bytes, mg__CUstream stream),              \
+  X(REQ, RC, MemcpyAsync, "cuMemcpyAsync", NULL, mg__CUresult,                                   \
+    (mg__CUdeviceptr dst, mg__CUdeviceptr src, size_t bytes, mg__CUstream stream),               \
     (dst, src, bytes, stream))                                                                   \
   X(REQ, RC, MemAllocManaged, "cuMemAllocManaged", NULL, mg__CUresult,                           \
-    (mg__CUdeviceptr *ptr, size_t bytes, unsigned int flags), (ptr, bytes, flags))              \
+    (mg__CUdeviceptr *ptr, size_t bytes, unsigned int flags), (ptr, bytes, flags))               \
   X(REQ, RC, MemAllocHost, "cuMemAllocHost_v2", NULL, mg__CUresult, (void **ptr, size_t bytes),  \
     (ptr, bytes))                                                                                \
   X(REQ, RC, MemFreeHost, "cuMemFreeHost", NULL, mg__CUresult, (void *ptr), (ptr))               \
@@ -159,18 +162,16 @@ enum {
      size_t bytes, mg__CUstream stream),                                                         \
     (dst, dst_ctx, src, src_ctx, bytes, stream))                                                 \
   X(REQ, RC, StreamCreate, "cuStreamCreate", NULL, mg__CUresult,                                 \
-    (mg__CUstream *stream, unsigned int flags), (stream, flags))                                \
+    (mg__CUstream *stream, unsigned int flags), (stream, flags))                                 \
   X(REQ, RC, StreamDestroy, "cuStreamDestroy_v2", NULL, mg__CUresult, (mg__CUstream stream),     \
     (stream))                                                                                    \
   X(REQ, RC, StreamSynchronize, "cuStreamSynchronize", NULL, mg__CUresult,                       \
     (mg__CUstream stream), (stream))                                                             \
   X(REQ, RC, StreamQuery, "cuStreamQuery", NULL, mg__CUresult, (mg__CUstream stream), (stream))  \
-  X(REQ, RC, StreamGetCtx, "cuStreamGetCtx", NULL, mg__CUresult,                                \
-    (mg__CUstream stream, mg__CUcontext *ctx), (stream, ctx))                                    \
   X(REQ, RC, StreamWaitEvent, "cuStreamWaitEvent", NULL, mg__CUresult,                           \
     (mg__CUstream stream, mg__CUevent event, unsigned int flags), (stream, event, flags))        \
   X(REQ, RC, EventCreate, "cuEventCreate", NULL, mg__CUresult,                                   \
-    (mg__CUevent *event, unsigned int flags), (event, flags))                                   \
+    (mg__CUevent *event, unsigned int flags), (event, flags))                                    \
   X(REQ, RC, EventDestroy, "cuEventDestroy_v2", NULL, mg__CUresult, (mg__CUevent event),         \
     (event))                                                                                     \
   X(REQ, RC, EventRecord, "cuEventRecord", NULL, mg__CUresult,                                   \
@@ -178,7 +179,7 @@ enum {
   X(REQ, RC, EventQuery, "cuEventQuery", NULL, mg__CUresult, (mg__CUevent event), (event))       \
   X(REQ, RC, EventSynchronize, "cuEventSynchronize", NULL, mg__CUresult, (mg__CUevent event),    \
     (event))                                                                                     \
-  /* CUDA 12.8 added _v2 and cuda.h 13 maps the API name to it; older drivers lack it. */       \
+  /* CUDA 12.8 added _v2 and cuda.h 13 maps the API name to it; older drivers lack it. */        \
   X(REQ, RC, EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime", mg__CUresult,      \
     (float *ms, mg__CUevent start, mg__CUevent end), (ms, start, end))                           \
   X(REQ, RC, LaunchHostFunc, "cuLaunchHostFunc", NULL, mg__CUresult,                             \

@@ -4,6 +4,7 @@
  * feature needs. Computed once, after the library's load; a query is then one bit test.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "core/hot.h"
 #include "loader/loader.h"
@@ -39,7 +40,8 @@ static const mg__feature_desc_t mg__features[MG_FEATURE_COUNT] = {
 };
 
 static pthread_once_t mg__features_once = PTHREAD_ONCE_INIT;
-static unsigned mg__feature_bits; /* bit f: feature f available; written once */
+static unsigned mg__feature_bits;      /* bit f: feature f available; written once */
+static atomic_int mg__features_known;  /* mg__feature_bits is written: every operation asks */
 
 /* The first needed symbol the loaded library lacks, or NULL. */
 static const char *mg__feature_missing(const mg__feature_desc_t *fd) {
@@ -56,6 +58,7 @@ static void mg__features_compute(void) {
     if (mg__feature_missing(fd) == NULL) bits |= 1u << f;
   }
   mg__feature_bits = bits;
+  atomic_store_explicit(&mg__features_known, 1, memory_order_release);
 }
 
 const mg__feature_desc_t *mg__feature_desc(mg_feature_t f) {
@@ -64,7 +67,8 @@ const mg__feature_desc_t *mg__feature_desc(mg_feature_t f) {
 
 MG__HOT int mg__feature(mg_feature_t f) {
   if ((unsigned)f >= MG_FEATURE_COUNT) return 0;
-  pthread_once(&mg__features_once, mg__features_compute);
+  if (!atomic_load_explicit(&mg__features_known, memory_order_acquire))
+    pthread_once(&mg__features_once, mg__features_compute);
   return (mg__feature_bits >> f) & 1u;
 }
 

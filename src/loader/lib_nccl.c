@@ -7,7 +7,7 @@
 
 #include "loader/loader_int.h"
 
-mg__nccl_table_t mg__nccl;
+_Alignas(64) mg__nccl_table_t mg__nccl; /* aligned: operations read its first line */
 static mg__nccl_table_t mg__nccl_real;
 
 #define X(req, form, member, sym, alt, ret, params, args) \

@@ -113,8 +113,53 @@ typedef struct {
 } mg__ncclConfig_t;
 
 /* X(req, form, member, sym, alt, ret, params, args): see table.h. Optional symbols belong to a
- * feature (features.c) that says which version has them. */
+ * feature (features.c) that says which version has them. What operations call comes first: the
+ * table is aligned to a cache line, so that an operation reads one line of it (core/hot.h). */
 #define MG__NCCL_SYMBOLS(X)                                                                      \
+  X(REQ, RC, CommGetAsyncError, "ncclCommGetAsyncError", NULL, mg__ncclResult_t,                 \
+    (mg__ncclComm_t comm, mg__ncclResult_t *async_error), (comm, async_error))                   \
+  X(REQ, RC, AllReduce, "ncclAllReduce", NULL, mg__ncclResult_t,                                 \
+    (const void *send, void *recv, size_t count, mg__ncclDataType_t dtype, mg__ncclRedOp_t op,   \
+     mg__ncclComm_t comm, mg__CUstream stream),                                                  \
+    (send, recv, count, dtype, op, comm, stream))                                                \
+  X(REQ, RC, Broadcast, "ncclBroadcast", NULL, mg__ncclResult_t,                                 \
+    (const void *send, void *recv, size_t count, mg__ncclDataType_t dtype, int root,             \
+     mg__ncclComm_t comm, mg__CUstream stream),                                                  \
+    (send, recv, count, dtype, root, comm, stream))                                              \
+  X(REQ, RC, Reduce, "ncclReduce", NULL, mg__ncclResult_t,                                       \
+    (const void *send, void *recv, size_t count, mg__ncclDataType_t dtype, mg__ncclRedOp_t op,   \
+     int root, mg__ncclComm_t comm, mg__CUstream stream),                                        \
+    (send, recv, count, dtype, op, root, comm, stream))                                          \
+  X(REQ, RC, AllGather, "ncclAllGather", NULL, mg__ncclResult_t,                                 \
+    (const void *send, void *recv, size_t sendcount, mg__ncclDataType_t dtype,                   \
+     mg__ncclComm_t comm, mg__CUstream stream),                                                  \
+    (send, recv, sendcount, dtype, comm, stream))                                                \
+  X(REQ, RC, ReduceScatter, "ncclReduceScatter", NULL, mg__ncclResult_t,                         \
+    (const void *send, void *recv, size_t recvcount, mg__ncclDataType_t dtype,                   \
+     mg__ncclRedOp_t op, mg__ncclComm_t comm, mg__CUstream stream),                              \
+    (send, recv, recvcount, dtype, op, comm, stream))                                            \
+  X(REQ, RC, Send, "ncclSend", NULL, mg__ncclResult_t,                                           \
+    (const void *send, size_t count, mg__ncclDataType_t dtype, int peer, mg__ncclComm_t comm,    \
+     mg__CUstream stream),                                                                       \
+    (send, count, dtype, peer, comm, stream))                                                    \
+  X(REQ, RC, Recv, "ncclRecv", NULL, mg__ncclResult_t,                                           \
+    (void *recv, size_t count, mg__ncclDataType_t dtype, int peer, mg__ncclComm_t comm,          \
+     mg__CUstream stream),                                                                       \
+    (recv, count, dtype, peer, comm, stream))                                                    \
+  X(REQ, RC, GroupStart, "ncclGroupStart", NULL, mg__ncclResult_t, (void), ())                   \
+  X(REQ, RC, GroupEnd, "ncclGroupEnd", NULL, mg__ncclResult_t, (void), ())                       \
+  X(OPT, RC, AlltoAll, "ncclAlltoAll", NULL, mg__ncclResult_t,                                   \
+    (const void *send, void *recv, size_t count, mg__ncclDataType_t dtype, mg__ncclComm_t comm,  \
+     mg__CUstream stream),                                                                       \
+    (send, recv, count, dtype, comm, stream))                                                    \
+  X(OPT, RC, Gather, "ncclGather", NULL, mg__ncclResult_t,                                       \
+    (const void *send, void *recv, size_t count, mg__ncclDataType_t dtype, int root,             \
+     mg__ncclComm_t comm, mg__CUstream stream),                                                  \
+    (send, recv, count, dtype, root, comm, stream))                                              \
+  X(OPT, RC, Scatter, "ncclScatter", NULL, mg__ncclResult_t,                                     \
+    (const void *send, void *recv, size_t count, mg__ncclDataType_t dtype, int root,             \
+     mg__ncclComm_t comm, mg__CUstream stream),                                                  \
+    (send, recv, count, dtype, root, comm, stream))                                              \
   X(REQ, RC, GetVersion, "ncclGetVersion", NULL, mg__ncclResult_t, (int *version), (version))    \
   X(REQ, RC, GetUniqueId, "ncclGetUniqueId", NULL, mg__ncclResult_t, (mg__ncclUniqueId *id),     \
     (id))                                                                                        \
@@ -146,8 +191,6 @@ typedef struct {
     (mg__ncclResult_t result), (result))                                                         \
   X(OPT, NONE, GetLastError, "ncclGetLastError", NULL, const char *, (mg__ncclComm_t comm),      \
     (comm))                                                                                      \
-  X(REQ, RC, CommGetAsyncError, "ncclCommGetAsyncError", NULL, mg__ncclResult_t,                 \
-    (mg__ncclComm_t comm, mg__ncclResult_t *async_error), (comm, async_error))                   \
   X(REQ, RC, CommCount, "ncclCommCount", NULL, mg__ncclResult_t,                                 \
     (const mg__ncclComm_t comm, int *count), (comm, count))                                      \
   X(REQ, RC, CommCuDevice, "ncclCommCuDevice", NULL, mg__ncclResult_t,                           \
@@ -172,48 +215,6 @@ typedef struct {
      mg__ncclScalarResidence_t residence, mg__ncclComm_t comm),                                  \
     (op, scalar, dtype, residence, comm))                                                        \
   X(OPT, RC, RedOpDestroy, "ncclRedOpDestroy", NULL, mg__ncclResult_t,                           \
-    (mg__ncclRedOp_t op, mg__ncclComm_t comm), (op, comm))                                       \
-  X(REQ, RC, Reduce, "ncclReduce", NULL, mg__ncclResult_t,                                       \
-    (const void *send, void *recv, size_t count, mg__ncclDataType_t dtype, mg__ncclRedOp_t op,   \
-     int root, mg__ncclComm_t comm, mg__CUstream stream),                                        \
-    (send, recv, count, dtype, op, root, comm, stream))                                          \
-  X(REQ, RC, Broadcast, "ncclBroadcast", NULL, mg__ncclResult_t,                                 \
-    (const void *send, void *recv, size_t count, mg__ncclDataType_t dtype, int root,             \
-     mg__ncclComm_t comm, mg__CUstream stream),                                                  \
-    (send, recv, count, dtype, root, comm, stream))                                              \
-  X(REQ, RC, AllReduce, "ncclAllReduce", NULL, mg__ncclResult_t,                                 \
-    (const void *send, void *recv, size_t count, mg__ncclDataType_t dtype, mg__ncclRedOp_t op,   \
-     mg__ncclComm_t comm, mg__CUstream stream),                                                  \
-    (send, recv, count, dtype, op, comm, stream))                                                \
-  X(REQ, RC, ReduceScatter, "ncclReduceScatter", NULL, mg__ncclResult_t,                         \
-    (const void *send, void *recv, size_t recvcount, mg__ncclDataType_t dtype,                   \
-     mg__ncclRedOp_t op, mg__ncclComm_t comm, mg__CUstream stream),                              \
-    (send, recv, recvcount, dtype, op, comm, stream))                                            \
-  X(REQ, RC, AllGather, "ncclAllGather", NULL, mg__ncclResult_t,                                 \
-    (const void *send, void *recv, size_t sendcount, mg__ncclDataType_t dtype,                   \
-     mg__ncclComm_t comm, mg__CUstream stream),                                                  \
-    (send, recv, sendcount, dtype, comm, stream))                                                \
-  X(OPT, RC, AlltoAll, "ncclAlltoAll", NULL, mg__ncclResult_t,                                   \
-    (const void *send, void *recv, size_t count, mg__ncclDataType_t dtype, mg__ncclComm_t comm,  \
-     mg__CUstream stream),                                                                       \
-    (send, recv, count, dtype, comm, stream))                                                    \
-  X(OPT, RC, Gather, "ncclGather", NULL, mg__ncclResult_t,                                       \
-    (const void *send, void *recv, size_t count, mg__ncclDataType_t dtype, int root,             \
-     mg__ncclComm_t comm, mg__CUstream stream),                                                  \
-    (send, recv, count, dtype, root, comm, stream))                                              \
-  X(OPT, RC, Scatter, "ncclScatter", NULL, mg__ncclResult_t,                                     \
-    (const void *send, void *recv, size_t count, mg__ncclDataType_t dtype, int root,             \
-     mg__ncclComm_t comm, mg__CUstream stream),                                                  \
-    (send, recv, count, dtype, root, comm, stream))                                              \
-  X(REQ, RC, Send, "ncclSend", NULL, mg__ncclResult_t,                                           \
-    (const void *send, size_t count, mg__ncclDataType_t dtype, int peer, mg__ncclComm_t comm,    \
-     mg__CUstream stream),                                                                       \
-    (send, count, dtype, peer, comm, stream))                                                    \
-  X(REQ, RC, Recv, "ncclRecv", NULL, mg__ncclResult_t,                                           \
-    (void *recv, size_t count, mg__ncclDataType_t dtype, int peer, mg__ncclComm_t comm,          \
-     mg__CUstream stream),                                                                       \
-    (recv, count, dtype, peer, comm, stream))                                                    \
-  X(REQ, RC, GroupStart, "ncclGroupStart", NULL, mg__ncclResult_t, (void), ())                   \
-  X(REQ, RC, GroupEnd, "ncclGroupEnd", NULL, mg__ncclResult_t, (void), ())
+    (mg__ncclRedOp_t op, mg__ncclComm_t comm), (op, comm))
 
 #endif

@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
     ASSERT(dladdr((void *)fn, &di) != 0 && di.dli_fname != NULL);
     ASSERT(cos(x) > 0.0);
     snprintf(path, sizeof path, "%s", di.dli_fname);
-    why = "required symbols (ncclGetVersion, "; /* the first of the table */
+    why = "required symbols (ncclCommGetAsyncError, "; /* the first of the table */
   } else if (strcmp(argv[1], "folder") == 0) {
     snprintf(path, sizeof path, "%s", dir);
     why = "cannot read file data";

@@ -26,17 +26,18 @@ struct mg__nevpool;
 struct mg__nprog;
 
 typedef struct mg__ncomm {
+  /* What every operation reads comes first, on the line that starts it (core/hot.h). */
   mg__ncclComm_t nc;      /* NULL before init completes and after abort (which frees it) */
-  mg__CUdevice dev;
   mg__CUcontext ctx;      /* the device's primary context, retained while the comm lives */
+  struct mg__nprog *prog; /* the progress table of tag in this process; NULL: none */
+  int check_ptrs;         /* MGCOMM_CHECK_POINTERS, read when the comm was made */
+  mg__CUdevice dev;
   int retained;           /* 1: ctx is retained (released by destroy) */
   int cc_major, cc_minor; /* the device's compute capability */
-  int check_ptrs;         /* MGCOMM_CHECK_POINTERS, read when the comm was made */
   mg__CUstream copy_stream; /* mg_memcpy's stream, made on first use; NULL until then */
   mg__CUstream own_stream;  /* comm_stream's (the world's rank stream), made on first use */
   struct mg__nevpool *evpool; /* the device's pool of events for marks (process-wide) */
   uint64_t tag;             /* comm_tag: the same on every rank */
-  struct mg__nprog *prog;   /* the progress table of tag in this process; NULL: none */
   pthread_t abort_th;       /* the thread running ncclCommAbort (abort_started) */
   int abort_started;        /* 1: abort_th runs or ran; destroy joins it */
   /* Where NCCL's background job writes the result of a split or shrink (the new comm) and of a
