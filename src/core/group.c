@@ -49,7 +49,7 @@ MG__HOT static int mg__breaks(mg_status_t st) {
          st != MG_ERR_NOT_SUPPORTED;
 }
 
-MG__HOT void mg__op_number(mg__op_t *op, int started) {
+MG__HOT void mg__op_number(mg__op_t *op, int started, double now) {
   mg_comm_t *c = op->comm;
   if (mg__opkind_is_collective(op->kind)) {
     op->seq = c->coll_seq++;
@@ -57,7 +57,7 @@ MG__HOT void mg__op_number(mg__op_t *op, int started) {
   } else {
     op->seq = c->p2p_seq[2 * (size_t)op->root + (op->kind == MG_OPK_RECV)]++;
   }
-  mg__trace_enqueue(op, started);
+  mg__trace_enqueue(op, started, now);
 }
 
 /* The distinct communicators of ops[0..n), n > 1, in increasing address order (the lock order)
@@ -125,8 +125,11 @@ static __attribute__((noinline, cold)) void mg__launch_dumps(mg__trace_snap_t **
  * stream numbered them when they were queued: `numbered`), hands them to their backends, records
  * failures on the communicators and in the flight recorder, and dumps the recorder of a
  * communicator whose operation timed out into MGCOMM_TRACE_DIR (snapshots taken under the locks,
- * written after). The rare parts are out of line: one operation alone touches little code. */
-MG__HOT static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
+ * written after). The rare parts are out of line: one operation alone touches little code.
+ * Always inlined, as is mg__dispatch: mg__post_checked's copy, for one operation, loses the loops
+ * over the batch. */
+static inline __attribute__((always_inline)) mg_status_t mg__launch(mg__op_t **ops, int n,
+                                                                    int numbered) {
   if (n == 0) return MG_OK;
   mg_comm_t *one[1] = {ops[0]->comm};
   mg_comm_t **comms = one;
@@ -156,7 +159,7 @@ MG__HOT static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
         mg__trace_start(op);
       } else {
         pthread_mutex_lock(&c->seq_lock);
-        mg__op_number(op, 1);
+        mg__op_number(op, 1, now);
         pthread_mutex_unlock(&c->seq_lock);
       }
     }
@@ -207,7 +210,7 @@ MG__HOT mg_status_t mg__op_stream(mg__op_t *op, const char *fn) {
 
 /* Runs or queues ops[0..n) (outside a group, or at its end): those on host streams go to their
  * workers, the others run now; nothing is posted if memory runs out. */
-MG__HOT static mg_status_t mg__dispatch(mg__op_t **ops, int n) {
+static inline __attribute__((always_inline)) mg_status_t mg__dispatch(mg__op_t **ops, int n) {
   int ns = 0;
   for (int i = 0; i < n; i++) ns += ops[i]->hstream != NULL;
   if (ns == 0) return mg__launch(ops, n, 0);

@@ -20,8 +20,9 @@ void mg__op_release(mg__op_t *op);
 /* Posts an op that was validated already (the world's workers): as mg__post after validation. */
 mg_status_t mg__post_checked(mg__op_t *op, const char *fn);
 /* Numbers op on its communicator, publishes it to the backend (op_enqueued) and records it in
- * the flight recorder, as started when started is 1. The caller holds op->comm->seq_lock. */
-void mg__op_number(mg__op_t *op, int started);
+ * the flight recorder at time now (mg__now()), as started when started is 1. The caller holds
+ * op->comm->seq_lock. */
+void mg__op_number(mg__op_t *op, int started, double now);
 /* Runs ops[0..n) of one item of a host stream on the worker (numbered by mg__op_number): as a
  * group end does, with their communicators' locks. Returns the first error. */
 mg_status_t mg__launch_numbered(mg__op_t **ops, int n);

@@ -5,7 +5,8 @@
  * docs/world.md; tools/mgcomm/trace.c reads it).
  */
 #include <errno.h>
-#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,33 +33,54 @@ static const char *mg__tr_state_name(int s) {
   return "unknown";
 }
 
+/* One operation, on one cache line (the ring is line-aligned): an operation writes one entry.
+ * Its id is not stored: the entry of id sits at (id - 1) % cap and holds it while
+ * next_id - id < cap. */
 typedef struct mg__trace_ent {
-  uint64_t id;     /* 1-based number of the entry on its comm; 0: slot never used */
   uint64_t seq;    /* the operation's sequence number (per peer for send/recv) */
   uint64_t count;
   uintptr_t stream;
   double t_enq, t_start, t_end; /* mg__now() seconds; 0 until it happened */
-  int32_t kind, dtype, root, state, status;
+  int32_t root, status;
+  uint8_t kind, dtype, state;   /* state 0: slot never used */
+  uint8_t pad_[5];
 } mg__trace_ent_t;
+_Static_assert(sizeof(mg__trace_ent_t) == 64, "a flight-recorder entry is one cache line");
 
 struct mg__trace {
-  pthread_mutex_t lock; /* leaf */
+  /* A spin lock, not a mutex: every operation takes it twice, for a few stores, and the header
+   * then fits the line that enqueue and end both touch. Only snapshots and stall descriptions
+   * hold it longer (a copy of the ring), and those are rare. A leaf. */
+  atomic_int lock;
   uint32_t cap;
   uint64_t next_id;     /* entries made so far */
   uint64_t enq1, done1; /* collectives: last enqueued / completed sequence number + 1 */
-  mg__trace_ent_t ent[];
+  _Alignas(64) mg__trace_ent_t ent[];
 };
+
+static void mg__tr_lock(mg__trace_t *t) {
+  int spins = 0;
+  while (atomic_exchange_explicit(&t->lock, 1, memory_order_acquire))
+    while (atomic_load_explicit(&t->lock, memory_order_relaxed))
+      if (++spins > 100) sched_yield(); /* its holder was preempted, or copies the ring */
+}
+
+static void mg__tr_unlock(mg__trace_t *t) {
+  atomic_store_explicit(&t->lock, 0, memory_order_release);
+}
 
 /* ---- the ring ------------------------------------------------------------------------------ */
 
 mg_status_t mg__trace_create(mg_comm_t *comm, int entries) {
   comm->trace = NULL;
   if (entries <= 0) return MG_OK;
-  mg__trace_t *t = calloc(1, sizeof *t + (size_t)entries * sizeof(mg__trace_ent_t));
+  const size_t bytes = sizeof(mg__trace_t) + (size_t)entries * sizeof(mg__trace_ent_t);
+  mg__trace_t *t = aligned_alloc(64, bytes); /* a multiple of 64: both parts are */
   if (t == NULL)
     return mg__error(MG_ERR_OUT_OF_MEMORY, "cannot allocate a flight recorder of %d entries",
                      entries);
-  pthread_mutex_init(&t->lock, NULL);
+  memset(t, 0, bytes);
+  atomic_init(&t->lock, 0);
   t->cap = (uint32_t)entries;
   comm->trace = t;
   return MG_OK;
@@ -66,37 +88,34 @@ mg_status_t mg__trace_create(mg_comm_t *comm, int entries) {
 
 void mg__trace_destroy(mg_comm_t *comm) {
   if (comm->trace == NULL) return;
-  pthread_mutex_destroy(&comm->trace->lock);
   free(comm->trace);
   comm->trace = NULL;
 }
 
+/* The entry of id (1 <= id <= next_id), or NULL when a newer one took its slot. */
 MG__HOT static mg__trace_ent_t *mg__tr_slot(mg__trace_t *t, uint64_t id) {
-  mg__trace_ent_t *e = &t->ent[(id - 1) % t->cap];
-  return e->id == id ? e : NULL; /* NULL: overwritten by a newer entry */
+  return t->next_id - id < t->cap ? &t->ent[(id - 1) % t->cap] : NULL;
 }
 
-MG__HOT void mg__trace_enqueue(mg__op_t *op, int started) {
+MG__HOT void mg__trace_enqueue(mg__op_t *op, int started, double now) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL) return;
-  double now = mg__now();
-  pthread_mutex_lock(&t->lock);
+  mg__tr_lock(t);
   uint64_t id = ++t->next_id;
   mg__trace_ent_t *e = &t->ent[(id - 1) % t->cap];
-  e->id = id;
   e->seq = op->seq;
   e->count = op->count;
   e->stream = (uintptr_t)op->stream;
   e->t_enq = now;
   e->t_start = started ? now : 0;
   e->t_end = 0;
-  e->kind = op->kind;
-  e->dtype = op->dtype;
+  e->kind = (uint8_t)op->kind;
+  e->dtype = (uint8_t)op->dtype;
   e->root = op->root;
   e->state = started ? MG__TR_STARTED : MG__TR_ENQUEUED;
   e->status = MG_INPROGRESS;
   if (mg__opkind_is_collective(op->kind)) t->enq1 = op->seq + 1;
-  pthread_mutex_unlock(&t->lock);
+  mg__tr_unlock(t);
   op->trace_id = id;
 }
 
@@ -104,20 +123,20 @@ MG__HOT void mg__trace_start(const mg__op_t *op) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL || op->trace_id == 0) return;
   double now = mg__now();
-  pthread_mutex_lock(&t->lock);
+  mg__tr_lock(t);
   mg__trace_ent_t *e = mg__tr_slot(t, op->trace_id);
   if (e != NULL) {
     e->t_start = now;
     e->state = MG__TR_STARTED;
   }
-  pthread_mutex_unlock(&t->lock);
+  mg__tr_unlock(t);
 }
 
 MG__HOT void mg__trace_end(const mg__op_t *op) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL || op->trace_id == 0) return;
   double now = mg__now();
-  pthread_mutex_lock(&t->lock);
+  mg__tr_lock(t);
   mg__trace_ent_t *e = mg__tr_slot(t, op->trace_id);
   if (e != NULL) {
     if (e->t_start == 0) e->t_start = now; /* failed before it started */
@@ -127,7 +146,7 @@ MG__HOT void mg__trace_end(const mg__op_t *op) {
   }
   if (op->status >= 0 && mg__opkind_is_collective(op->kind) && op->seq + 1 > t->done1)
     t->done1 = op->seq + 1;
-  pthread_mutex_unlock(&t->lock);
+  mg__tr_unlock(t);
 }
 
 /* ---- describing a stall ---------------------------------------------------------------------- */
@@ -163,24 +182,24 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
   mg__trace_t *t = comm->trace;
   mg__trace_ent_t pend = {0}, p2p = {0}, last = {0};
   if (t != NULL) {
-    pthread_mutex_lock(&t->lock);
+    mg__tr_lock(t);
     uint64_t first = t->next_id > t->cap ? t->next_id - t->cap + 1 : 1;
     for (uint64_t id = first; id <= t->next_id; id++) {
       mg__trace_ent_t *e = mg__tr_slot(t, id);
-      if (e != NULL) last = *e;
-      if (e == NULL || e->state == MG__TR_COMPLETED || e->state == MG__TR_FAILED) continue;
+      last = *e;
+      if (e->state == MG__TR_COMPLETED || e->state == MG__TR_FAILED) continue;
       if (mg__opkind_is_collective((mg__opkind_t)e->kind)) {
-        if (pend.id == 0) pend = *e;
-      } else if (p2p.id == 0) {
+        if (pend.state == 0) pend = *e;
+      } else if (p2p.state == 0) {
         p2p = *e;
       }
     }
-    pthread_mutex_unlock(&t->lock);
+    mg__tr_unlock(t);
   }
   /* A backend whose operations finish on the device after they were issued (NCCL) marks them
    * completed when issued: what the device may still be running is then the last operation
    * issued, or one before it. */
-  const int issued = pend.id == 0 && p2p.id == 0 && last.id != 0 &&
+  const int issued = pend.state == 0 && p2p.state == 0 && last.state != 0 &&
                      (comm->backend->caps & MG__CAP_ASYNC) != 0 && last.status >= 0;
   if (issued) {
     if (mg__opkind_is_collective((mg__opkind_t)last.kind))
@@ -190,18 +209,18 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
   }
   const char *on_device = issued ? ", the last operation this rank issued to the device (it, or "
                                    "one before it on a stream, has not finished there)" : "";
-  if (pend.id == 0 && p2p.id != 0) {
+  if (pend.state == 0 && p2p.state != 0) {
     mg__cat(buf, len, o, "%s #%llu %s rank %d (%s x %llu)%s", mg__opkind_name(p2p.kind),
             (unsigned long long)p2p.seq, p2p.kind == MG_OPK_SEND ? "to" : "from", p2p.root,
             mg__dt(p2p.dtype), (unsigned long long)p2p.count,
             issued ? on_device : p2p.state == MG__TR_STARTED ? " is in progress" : " is queued");
     return;
   }
-  if (pend.id == 0) {
+  if (pend.state == 0) {
     o = mg__cat(buf, len, o, "rank %d of %d has no operation pending%s", comm->rank, comm->nranks,
                 t == NULL ? " (no flight recorder)" : "");
     /* What was awaited may have just failed (e.g. a peer's abort reached it first). */
-    if (last.id != 0 && last.state == MG__TR_FAILED)
+    if (last.state == MG__TR_FAILED)
       mg__cat(buf, len, o, "; its last operation, %s #%llu (%s x %llu), failed with %s",
               mg__opkind_name(last.kind), (unsigned long long)last.seq, mg__dt(last.dtype),
               (unsigned long long)last.count, mg_status_name((mg_status_t)last.status));
@@ -261,7 +280,7 @@ struct mg__trace_snap {
   mg__progress_t *peers;   /* [npeers] */
   int *peer_known;         /* [npeers] */
   size_t n;
-  mg__trace_ent_t *ent;    /* [n], oldest first */
+  mg__trace_ent_t *ent;    /* [n], oldest first: ids recorded - n + 1 .. recorded */
 };
 
 void mg__trace_snap_free(mg__trace_snap_t *s) {
@@ -305,16 +324,13 @@ mg__trace_snap_t *mg__trace_snapshot(mg_comm_t *comm, const char *reason) {
     for (int r = 0; r < comm->nranks; r++)
       s->peer_known[r] = mg__peer_progress(comm, r, &s->peers[r]) == MG_OK;
   }
-  pthread_mutex_lock(&t->lock);
+  mg__tr_lock(t);
   s->recorded = t->next_id;
   s->enq1 = t->enq1;
   s->done1 = t->done1;
   uint64_t first = t->next_id > t->cap ? t->next_id - t->cap + 1 : 1;
-  for (uint64_t id = first; id <= t->next_id; id++) {
-    mg__trace_ent_t *e = mg__tr_slot(t, id);
-    if (e != NULL) s->ent[s->n++] = *e;
-  }
-  pthread_mutex_unlock(&t->lock);
+  for (uint64_t id = first; id <= t->next_id; id++) s->ent[s->n++] = *mg__tr_slot(t, id);
+  mg__tr_unlock(t);
   return s;
 }
 
@@ -381,7 +397,8 @@ mg_status_t mg__trace_write(const mg__trace_snap_t *s, const char *path, const c
     const mg__trace_ent_t *e = &s->ent[i];
     const int coll = mg__opkind_is_collective((mg__opkind_t)e->kind);
     fprintf(f, "%s\n    {\"id\": %llu, \"seq\": %llu, \"kind\": \"%s\", \"collective\": %s, ",
-            i ? "," : "", (unsigned long long)e->id, (unsigned long long)e->seq,
+            i ? "," : "", (unsigned long long)(s->recorded - s->n + 1 + i),
+            (unsigned long long)e->seq,
             mg__opkind_name(e->kind), coll ? "true" : "false");
     fprintf(f, "\"dtype\": \"%s\", \"count\": %llu, \"root\": %d, \"peer\": %d, ",
             mg__dt(e->dtype), (unsigned long long)e->count, coll ? e->root : -1,

@@ -19,8 +19,9 @@ typedef struct mg__trace mg__trace_t;
 mg_status_t mg__trace_create(mg_comm_t *comm, int entries);
 void mg__trace_destroy(mg_comm_t *comm);
 
-/* op was numbered: it enters the ring (op->trace_id is set), STARTED when started is 1. */
-void mg__trace_enqueue(mg__op_t *op, int started);
+/* op was numbered at time now (mg__now()): it enters the ring (op->trace_id is set), STARTED
+ * when started is 1. */
+void mg__trace_enqueue(mg__op_t *op, int started, double now);
 void mg__trace_start(const mg__op_t *op);
 /* op ended with op->status. */
 void mg__trace_end(const mg__op_t *op);

@@ -130,7 +130,7 @@ static mg_status_t mg__internal(mg_comm_t *comm, mg__opkind_t kind, const void *
   op.root = -1;
   op.deadline = deadline;
   pthread_mutex_lock(&comm->seq_lock);
-  mg__op_number(&op, 1); /* numbered and recorded like any other: every rank agrees */
+  mg__op_number(&op, 1, mg__now()); /* numbered and recorded like any other: every rank agrees */
   pthread_mutex_unlock(&comm->seq_lock);
   mg__op_t *one = &op;
   mg_status_t st = mg__host_launch(&one, 1);

@@ -321,7 +321,10 @@ static int mg__nccl_comms_of(mg__op_t *const *ops, int n, mg_comm_t **comms, dou
   return ncomms;
 }
 
-MG__HOT mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
+/* The launch of n operations; always inlined, so that mg__nccl_launch has a copy for one
+ * operation in which the loops over the batch fold away. */
+static inline __attribute__((always_inline)) mg_status_t mg__nccl_launch_n(mg__op_t *const *ops,
+                                                                           int n) {
   mg__ncclRedOp_t rops_inline[MG__NCCL_INLINE_OPS];
   mg_comm_t *comms_inline[MG__NCCL_INLINE_OPS];
   mg__ncclRedOp_t *rops = rops_inline;
@@ -398,4 +401,8 @@ out:
   if (rops != rops_inline) free(rops);
   if (comms != comms_inline) free(comms);
   return st;
+}
+
+MG__HOT mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
+  return n == 1 ? mg__nccl_launch_n(ops, 1) : mg__nccl_launch_n(ops, n);
 }
