@@ -169,8 +169,8 @@ typedef struct mg__backend {
   /* MG__CAP_PROGRESS (with peer_progress and comm_tag below). The core numbered op (a
    * collective) and is about to run or queue it: publish it where the other ranks can read it
    * (host: the shared segment; NCCL: a table of this process, which the ranks of other
-   * processes cannot read). Called with the op's communicator's seq_lock held (calls on one
-   * comm are ordered); never blocks. */
+   * processes cannot read). Called while the op is numbered (op.h, mg__op_number: calls on
+   * one comm are ordered); never blocks. */
   void (*op_enqueued)(const mg__op_t *op);
 
   const char *name;      /* "host", "nccl" */

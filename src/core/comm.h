@@ -3,8 +3,8 @@
  *
  * Lock order (two locks are never taken the other way round): a group launch takes the locks of
  * its communicators in increasing address order; then mg_comm.seq_lock (numbering; taken alone
- * by operations queued on host streams, which must not wait for a running operation), then the
- * flight recorder's lock; mg_comm.err_lock and mg_comm.redop_lock are leaves (taken last, held
+ * by operations queued on host streams, which must not wait for a running operation; not taken
+ * by an operation on a communicator without host streams), then the flight recorder's lock; mg_comm.err_lock and mg_comm.redop_lock are leaves (taken last, held
  * for a copy or a list walk only).
  */
 #ifndef MG_CORE_COMM_H
@@ -48,6 +48,10 @@ struct mg_comm {
   uint64_t coll_seq;              /* sequence number of the next collective (under seq_lock) */
   uint64_t *p2p_seq;              /* per peer: next send and recv sequence (2 x nranks) */
   pthread_mutex_t lock;           /* serialises operations and lifecycle calls on this comm */
+  struct mg__worker *worker;      /* the rank's worker thread (host streams); NULL until one is
+                                     needed; made holding lock and seq_lock. While it is NULL,
+                                     an operation holding lock numbers without seq_lock: no host
+                                     stream can number at the same time */
   pthread_mutex_t seq_lock;       /* guards coll_seq, p2p_seq, worker creation */
   mg_config_t config;             /* copy of the caller's (defaults filled in) */
   pthread_mutex_t err_lock;       /* guards last_error */
@@ -64,8 +68,6 @@ struct mg_comm {
   atomic_int abort_done;          /* the backend's comm_abort ran (once) */
   atomic_int users;               /* threads using a mark of this comm outside its lock (a
                                      request's query or wait); destroy waits for them */
-  struct mg__worker *worker;      /* the rank's worker thread (host streams, the world); NULL
-                                     until one is needed; under seq_lock */
   int worker_owned;               /* 1: made by mg_stream_create, stopped by destroy; 0: the
                                      world's */
   double wd_error_since;           /* the watchdog: when it first saw the backend's async error

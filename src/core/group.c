@@ -7,7 +7,8 @@
  * returns that error with its message, so a group is never half posted.
  *
  * Lock order: mg__launch locks the communicators of a batch in increasing address order, then
- * (per operation) its comm's seq_lock, then the flight recorder's lock.
+ * (per operation, where the comm has host streams) its comm's seq_lock, then the flight
+ * recorder's lock.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,8 @@ static inline __attribute__((always_inline)) mg_status_t mg__launch(mg__op_t **o
       op->status = MG_INPROGRESS;
       if (numbered) {
         mg__trace_start(op);
+      } else if (c->worker == NULL) {
+        mg__op_number(op, 1, now); /* c->lock excludes every other numbering (comm.h) */
       } else {
         pthread_mutex_lock(&c->seq_lock);
         mg__op_number(op, 1, now);

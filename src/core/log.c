@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/hot.h"
 #include "core/log.h"
 #include "core/params.h"
 
@@ -99,7 +100,7 @@ int mg__log_init_level(void) {
   return atomic_load_explicit(&mg__log_level_v, memory_order_acquire);
 }
 
-void mg__log_set_rank(int rank) { mg__log_rank = rank; }
+MG__HOT void mg__log_set_rank(int rank) { mg__log_rank = rank; }
 
 void mg__log(int level, unsigned subsys, const char *file, int line, const char *fmt, ...) {
   char msg[1536];

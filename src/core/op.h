@@ -21,7 +21,7 @@ void mg__op_release(mg__op_t *op);
 mg_status_t mg__post_checked(mg__op_t *op, const char *fn);
 /* Numbers op on its communicator, publishes it to the backend (op_enqueued) and records it in
  * the flight recorder at time now (mg__now()), as started when started is 1. The caller holds
- * op->comm->seq_lock. */
+ * op->comm->seq_lock, or op->comm->lock while op->comm has no worker (comm.h). */
 void mg__op_number(mg__op_t *op, int started, double now);
 /* Runs ops[0..n) of one item of a host stream on the worker (numbered by mg__op_number): as a
  * group end does, with their communicators' locks. Returns the first error. */

@@ -220,9 +220,11 @@ static void mg__hs_done(struct mg_stream *s, mg_status_t st, const char *msg) {
   mg__hs_unref(s);
 }
 
-/* The comm's worker, made on first need. */
+/* The comm's worker, made on first need, under both locks (comm.h: operations that hold comm->lock
+ * and see no worker number without seq_lock). */
 static mg_status_t mg__comm_worker(mg_comm_t *comm, const char *fn) {
   mg_status_t st = MG_OK;
+  pthread_mutex_lock(&comm->lock);
   pthread_mutex_lock(&comm->seq_lock);
   if (comm->worker == NULL) {
     char name[16];
@@ -234,6 +236,7 @@ static mg_status_t mg__comm_worker(mg_comm_t *comm, const char *fn) {
       mg__error_prefix("%s", fn);
   }
   pthread_mutex_unlock(&comm->seq_lock);
+  pthread_mutex_unlock(&comm->lock);
   return st;
 }
 

@@ -403,6 +403,11 @@ out:
   return st;
 }
 
+/* Groups: out of the hot section, which keeps the code of one operation on fewer pages. */
+static __attribute__((noinline)) mg_status_t mg__nccl_launch_batch(mg__op_t *const *ops, int n) {
+  return mg__nccl_launch_n(ops, n);
+}
+
 MG__HOT mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
-  return n == 1 ? mg__nccl_launch_n(ops, 1) : mg__nccl_launch_n(ops, n);
+  return n == 1 ? mg__nccl_launch_n(ops, 1) : mg__nccl_launch_batch(ops, n);
 }

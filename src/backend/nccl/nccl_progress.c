@@ -12,8 +12,8 @@
  * derived from its parent's tag, the parent's count of earlier splits and the color (or the
  * excluded ranks), which every member knows.
  *
- * Each rank's slot is written only by the thread that numbers its collectives (under its comm's
- * seq_lock) with a sequence lock: readers retry while the version is odd or moves.
+ * Each rank's slot is written only by the thread that numbers its collectives (one at a time:
+ * op.h, mg__op_number) with a sequence lock: readers retry while the version is odd or moves.
  *
  * Lock order: mg__nprogs_lock is a leaf (joining and leaving only).
  */
