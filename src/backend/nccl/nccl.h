@@ -31,6 +31,7 @@ typedef struct mg__ncomm {
   mg__CUcontext ctx;      /* the device's primary context, retained while the comm lives */
   struct mg__nprog *prog; /* the progress table of tag in this process; NULL: none */
   int check_ptrs;         /* MGCOMM_CHECK_POINTERS, read when the comm was made */
+  int native;             /* the loaded NCCL has ncclAlltoAll, ncclGather, ncclScatter (2.28) */
   mg__CUdevice dev;
   int retained;           /* 1: ctx is retained (released by destroy) */
   int cc_major, cc_minor; /* the device's compute capability */

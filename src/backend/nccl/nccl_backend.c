@@ -55,6 +55,7 @@ static mg_status_t mg__ncomm_setup(mg_comm_t *comm, int device, const char *fn) 
     return st;
   }
   nx->check_ptrs = (int)mg__param_int(MG_PARAM_CHECK_POINTERS);
+  nx->native = mg__feature(MG_FEATURE_NCCL_COLLECTIVES_2_28);
   return MG_OK;
 }
 

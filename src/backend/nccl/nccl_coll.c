@@ -339,7 +339,7 @@ static inline __attribute__((always_inline)) mg_status_t mg__nccl_launch_n(mg__o
     }
   }
   char what[400];
-  const int native = mg__feature(MG_FEATURE_NCCL_COLLECTIVES_2_28);
+  const int native = mg__ncomm(ops[0]->comm)->native; /* one library: the same on every comm */
   double deadline;
   const int ncomms = mg__nccl_comms_of(ops, n, comms, &deadline);
 
