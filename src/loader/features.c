@@ -41,7 +41,7 @@ static const mg__feature_desc_t mg__features[MG_FEATURE_COUNT] = {
 
 static pthread_once_t mg__features_once = PTHREAD_ONCE_INIT;
 static unsigned mg__feature_bits;      /* bit f: feature f available; written once */
-static atomic_int mg__features_known;  /* mg__feature_bits is written: every operation asks */
+static atomic_int mg__features_known;  /* 1 once mg__feature_bits is written: no pthread_once */
 
 /* The first needed symbol the loaded library lacks, or NULL. */
 static const char *mg__feature_missing(const mg__feature_desc_t *fd) {
