@@ -4,31 +4,28 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/dtype.h"
 #include "core/error.h"
-#include "core/hot.h"
 
 static const struct {
   const char *name;
   const char *alias; /* nccl-tests' short name */
-  size_t size;
 } mg__dtypes[MG_DTYPE_COUNT] = {
-    [MG_INT8] = {"int8", "char", 1},
-    [MG_UINT8] = {"uint8", "uchar", 1},
-    [MG_INT32] = {"int32", "int", 4},
-    [MG_UINT32] = {"uint32", "uint", 4},
-    [MG_INT64] = {"int64", "long", 8},
-    [MG_UINT64] = {"uint64", "ulong", 8},
-    [MG_FLOAT16] = {"float16", "half", 2},
-    [MG_FLOAT32] = {"float32", "float", 4},
-    [MG_FLOAT64] = {"float64", "double", 8},
-    [MG_BFLOAT16] = {"bfloat16", "bf16", 2},
-    [MG_FLOAT8_E4M3] = {"float8_e4m3", "f8e4m3", 1},
-    [MG_FLOAT8_E5M2] = {"float8_e5m2", "f8e5m2", 1},
+    [MG_INT8] = {"int8", "char"},
+    [MG_UINT8] = {"uint8", "uchar"},
+    [MG_INT32] = {"int32", "int"},
+    [MG_UINT32] = {"uint32", "uint"},
+    [MG_INT64] = {"int64", "long"},
+    [MG_UINT64] = {"uint64", "ulong"},
+    [MG_FLOAT16] = {"float16", "half"},
+    [MG_FLOAT32] = {"float32", "float"},
+    [MG_FLOAT64] = {"float64", "double"},
+    [MG_BFLOAT16] = {"bfloat16", "bf16"},
+    [MG_FLOAT8_E4M3] = {"float8_e4m3", "f8e4m3"},
+    [MG_FLOAT8_E5M2] = {"float8_e5m2", "f8e5m2"},
 };
 
-MG__HOT size_t mg_dtype_size(mg_dtype_t dtype) {
-  return ((unsigned)dtype < MG_DTYPE_COUNT) ? mg__dtypes[dtype].size : 0;
-}
+size_t mg_dtype_size(mg_dtype_t dtype) { return mg__dtype_size(dtype); }
 
 const char *mg_dtype_name(mg_dtype_t dtype) {
   return ((unsigned)dtype < MG_DTYPE_COUNT) ? mg__dtypes[dtype].name : NULL;

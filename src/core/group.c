@@ -96,11 +96,14 @@ static __attribute__((noinline)) mg_status_t mg__launch_by_backend(mg__op_t **op
   return st;
 }
 
-/* Snapshots of the flight recorder of each communicator with an operation of ops[0..n) that
- * timed out (one per communicator, 8 at most), taken under the communicators' locks; their
- * number. */
-static __attribute__((noinline, cold)) int mg__launch_snaps(mg__op_t **ops, int n,
-                                                            mg__trace_snap_t *snaps[8]) {
+/* The end of a launch in which an operation timed out: snapshots of the flight recorder of each
+ * communicator with such an operation (one per communicator, 8 at most), taken under the
+ * communicators' locks; then comms[0..nc) are unlocked, and the snapshots written into
+ * MGCOMM_TRACE_DIR holding no lock, keeping the calling thread's message (that of st). */
+static __attribute__((noinline, cold)) void mg__launch_timed_out(mg__op_t **ops, int n,
+                                                                 mg_comm_t **comms, int nc,
+                                                                 mg_status_t st) {
+  mg__trace_snap_t *snaps[8];
   int nsnaps = 0;
   for (int i = 0; i < n && nsnaps < 8; i++) {
     int first = ops[i]->status == MG_ERR_TIMED_OUT;
@@ -109,13 +112,8 @@ static __attribute__((noinline, cold)) int mg__launch_snaps(mg__op_t **ops, int 
     snaps[nsnaps] = mg__trace_autodump_snap(ops[i]->comm);
     nsnaps += snaps[nsnaps] != NULL;
   }
-  return nsnaps;
-}
-
-/* Writes the snapshots into MGCOMM_TRACE_DIR, holding no lock, keeping the calling thread's
- * message (that of st). */
-static __attribute__((noinline, cold)) void mg__launch_dumps(mg__trace_snap_t **snaps, int nsnaps,
-                                                             mg_status_t st) {
+  for (int i = nc - 1; i >= 0; i--) pthread_mutex_unlock(&comms[i]->lock);
+  if (nsnaps == 0) return;
   char keep[MG__ERROR_LEN]; /* writing the dumps must not replace the operation's message */
   mg_last_error_copy(keep, sizeof keep);
   for (int i = 0; i < nsnaps; i++) mg__trace_autodump_write(snaps[i]);
@@ -158,7 +156,7 @@ static inline __attribute__((always_inline)) mg_status_t mg__launch(mg__op_t **o
       op->status = MG_INPROGRESS;
       if (numbered) {
         mg__trace_start(op);
-      } else if (c->worker == NULL) {
+      } else if (__builtin_expect(c->worker == NULL, 1)) {
         mg__op_number(op, 1, now); /* c->lock excludes every other numbering (comm.h) */
       } else {
         pthread_mutex_lock(&c->seq_lock);
@@ -188,17 +186,17 @@ static inline __attribute__((always_inline)) mg_status_t mg__launch(mg__op_t **o
       timed_out |= op->status == MG_ERR_TIMED_OUT;
     }
   }
-  mg__trace_snap_t *snaps[8];
-  const int nsnaps = __builtin_expect(timed_out, 0) ? mg__launch_snaps(ops, n, snaps) : 0;
-  for (int i = nc - 1; i >= 0; i--) pthread_mutex_unlock(&comms[i]->lock);
+  if (__builtin_expect(timed_out, 0))
+    mg__launch_timed_out(ops, n, comms, nc, st);
+  else
+    for (int i = nc - 1; i >= 0; i--) pthread_mutex_unlock(&comms[i]->lock);
   if (comms != one) free(comms);
-  if (nsnaps > 0) mg__launch_dumps(snaps, nsnaps, st);
   return st;
 }
 
 mg_status_t mg__launch_numbered(mg__op_t **ops, int n) { return mg__launch(ops, n, 1); }
 
-MG__HOT mg_status_t mg__op_stream(mg__op_t *op, const char *fn) {
+mg_status_t mg__op_stream(mg__op_t *op, const char *fn) {
   op->hstream = NULL;
   if (op->stream == NULL) return MG_OK;
   struct mg_stream *hs = mg__hstream_lookup(op->stream);
@@ -228,19 +226,10 @@ static inline __attribute__((always_inline)) mg_status_t mg__dispatch(mg__op_t *
   return st;
 }
 
-MG__HOT mg_status_t mg__post(mg__op_t *op, const size_t *const v_in[4], const char *fn) {
-  mg_status_t st = mg__comm_check_ready(op->comm, fn);
-  if (st < 0) return mg__group_note(st);
-  mg__log_set_rank(op->comm->rank);
-  st = mg__op_validate(op, v_in, fn);
-  if (st >= 0) st = mg__op_stream(op, fn);
-  if (st >= 0) st = op->comm->backend->check_op(op, fn);
-  if (st < 0) {
-    mg__op_release(op);
-    mg__comm_save_error(op->comm);
-    return mg__group_note(st);
-  }
-  return mg__post_checked(op, fn);
+mg_status_t mg__post_refused(mg__op_t *op, mg_status_t st, int comm_live) {
+  mg__op_release(op);
+  if (comm_live) mg__comm_save_error(op->comm);
+  return mg__group_note(st);
 }
 
 MG__HOT mg_status_t mg__post_checked(mg__op_t *op, const char *fn) {

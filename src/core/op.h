@@ -5,20 +5,30 @@
 #ifndef MG_CORE_OP_H
 #define MG_CORE_OP_H
 
+#include <stdlib.h>
+
 #include "backend/backend.h"
 
 /* Checks every argument of op against contract 2 (see mgcomm.h, "Operations"); clears the buffers
  * the calling rank does not use; captures the reduction op; copies all_to_allv's arrays into
- * op->v (freed by mg__op_release). Errors name fn and the argument. */
+ * op->v (freed by mg__op_release). Errors name fn and the argument. The public operations use
+ * its inlined form, mg__op_check (argcheck.h). */
 mg_status_t mg__op_validate(mg__op_t *op, const size_t *const v_in[4], const char *fn);
 /* Captures op->redop.op (built-in, or a custom op of op->comm for op->dtype) into op->redop. */
 mg_status_t mg__redop_capture(mg__op_t *op, const char *fn);
-/* Validates and posts one operation: runs it now, or records it when the calling thread is in a
- * group. v_in: all_to_allv's four arrays, else NULL. */
-mg_status_t mg__post(mg__op_t *op, const size_t *const v_in[4], const char *fn);
-void mg__op_release(mg__op_t *op);
-/* Posts an op that was validated already (the world's workers): as mg__post after validation. */
+/* Frees what validation allocated for op (all_to_allv's arrays; the others have nothing). */
+static inline void mg__op_release(mg__op_t *op) {
+  if (op->v == NULL) return;
+  free(op->v);
+  op->v = NULL;
+}
+/* Posts an op that was validated already (ops.c's mg__post, the world's workers): runs it now,
+ * or records it when the calling thread is in a group. */
 mg_status_t mg__post_checked(mg__op_t *op, const char *fn);
+/* An operation that failed its checks with st (< 0) before it was posted: releases it, keeps the
+ * message on its communicator when comm_live (the error is not about the handle itself), and
+ * notes the error for the calling thread's open group. Returns st. */
+mg_status_t mg__post_refused(mg__op_t *op, mg_status_t st, int comm_live) __attribute__((cold));
 /* Numbers op on its communicator, publishes it to the backend (op_enqueued) and records it in
  * the flight recorder at time now (mg__now()), as started when started is 1. The caller holds
  * op->comm->seq_lock, or op->comm->lock while op->comm has no worker (comm.h). */

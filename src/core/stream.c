@@ -188,12 +188,10 @@ static void mg__hs_unref(struct mg_stream *s) {
   free(s);
 }
 
-/* Host streams alive in the process: while there are none, no stream an operation is given can
- * be one, and the lookup in the handle registry is skipped (the NCCL backend's every call). */
-static atomic_int mg__hstreams_live;
+atomic_int mg__hstreams_live;
 
-MG__HOT struct mg_stream *mg__hstream_lookup(mg_stream_t s) {
-  if (s == NULL || atomic_load_explicit(&mg__hstreams_live, memory_order_acquire) == 0) return NULL;
+struct mg_stream *mg__hstream_lookup(mg_stream_t s) {
+  if (s == NULL || !mg__hstreams_any()) return NULL;
   return mg__handle_valid(s, MG__HANDLE_STREAM) ? (struct mg_stream *)s : NULL;
 }
 

@@ -37,6 +37,12 @@ mg_status_t mg__worker_drain(mg__worker_t *w, double deadline, const char *fn);
 /* The identity of w's set, for requests completed on it. */
 const void *mg__worker_owner(const mg__worker_t *w);
 
+/* Host streams alive in the process: while there are none, no stream an operation is given can
+ * be one, and the lookup in the handle registry is skipped (the NCCL backend's every call). */
+extern atomic_int mg__hstreams_live;
+static inline int mg__hstreams_any(void) {
+  return atomic_load_explicit(&mg__hstreams_live, memory_order_acquire) != 0;
+}
 /* The host stream that s is, or NULL when s is not a live host stream. */
 struct mg_stream *mg__hstream_lookup(mg_stream_t s);
 /* The communicator a host stream was made on (compared, never dereferenced by callers). */
