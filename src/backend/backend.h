@@ -71,6 +71,7 @@ typedef struct mg__op {
   uint64_t seq;           /* collectives: sequence number on the comm, the same on every rank;
                              send/recv: per-peer sequence number */
   uint64_t trace_id;      /* the operation's entry in the comm's flight recorder (0: none) */
+  uint32_t trace_slot;    /* and where the ring keeps it */
   double deadline;        /* absolute (mg__now()) time by which the operation must complete */
   mg_status_t status;     /* outcome, set by the backend's launch */
   size_t send_bytes;      /* bytes this rank reads from send / writes to recv (0 where it does */

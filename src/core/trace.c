@@ -35,7 +35,8 @@ static const char *mg__tr_state_name(int s) {
 
 /* One operation, on one cache line (the ring is line-aligned): an operation writes one entry.
  * Its id is not stored: the entry of id sits at (id - 1) % cap and holds it while
- * next_id - id < cap. */
+ * next_id - id < cap. The operations themselves keep their slot (op->trace_slot), and the ring
+ * its next one (head), so that an operation divides nothing. */
 typedef struct mg__trace_ent {
   uint64_t seq;    /* the operation's sequence number (per peer for send/recv) */
   uint64_t count;
@@ -54,15 +55,23 @@ struct mg__trace {
   atomic_int lock;
   uint32_t cap;
   uint64_t next_id;     /* entries made so far */
+  uint32_t head;        /* the slot of the next entry: next_id % cap */
   uint64_t enq1, done1; /* collectives: last enqueued / completed sequence number + 1 */
   _Alignas(64) mg__trace_ent_t ent[];
 };
 
-static void mg__tr_lock(mg__trace_t *t) {
+static __attribute__((noinline, cold)) void mg__tr_lock_wait(mg__trace_t *t) {
   int spins = 0;
-  while (atomic_exchange_explicit(&t->lock, 1, memory_order_acquire))
+  do
     while (atomic_load_explicit(&t->lock, memory_order_relaxed))
       if (++spins > 100) sched_yield(); /* its holder was preempted, or copies the ring */
+  while (atomic_exchange_explicit(&t->lock, 1, memory_order_acquire));
+}
+
+/* The wait is out of line: an operation's enqueue and end, which find the lock free, then need
+ * no registers saved. */
+static inline void mg__tr_lock(mg__trace_t *t) {
+  if (atomic_exchange_explicit(&t->lock, 1, memory_order_acquire)) mg__tr_lock_wait(t);
 }
 
 static void mg__tr_unlock(mg__trace_t *t) {
@@ -93,16 +102,23 @@ void mg__trace_destroy(mg_comm_t *comm) {
 }
 
 /* The entry of id (1 <= id <= next_id), or NULL when a newer one took its slot. */
-MG__HOT static mg__trace_ent_t *mg__tr_slot(mg__trace_t *t, uint64_t id) {
+static mg__trace_ent_t *mg__tr_slot(mg__trace_t *t, uint64_t id) {
   return t->next_id - id < t->cap ? &t->ent[(id - 1) % t->cap] : NULL;
+}
+
+/* op's entry, or NULL when a newer one took its slot. */
+MG__HOT static mg__trace_ent_t *mg__tr_entry(mg__trace_t *t, const mg__op_t *op) {
+  return t->next_id - op->trace_id < t->cap ? &t->ent[op->trace_slot] : NULL;
 }
 
 MG__HOT void mg__trace_enqueue(mg__op_t *op, int started, double now) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL) return;
   mg__tr_lock(t);
-  uint64_t id = ++t->next_id;
-  mg__trace_ent_t *e = &t->ent[(id - 1) % t->cap];
+  const uint64_t id = ++t->next_id;
+  const uint32_t slot = t->head;
+  t->head = slot + 1 == t->cap ? 0 : slot + 1;
+  mg__trace_ent_t *e = &t->ent[slot];
   e->seq = op->seq;
   e->count = op->count;
   e->stream = (uintptr_t)op->stream;
@@ -117,6 +133,7 @@ MG__HOT void mg__trace_enqueue(mg__op_t *op, int started, double now) {
   if (mg__opkind_is_collective(op->kind)) t->enq1 = op->seq + 1;
   mg__tr_unlock(t);
   op->trace_id = id;
+  op->trace_slot = slot;
 }
 
 MG__HOT void mg__trace_start(const mg__op_t *op) {
@@ -124,7 +141,7 @@ MG__HOT void mg__trace_start(const mg__op_t *op) {
   if (t == NULL || op->trace_id == 0) return;
   double now = mg__now();
   mg__tr_lock(t);
-  mg__trace_ent_t *e = mg__tr_slot(t, op->trace_id);
+  mg__trace_ent_t *e = mg__tr_entry(t, op);
   if (e != NULL) {
     e->t_start = now;
     e->state = MG__TR_STARTED;
@@ -137,7 +154,7 @@ MG__HOT void mg__trace_end(const mg__op_t *op) {
   if (t == NULL || op->trace_id == 0) return;
   double now = mg__now();
   mg__tr_lock(t);
-  mg__trace_ent_t *e = mg__tr_slot(t, op->trace_id);
+  mg__trace_ent_t *e = mg__tr_entry(t, op);
   if (e != NULL) {
     if (e->t_start == 0) e->t_start = now; /* failed before it started */
     e->t_end = now;
