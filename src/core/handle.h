@@ -6,6 +6,8 @@
 #ifndef MG_CORE_HANDLE_H
 #define MG_CORE_HANDLE_H
 
+#include <stddef.h>
+
 #include "mgcomm.h"
 
 typedef enum mg__handle_kind {
@@ -22,6 +24,9 @@ void mg__handle_unregister(const void *p);
 /* Unregisters p if it is registered with this kind: 1 when this call removed it, 0 otherwise (of
  * two concurrent calls, one gets 1). */
 int mg__handle_take(const void *p, mg__handle_kind_t kind);
+/* The number of slots of the registry's table, which follows the number of live handles (a
+ * test's view of it). */
+size_t mg__handle_capacity(void);
 /* 1 when p is registered with this kind. */
 int mg__handle_valid(const void *p, mg__handle_kind_t kind);
 /* When p is registered with this kind, calls fn(p, arg) under the registry's read lock, so that

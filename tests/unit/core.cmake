@@ -1,1 +1,2 @@
 # Core services: status table, dtype table, parameters.
+mg_test(NAME handle_registry SOURCES ${CMAKE_CURRENT_LIST_DIR}/handle_registry.c)
