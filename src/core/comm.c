@@ -43,7 +43,7 @@ MG__HOT mg_status_t mg__comm_check(const mg_comm_t *comm, const char *fn) {
   return MG_OK;
 }
 
-MG__HOT mg_status_t mg__comm_check_ready(mg_comm_t *comm, const char *fn) {
+mg_status_t mg__comm_refuse(mg_comm_t *comm, const char *fn) {
   MG_CHECK(mg__comm_check(comm, fn));
   return mg__comm_check_state(comm, fn);
 }

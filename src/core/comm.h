@@ -16,6 +16,7 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "core/handle.h"
 
 #define MG__COMM_MAGIC 0x6d67636du /* "mgcm" */
 #define MG__COMM_DEAD 0xdeadc0deu  /* after destroy, until the memory is reused */
@@ -79,8 +80,18 @@ struct mg_comm {
 
 /* Validates a handle: NULL, destroyed or foreign is MG_ERR_INVALID_USAGE naming fn. */
 mg_status_t mg__comm_check(const mg_comm_t *comm, const char *fn);
-/* mg__comm_check plus state READY. */
-mg_status_t mg__comm_check_ready(mg_comm_t *comm, const char *fn);
+/* Why comm is not a live communicator in state READY (it is not): the error of mg__comm_check or
+ * mg__comm_check_state. */
+mg_status_t mg__comm_refuse(mg_comm_t *comm, const char *fn) __attribute__((cold));
+/* mg__comm_check plus state READY. Inline: every operation asks first. */
+static inline mg_status_t mg__comm_check_ready(mg_comm_t *comm, const char *fn) {
+  if (__builtin_expect(comm != NULL && mg__handle_valid(comm, MG__HANDLE_COMM) &&
+                           comm->magic == MG__COMM_MAGIC &&
+                           atomic_load(&comm->state) == MG_COMM_READY,
+                       1))
+    return MG_OK;
+  return mg__comm_refuse(comm, fn);
+}
 /* State READY only, for a handle already checked by this call (a destroy that came since has
  * aborted it first, so the state tells). */
 mg_status_t mg__comm_check_state(mg_comm_t *comm, const char *fn);

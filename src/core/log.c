@@ -11,7 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/hot.h"
 #include "core/log.h"
 #include "core/params.h"
 
@@ -22,7 +21,7 @@ static pthread_once_t mg__log_once = PTHREAD_ONCE_INIT;
 static FILE *mg__log_file;             /* stderr or the MGCOMM_DEBUG_FILE stream; never closed */
 static pthread_mutex_t mg__log_lock = PTHREAD_MUTEX_INITIALIZER; /* one line at a time */
 static char mg__log_host[64];
-static _Thread_local int mg__log_rank = -1;
+_Thread_local int mg__log_rank = -1;
 
 static const struct {
   const char *name;
@@ -99,8 +98,6 @@ int mg__log_init_level(void) {
   mg__params_flush_warnings();
   return atomic_load_explicit(&mg__log_level_v, memory_order_acquire);
 }
-
-MG__HOT void mg__log_set_rank(int rank) { mg__log_rank = rank; }
 
 void mg__log(int level, unsigned subsys, const char *file, int line, const char *fmt, ...) {
   char msg[1536];

@@ -33,8 +33,9 @@ extern unsigned mg__log_mask_v;     /* written once, before mg__log_level_v is p
 int mg__log_init_level(void);
 void mg__log(int level, unsigned subsys, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-/* The rank this thread works for, shown in log lines; -1 for none. */
-void mg__log_set_rank(int rank);
+/* The rank this thread works for, shown in log lines; -1 for none. Set by every operation. */
+extern _Thread_local int mg__log_rank;
+static inline void mg__log_set_rank(int rank) { mg__log_rank = rank; }
 
 static inline int mg__log_on(int level, unsigned subsys) {
   int l = atomic_load_explicit(&mg__log_level_v, memory_order_acquire);

@@ -113,6 +113,16 @@ MG__HOT static mg_status_t mg__nccl_poll(mg_comm_t *const *comms, int n, double 
   }
 }
 
+/* 1 when NCCL's first answer is that the launch's one communicator has issued everything: then
+ * the wait costs one query, made inline. Otherwise mg__nccl_poll asks again (NCCL's errors are
+ * sticky) and waits. */
+static inline int mg__nccl_issued(mg_comm_t *const *comms, int n) {
+  mg__ncclResult_t state = MG__ncclInProgress;
+  return n == 1 &&
+         mg__nccl.CommGetAsyncError(mg__ncomm(comms[0])->nc, &state) == MG__ncclSuccess &&
+         state == MG__ncclSuccess;
+}
+
 mg_status_t mg__nccl_wait(mg_comm_t *const *comms, int n, double deadline, const char *what) {
   return mg__nccl_poll(comms, n, deadline, what, NULL, 0);
 }
@@ -384,7 +394,7 @@ static inline __attribute__((always_inline)) mg_status_t mg__nccl_launch_n(mg__o
           mg__error_prefix("%s", mg__nccl_what(ops, n, NULL, what, sizeof what));
         }
       }
-      if (st == MG_OK)
+      if (st == MG_OK && !mg__nccl_issued(comms, ncomms))
         st = mg__nccl_poll(comms, ncomms, deadline, grouped ? "ncclGroupEnd" : "the NCCL call",
                            ops, n);
     }
