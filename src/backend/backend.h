@@ -39,6 +39,10 @@ const char *mg__opkind_name(mg__opkind_t kind);
 static inline int mg__opkind_is_collective(mg__opkind_t kind) {
   return kind != MG_OPK_SEND && kind != MG_OPK_RECV;
 }
+/* 1 for the kinds that take a reduction op. */
+static inline int mg__opkind_is_reduction(mg__opkind_t kind) {
+  return kind == MG_OPK_ALL_REDUCE || kind == MG_OPK_REDUCE || kind == MG_OPK_REDUCE_SCATTER;
+}
 
 /* A reduction operation as captured when an operation is posted: a built-in op, or a PreMulSum
  * with its scalar (copied at post time for MG_SCALAR_HOST_IMMEDIATE; a pointer read when the

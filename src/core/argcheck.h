@@ -42,7 +42,7 @@ mg__op_check(mg__op_t *op, mg__opkind_t kind, const size_t *const v_in[4], const
   if (sz == 0)
     return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: dtype %d is not a data type", fn,
                      (int)op->dtype);
-  if (kind == MG_OPK_ALL_REDUCE || kind == MG_OPK_REDUCE || kind == MG_OPK_REDUCE_SCATTER) {
+  if (mg__opkind_is_reduction(kind)) {
     if ((unsigned)op->redop.op < MG_OP_BUILTIN_COUNT)
       op->redop = (mg__redop_t){.op = op->redop.op};
     else

@@ -211,6 +211,7 @@ int mg__handle_take(const void *p, mg__handle_kind_t kind) {
   return ok;
 }
 
+/* Out of line, so that a lookup that finds no writer at work saves no registers. */
 static __attribute__((noinline, cold)) void mg__writer_wait(void) { sched_yield(); }
 
 MG__HOT int mg__handle_valid(const void *p, mg__handle_kind_t kind) {

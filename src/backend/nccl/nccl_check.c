@@ -11,13 +11,20 @@
 #include "backend/nccl/nccl.h"
 #include "core/hot.h"
 
-MG__HOT static int mg__nccl_is_reduction(mg__opkind_t k) {
-  return k == MG_OPK_ALL_REDUCE || k == MG_OPK_REDUCE || k == MG_OPK_REDUCE_SCATTER;
+static inline int mg__nccl_is_fp8(mg_dtype_t dtype) {
+  return dtype == MG_FLOAT8_E4M3 || dtype == MG_FLOAT8_E5M2;
+}
+
+/* 1 when the loaded NCCL or the device may lack the type or the op (fp8, PreMulSum, average):
+ * the only cases mg__nccl_check_types looks at. */
+static inline int mg__nccl_types_vary(mg_dtype_t dtype, const mg__redop_t *redop, int reduction) {
+  return mg__nccl_is_fp8(dtype) || (reduction && (redop->premul || redop->op == MG_AVG));
 }
 
 MG__HOT mg_status_t mg__nccl_check_types(mg_dtype_t dtype, const mg__redop_t *redop, int reduction,
                                  int cc_major, int cc_minor, const char *fn) {
-  if (dtype == MG_FLOAT8_E4M3 || dtype == MG_FLOAT8_E5M2) {
+  if (!mg__nccl_types_vary(dtype, redop, reduction)) return MG_OK;
+  if (mg__nccl_is_fp8(dtype)) {
     MG_CHECK(mg__feature_require(MG_FEATURE_NCCL_FP8, fn));
     /* NCCL builds its fp8 reduction kernels for sm_90 and newer only. */
     if (reduction && cc_major < 9)
@@ -46,7 +53,7 @@ static __attribute__((noinline)) mg_status_t mg__nccl_check_all(const mg__op_t *
                                                                 const char *fn) {
   const mg__ncomm_t *nx = mg__ncomm(op->comm);
   const int dev = op->comm->device;
-  MG_CHECK(mg__nccl_check_types(op->dtype, &op->redop, mg__nccl_is_reduction(op->kind),
+  MG_CHECK(mg__nccl_check_types(op->dtype, &op->redop, mg__opkind_is_reduction(op->kind),
                                 nx->cc_major, nx->cc_minor, fn));
   if (!nx->check_ptrs) return MG_OK;
   /* In place, send lies inside recv: recv's check covers both with one driver call. */
@@ -58,10 +65,9 @@ static __attribute__((noinline)) mg_status_t mg__nccl_check_all(const mg__op_t *
 }
 
 MG__HOT mg_status_t mg__nccl_check_op(const mg__op_t *op, const char *fn) {
-  /* Pointer checks off, a type every NCCL has, a built-in op every NCCL has: nothing to ask. */
-  const int reduction = mg__nccl_is_reduction(op->kind);
-  if (!mg__ncomm(op->comm)->check_ptrs && op->dtype != MG_FLOAT8_E4M3 &&
-      op->dtype != MG_FLOAT8_E5M2 && !(reduction && (op->redop.premul || op->redop.op == MG_AVG)))
+  /* Pointer checks off, and a type and op that every NCCL has: nothing to ask. */
+  if (!mg__ncomm(op->comm)->check_ptrs &&
+      !mg__nccl_types_vary(op->dtype, &op->redop, mg__opkind_is_reduction(op->kind)))
     return MG_OK;
   return mg__nccl_check_all(op, fn);
 }
