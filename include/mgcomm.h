@@ -192,7 +192,7 @@ MG_EXTERN mg_status_t mg_backend_resolve(mg_backend_t requested, mg_backend_t *o
                                          size_t reason_len);
 
 #define MG_UNDEF_INT INT_MIN
-#define MG_CONFIG_VERSION 3
+#define MG_CONFIG_VERSION 4
 
 /* How a request learns that a stream has passed the point it waits for (mg_record), the seeds'
  * three strategies. All are bounded by the request's deadline (the watchdog). */
@@ -224,8 +224,8 @@ typedef enum mg_on_timeout {
  * written next to it: setting a field that the loaded NCCL does not have is MG_ERR_NOT_SUPPORTED
  * at init (or split, shrink), naming the version that has it. The strings are read during that
  * call only. Split and shrink with a NULL config inherit the parent's. The host backend ignores
- * them. NCCL's `blocking` is not among them: mgcomm's communicators are always nonblocking
- * (ARCHITECTURE.md contract 4). */
+ * them. NCCL's `blocking` is mgcomm's own field, nccl_blocking (MG_CONFIG_VERSION 4), since mgcomm
+ * bounds the waits of both modes itself (docs/nccl.md). */
 typedef struct mg_config {
   size_t size;          /* sizeof(mg_config_t), set by MG_CONFIG_INIT */
   unsigned int version; /* MG_CONFIG_VERSION, set by MG_CONFIG_INIT */
@@ -253,13 +253,20 @@ typedef struct mg_config {
   double poll_interval_s;     /* MG_COMPLETION_POLL: seconds between checks; 0 =
                                  MGCOMM_POLL_INTERVAL (50 us) */
   mg_on_timeout_t on_timeout; /* MG_ON_TIMEOUT_DEFAULT = MGCOMM_ON_TIMEOUT */
+  /* NCCL backend (MG_CONFIG_VERSION 4). */
+  int nccl_blocking; /* operations on a blocking NCCL communicator: 1 (the default) as PyTorch
+                        does, at raw NCCL's speed; an operation that NCCL holds on the host past
+                        its deadline is released by the watchdog, which revokes (NCCL >= 2.28.7)
+                        the communicator. 0: nonblocking, each launch on a thread of NCCL's
+                        (tens of us per operation) but the call itself never blocks.
+                        MG_UNDEF_INT = MGCOMM_NCCL_BLOCKING. Creation is bounded in both. */
 } mg_config_t;
 
 #define MG_CONFIG_INIT                                                                    \
   {sizeof(mg_config_t), MG_CONFIG_VERSION, MG_BACKEND_AUTO, 0.0, MG_UNDEF_INT,            \
    MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, NULL, MG_UNDEF_INT, MG_UNDEF_INT, NULL,       \
    MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT,    \
-   0, MG_COMPLETION_DEFAULT, 0.0, MG_ON_TIMEOUT_DEFAULT}
+   0, MG_COMPLETION_DEFAULT, 0.0, MG_ON_TIMEOUT_DEFAULT, MG_UNDEF_INT}
 
 /* ---------------------------------------------------------------------------------------------
  * Communicators

@@ -133,6 +133,8 @@ mg_status_t mg__comm_alloc(const mg__backend_t *backend, const mg_config_t *conf
   atomic_init(&comm->aborting, 0);
   atomic_init(&comm->abort_done, 0);
   atomic_init(&comm->users, 0);
+  atomic_init(&comm->call_deadline, 0.0);
+  atomic_init(&comm->call_expired, 0);
   comm->priv = (char *)comm + head;
   comm->magic = MG__COMM_MAGIC;
   *out = comm;
@@ -161,7 +163,9 @@ void mg__comm_free(mg_comm_t *comm) {
 static mg_status_t mg__comm_publish(mg_comm_t *comm) {
   comm->p2p_seq = calloc(2 * (size_t)comm->nranks, sizeof *comm->p2p_seq);
   if (comm->p2p_seq == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "cannot allocate peer tables");
-  return mg__handle_register(comm, MG__HANDLE_COMM);
+  MG_CHECK(mg__handle_register(comm, MG__HANDLE_COMM));
+  if (comm->blocking_calls) mg__wd_guard(comm, 1);
+  return MG_OK;
 }
 
 /* Validates a config and resolves its backend. */
@@ -347,7 +351,7 @@ mg_status_t mg_comm_split(mg_comm_t *comm, int color, int key, const mg_config_t
   comm->split_seq++;
   if (st >= 0 && child != NULL) st = mg__comm_publish(child);
   if (st < 0 && mg__breaks_comm(st)) mg__comm_fail(comm, st);
-  pthread_mutex_unlock(&comm->lock);
+  mg__comm_unlock(comm);
   if (st < 0) {
     mg__comm_free(child);
     goto out_err;
@@ -418,7 +422,7 @@ mg_status_t mg_comm_shrink(mg_comm_t *comm, const int *exclude, int nexclude,
   st = comm->backend->comm_shrink(comm, sorted, nexclude, child, mg__comm_deadline(comm));
   comm->split_seq++;
   if (st >= 0) st = mg__comm_publish(child);
-  pthread_mutex_unlock(&comm->lock);
+  mg__comm_unlock(comm);
   if (st < 0) {
     mg__comm_free(child);
     goto out_err;
@@ -453,7 +457,7 @@ mg_status_t mg_comm_finalize(mg_comm_t *comm) {
   } else {
     mg__comm_fail(comm, st);
   }
-  pthread_mutex_unlock(&comm->lock);
+  mg__comm_unlock(comm);
   return st;
 }
 
@@ -479,12 +483,14 @@ static void mg__comm_abort_finish(mg_comm_t *comm) {
     comm->backend->comm_abort(comm);
 }
 
+void mg__comm_unlock(mg_comm_t *comm) {
+  mg__comm_abort_finish(comm);
+  pthread_mutex_unlock(&comm->lock);
+}
+
 void mg__comm_abort_nowait(mg_comm_t *comm) {
   mg__comm_abort_start(comm);
-  if (pthread_mutex_trylock(&comm->lock) == 0) {
-    mg__comm_abort_finish(comm);
-    pthread_mutex_unlock(&comm->lock);
-  }
+  if (pthread_mutex_trylock(&comm->lock) == 0) mg__comm_unlock(comm);
 }
 
 mg_status_t mg_comm_revoke(mg_comm_t *comm) {
@@ -524,12 +530,23 @@ mg_status_t mg_comm_revoke(mg_comm_t *comm) {
   return MG_OK;
 }
 
+/* How long abort waits for a call under the lock to notice the flags: every wait of a backend
+ * does within a millisecond, and a blocking NCCL call returns once the interrupt's revoke lands;
+ * on an NCCL without revoke it may not, and the thread that holds the lock releases the backend
+ * when it leaves (mg__comm_unlock), or destroy does. */
+#define MG__ABORT_LOCK_WAIT_S 1.0
+
 mg_status_t mg_comm_abort(mg_comm_t *comm) {
   MG_CHECK(mg__comm_check(comm, "mg_comm_abort"));
   mg__comm_abort_start(comm);
-  pthread_mutex_lock(&comm->lock);
-  mg__comm_abort_finish(comm);
-  pthread_mutex_unlock(&comm->lock);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += (time_t)MG__ABORT_LOCK_WAIT_S;
+  if (pthread_mutex_timedlock(&comm->lock, &until) == 0)
+    mg__comm_unlock(comm);
+  else
+    MG_INFO(MG_SUBSYS_INIT, "mg_comm_abort: rank %d: a call still holds the communicator; it "
+            "releases the backend when it returns", comm->rank);
   return MG_OK;
 }
 
@@ -552,8 +569,9 @@ mg_status_t mg_comm_destroy(mg_comm_t *comm) {
   snprintf(msg, sizeof msg, "rank %d of %d: the communicator was destroyed", comm->rank,
            comm->nranks);
   mg__wd_abort(comm, NULL, 0, msg);
+  if (comm->blocking_calls) mg__wd_guard(comm, 0);
   pthread_mutex_lock(&comm->lock);
-  pthread_mutex_unlock(&comm->lock); /* wait out any call that passed the handle check */
+  mg__comm_unlock(comm); /* wait out any call that passed the handle check */
   while (atomic_load(&comm->users) > 0) { /* a request's query or wait; they watch aborting */
     struct timespec ts = {0, 100000};
     nanosleep(&ts, NULL); /* an early wake-up only shortens the nap */

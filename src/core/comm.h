@@ -76,6 +76,12 @@ struct mg_comm {
   mg_completion_t completion;     /* resolved from the config (never DEFAULT) */
   double poll_interval;           /* seconds, resolved */
   mg_on_timeout_t on_timeout;     /* resolved */
+  int blocking_calls;             /* set by the backend's init: its calls may block on the host
+                                     (NCCL's blocking communicators), so the watchdog watches
+                                     call_deadline from publication to destroy */
+  _Atomic double call_deadline;   /* the deadline of the backend call a thread is in now, under
+                                     lock (mg__comm_call_enter); 0: none */
+  atomic_int call_expired;        /* the watchdog found call_deadline passed and aborted comm */
 };
 
 /* Validates a handle: NULL, destroyed or foreign is MG_ERR_INVALID_USAGE naming fn. */
@@ -103,12 +109,31 @@ void mg__comm_fail(mg_comm_t *comm, mg_status_t status);
  * requests with MG_ERR_ABORTED, interrupts its waits; the backend's release runs now if the lock
  * is free, else at the next mg_comm_abort or mg_comm_destroy. Never blocks. */
 void mg__comm_abort_nowait(mg_comm_t *comm);
+/* Releases comm->lock; first runs the backend's release of an abort that came while the lock
+ * was held (an abort never waits long for the lock: a thread inside a blocking backend call may
+ * hold it until the watchdog's revoke lets it return). */
+void mg__comm_unlock(mg_comm_t *comm);
+/* A thread holding comm->lock enters (leaves) a backend call that may block on the host until
+ * deadline; the watchdog aborts comm once deadline passed while it is still inside. */
+static inline void mg__comm_call_enter(mg_comm_t *comm, double deadline) {
+  atomic_store_explicit(&comm->call_deadline, deadline, memory_order_release);
+}
+static inline void mg__comm_call_leave(mg_comm_t *comm) {
+  atomic_store_explicit(&comm->call_deadline, 0.0, memory_order_release);
+}
+static inline int mg__comm_call_inside(mg_comm_t *comm) {
+  return atomic_load_explicit(&comm->call_deadline, memory_order_acquire) != 0.0;
+}
 /* Absolute deadline (mg__now() seconds) for a wait on comm. */
 double mg__comm_deadline(const mg_comm_t *comm);
 /* Allocates a communicator object for backend with defaults from config (may be NULL). */
 mg_status_t mg__comm_alloc(const mg__backend_t *backend, const mg_config_t *config,
                            mg_comm_t **out);
 void mg__comm_free(mg_comm_t *comm);
+/* 1 when [p, p + bytes) lies inside memory that mg_mem_alloc made on comm's device, or inside a
+ * live registration of comm (mem.c): device memory the backend checked when it was recorded.
+ * The record is taken out before such memory is freed or deregistered. Thread-safe. */
+int mg__mem_known(const mg_comm_t *comm, const void *p, size_t bytes);
 /* Frees the handles of comm's registrations (mem.c), when the backend has released comm. */
 void mg__reg_free_all(mg_comm_t *comm);
 

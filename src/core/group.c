@@ -112,7 +112,7 @@ static __attribute__((noinline, cold)) void mg__launch_timed_out(mg__op_t **ops,
     snaps[nsnaps] = mg__trace_autodump_snap(ops[i]->comm);
     nsnaps += snaps[nsnaps] != NULL;
   }
-  for (int i = nc - 1; i >= 0; i--) pthread_mutex_unlock(&comms[i]->lock);
+  for (int i = nc - 1; i >= 0; i--) mg__comm_unlock(comms[i]);
   if (nsnaps == 0) return;
   char keep[MG__ERROR_LEN]; /* writing the dumps must not replace the operation's message */
   mg_last_error_copy(keep, sizeof keep);
@@ -189,7 +189,7 @@ static inline __attribute__((always_inline)) mg_status_t mg__launch(mg__op_t **o
   if (__builtin_expect(timed_out, 0))
     mg__launch_timed_out(ops, n, comms, nc, st);
   else
-    for (int i = nc - 1; i >= 0; i--) pthread_mutex_unlock(&comms[i]->lock);
+    for (int i = nc - 1; i >= 0; i--) mg__comm_unlock(comms[i]);
   if (comms != one) free(comms);
   return st;
 }

@@ -5,8 +5,14 @@
  * each communicator's registrations (mg_comm_deregister ends only those; they end with their
  * communicator).
  *
+ * A third record serves the NCCL backend's pointer checks (mg__mem_known): the ranges of those
+ * allocations and registrations, which an operation may use without asking the driver. It
+ * stays true: mg_mem_free takes an allocation out (and every registration inside it) before the
+ * memory goes, mg_comm_deregister a registration before NCCL lets go of it, destroy the rest.
+ *
  * Locks: registrations are kept under comm->lock; mg__alloc_lock guards the allocation records
- * and is a leaf (nothing is called while it is held).
+ * and mg__known_lock (read by operations, written by the calls above) the ranges; both are
+ * leaves (nothing is called while they are held).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -14,10 +20,78 @@
 
 #include "core/comm.h"
 
+/* ---- the checks' record ------------------------------------------------------------------ */
+
+typedef struct mg__known {
+  uintptr_t base;
+  size_t bytes;
+  int device;            /* CUDA ordinal (-1 on host) */
+  const mg_comm_t *comm; /* a registration's communicator; NULL for an allocation */
+} mg__known_t;
+
+static struct {
+  pthread_rwlock_t lock;
+  mg__known_t *v;
+  int n, cap;
+  atomic_int any; /* n > 0: lets operations skip the lock while nothing is recorded */
+} mg__known_rec = {PTHREAD_RWLOCK_INITIALIZER, NULL, 0, 0, 0};
+
+int mg__mem_known(const mg_comm_t *comm, const void *p, size_t bytes) {
+  if (atomic_load_explicit(&mg__known_rec.any, memory_order_acquire) == 0) return 0;
+  const uintptr_t a = (uintptr_t)p;
+  int found = 0;
+  pthread_rwlock_rdlock(&mg__known_rec.lock);
+  for (int i = 0; i < mg__known_rec.n && !found; i++) {
+    const mg__known_t *k = &mg__known_rec.v[i];
+    found = k->device == comm->device && (k->comm == NULL || k->comm == comm) && a >= k->base &&
+            a - k->base <= k->bytes && bytes <= k->bytes - (a - k->base);
+  }
+  pthread_rwlock_unlock(&mg__known_rec.lock);
+  return found;
+}
+
+/* Records a range. Without memory it stays out: its buffers are then checked by the driver. */
+static void mg__known_add(const void *p, size_t bytes, int device, const mg_comm_t *comm) {
+  pthread_rwlock_wrlock(&mg__known_rec.lock);
+  if (mg__known_rec.n == mg__known_rec.cap) {
+    int cap = mg__known_rec.cap ? 2 * mg__known_rec.cap : 16;
+    mg__known_t *v = realloc(mg__known_rec.v, sizeof *v * (size_t)cap);
+    if (v != NULL) {
+      mg__known_rec.v = v;
+      mg__known_rec.cap = cap;
+    }
+  }
+  if (mg__known_rec.n < mg__known_rec.cap)
+    mg__known_rec.v[mg__known_rec.n++] = (mg__known_t){(uintptr_t)p, bytes, device, comm};
+  atomic_store(&mg__known_rec.any, mg__known_rec.n > 0);
+  pthread_rwlock_unlock(&mg__known_rec.lock);
+}
+
+/* Takes out the ranges that match: of comm (NULL: any) that lie inside [p, p + bytes) (inside:
+ * 1), or the one that is exactly that range of comm (inside: 0). */
+static void mg__known_remove(const void *p, size_t bytes, const mg_comm_t *comm, int inside) {
+  const uintptr_t a = (uintptr_t)p;
+  pthread_rwlock_wrlock(&mg__known_rec.lock);
+  for (int i = 0; i < mg__known_rec.n;) {
+    const mg__known_t *k = &mg__known_rec.v[i];
+    const int match = inside ? (comm == NULL || k->comm == comm) && k->base >= a &&
+                                   k->base - a <= bytes && k->bytes <= bytes - (k->base - a)
+                             : k->comm == comm && k->base == a && k->bytes == bytes;
+    if (match)
+      mg__known_rec.v[i] = mg__known_rec.v[--mg__known_rec.n];
+    else
+      i++;
+    if (match && !inside) break;
+  }
+  atomic_store(&mg__known_rec.any, mg__known_rec.n > 0);
+  pthread_rwlock_unlock(&mg__known_rec.lock);
+}
+
 /* ---- allocations ---------------------------------------------------------------------------- */
 
 typedef struct mg__alloc {
   void *ptr;
+  size_t bytes;
   const mg__backend_t *backend; /* frees it */
   int device;                   /* of the communicator it was made for (-1 on host) */
   struct mg__alloc *next;
@@ -47,6 +121,7 @@ mg_status_t mg_mem_alloc(mg_comm_t *comm, size_t bytes, void **ptr) {
     return st;
   }
   rec->ptr = p;
+  rec->bytes = bytes;
   rec->backend = comm->backend;
   rec->device = comm->device;
   size_t b = mg__alloc_bucket(p);
@@ -54,6 +129,7 @@ mg_status_t mg_mem_alloc(mg_comm_t *comm, size_t bytes, void **ptr) {
   rec->next = mg__allocs[b];
   mg__allocs[b] = rec;
   pthread_mutex_unlock(&mg__alloc_lock);
+  mg__known_add(p, bytes, comm->device, NULL);
   *ptr = p;
   return MG_OK;
 }
@@ -70,7 +146,9 @@ mg_status_t mg_mem_free(void *ptr) {
   if (rec == NULL)
     return mg__error(MG_ERR_INVALID_ARGUMENT,
                      "mg_mem_free: %p was not returned by mg_mem_alloc, or was freed already", ptr);
-  /* The record goes whatever the backend answers: the memory is not to be used again. */
+  /* The records go whatever the backend answers: the memory is not to be used again. No
+   * operation passes as checked once this returns, a registration inside it neither. */
+  mg__known_remove(ptr, rec->bytes, NULL, 1);
   mg_status_t st = rec->backend->mem_free(ptr, rec->device);
   free(rec);
   if (st < 0) mg__error_prefix("mg_mem_free: %p", ptr);
@@ -158,6 +236,7 @@ mg_status_t mg_comm_register(mg_comm_t *comm, void *buf, size_t bytes, int flags
   if (st == MG_OK) {
     r->next = comm->regs;
     comm->regs = r;
+    mg__known_add(buf, bytes, comm->device, comm); /* the backend checked it */
   } else if (mg__reg_breaks(st)) {
     mg__comm_fail(comm, st);
   } else {
@@ -186,6 +265,7 @@ mg_status_t mg_comm_deregister(mg_comm_t *comm, mg_reg_t *reg) {
                    "made on another one)", fn, (void *)reg);
   } else {
     *pp = reg->next;
+    mg__known_remove(reg->buf, reg->bytes, comm, 0);
     /* The handle goes whatever the backend answers: the registration is unusable either way,
      * and the backend releases what is left of it with the communicator. */
     st = comm->backend->mem_deregister(comm, reg->handle, reg->flags);
@@ -199,6 +279,7 @@ mg_status_t mg_comm_deregister(mg_comm_t *comm, mg_reg_t *reg) {
 void mg__reg_free_all(mg_comm_t *comm) {
   for (struct mg_reg *r = comm->regs, *n; r != NULL; r = n) {
     n = r->next;
+    mg__known_remove(r->buf, r->bytes, comm, 0);
     free(r);
   }
   comm->regs = NULL;

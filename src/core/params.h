@@ -58,6 +58,9 @@
   X(CHECK_POINTERS, INT, "1", 0, 1, "",                                                        \
     "NCCL backend: 1 checks every buffer with cuPointerGetAttributes before it is enqueued "   \
     "(memory space, device, extent) and the stream's context; 0 skips these checks")          \
+  X(NCCL_BLOCKING, INT, "1", 0, 1, "",                                                         \
+    "NCCL backend: 1 runs operations on blocking NCCL communicators (raw NCCL's speed; the "   \
+    "watchdog revokes one that NCCL holds past its deadline), 0 on nonblocking ones")          \
   X(RANK, STRING, "", 0, 0, "",                                                                \
     "mg_comm_init_env: this process's rank (set by mgcomm launch; before RANK, "               \
     "OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID)")                                           \

@@ -144,6 +144,12 @@ void mg__set_library_thread(const void *wowner);
  * the watchdog thread if needed. When comm (may be NULL) is aborting, req is not listed and
  * MG_ERR_ABORTED is returned: the caller completes it. */
 mg_status_t mg__wd_add(mg_request_t *req, mg_comm_t *comm);
+/* Watches (on = 1) or stops watching (on = 0) comm's call_deadline (comm.h): a comm whose
+ * backend calls may block on the host. While one is watched the watchdog thread stays, and
+ * checks them at every MGCOMM_WATCHDOG_INTERVAL; a call still inside past its deadline gets
+ * comm->call_expired set and comm aborted (mg__comm_abort_nowait), which interrupts the backend.
+ * on = 0 returns once the watchdog no longer uses comm. */
+void mg__wd_guard(mg_comm_t *comm, int on);
 /* Unlists req if it is listed. */
 void mg__wd_remove(mg_request_t *req);
 /* Ends every listed request of comm (comm != NULL), or of generation source gen_src with a

@@ -8,6 +8,11 @@
  * A mark armed for the hostfn strategy that is still unsignalled after MG__WD_NOTIFY_GRACE_S is
  * queried too (CUDA drops host functions after a context fault).
  *
+ * It also watches the communicators whose backend calls may block on the host (mg__wd_guard:
+ * NCCL's blocking communicators): a call still inside past its deadline gets its communicator
+ * aborted, which interrupts the backend (NCCL: a revoke) so that the call returns. The thread
+ * stays while such communicators exist.
+ *
  * It never blocks in a backend, and never calls one under its lock: a scan takes references on
  * the requests it found and raises their communicators' `users` count under mg__wd.lock, then
  * calls the non-blocking methods (mark_query, async_error) without it. A CUDA host function that
@@ -56,7 +61,10 @@ static struct {
   double next_errors;   /* next poll of the communicators' asynchronous errors */
   double wake_at;       /* when the sleeping thread wakes up next */
   int added;            /* a request was listed since the thread's last scan */
-} mg__wd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, {0}, 0, 0, 0, 0};
+  mg_comm_t **guarded;  /* comms whose backend calls may block on the host (mg__wd_guard) */
+  int nguarded, cap_guarded;
+} mg__wd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, {0}, 0, 0, 0, 0, NULL,
+            0, 0};
 
 /* ---- the list -------------------------------------------------------------------------------- */
 
@@ -102,6 +110,33 @@ mg_status_t mg__wd_add(mg_request_t *req, mg_comm_t *comm) {
   if (first < mg__wd.wake_at) pthread_cond_signal(&mg__wd.cv);
   pthread_mutex_unlock(&mg__wd.lock);
   return MG_OK;
+}
+
+void mg__wd_guard(mg_comm_t *comm, int on) {
+  pthread_mutex_lock(&mg__wd.lock);
+  int i = 0;
+  while (i < mg__wd.nguarded && mg__wd.guarded[i] != comm) i++;
+  if (!on && i < mg__wd.nguarded) {
+    mg__wd.guarded[i] = mg__wd.guarded[--mg__wd.nguarded];
+  } else if (on && i == mg__wd.nguarded) {
+    if (mg__wd.nguarded == mg__wd.cap_guarded) {
+      int cap = mg__wd.cap_guarded ? 2 * mg__wd.cap_guarded : 8;
+      mg_comm_t **v = realloc(mg__wd.guarded, sizeof *v * (size_t)cap);
+      if (v != NULL) {
+        mg__wd.guarded = v;
+        mg__wd.cap_guarded = cap;
+      }
+    }
+    if (mg__wd.nguarded < mg__wd.cap_guarded)
+      mg__wd.guarded[mg__wd.nguarded++] = comm;
+    else
+      MG_WARN("rank %d: out of memory: the watchdog cannot watch this communicator's blocking "
+              "calls; a call that NCCL holds is not bounded", comm->rank);
+    if (!mg__idle_thread_ensure(&mg__wd.t, mg__wd_main, "mg-watchdog"))
+      MG_WARN("cannot start the watchdog thread; blocking NCCL calls are not bounded");
+    pthread_cond_signal(&mg__wd.cv);
+  }
+  pthread_mutex_unlock(&mg__wd.lock);
 }
 
 void mg__wd_remove(mg_request_t *req) {
@@ -245,8 +280,9 @@ void mg__wd_abort(mg_comm_t *comm, const mg__gen_t *gen_src, uint64_t below, con
 }
 
 /* Communicators a scan uses outside mg__wd.lock: their `users` count is raised under the lock,
- * where a listed request's communicator is alive (destroy unlists its requests first, under the
- * lock, and then waits for `users` to drop). check: poll its asynchronous error. */
+ * where a listed request's or a guarded communicator is alive (destroy unlists its requests and
+ * its guard first, under the lock, and then waits for `users` to drop). check: 1 poll its
+ * asynchronous error, 2 its blocking call passed its deadline (bits). */
 typedef struct {
   struct mg__wd_held {
     mg_comm_t *comm;
@@ -299,6 +335,17 @@ static void mg__hits_query(mg__hits_t *a) {
   a->n = a->cap = 0;
 }
 
+/* A backend call still inside past its deadline (comm is held): the comm is aborted, which
+ * interrupts the backend so that the call returns; the call reports MG_ERR_TIMED_OUT (it reads
+ * call_expired). */
+static void mg__wd_call_expired(mg_comm_t *comm) {
+  if (atomic_exchange(&comm->call_expired, 1) || !mg__comm_call_inside(comm)) return;
+  MG_WARN("rank %d of %d (device %d): a call into %s has not returned by its deadline (%g s); "
+          "aborting the communicator so that it returns", comm->rank, comm->nranks, comm->device,
+          comm->backend->name, comm->timeout_s);
+  mg__comm_abort_nowait(comm);
+}
+
 /* The asynchronous error of a held comm. One that lasted MG__WD_ASYNC_GRACE_S fails the comm and
  * ends its pending requests with it (into failed). wd_error_since is the watchdog thread's. */
 static void mg__wd_check_comm(mg_comm_t *comm, double now, mg__hits_t *failed) {
@@ -347,20 +394,34 @@ static void *mg__wd_main(void *arg) {
       if (r->next_poll < wake) wake = r->next_poll;
       if (check_errors) (void)mg__held_add(&held, r->comm, 1); /* missed: next time */
     }
-    if (mg__wd.n > 0) idle_since = now;
+    for (int i = 0; i < mg__wd.nguarded; i++) {
+      mg_comm_t *c = mg__wd.guarded[i];
+      const double d = atomic_load(&c->call_deadline);
+      if (d == 0.0 || atomic_load(&c->aborting)) continue;
+      if (now < d) {
+        if (d < wake) wake = d;
+      } else {
+        (void)mg__held_add(&held, c, 2); /* missed (no memory): the next scan */
+      }
+    }
+    if (mg__wd.n > 0 || mg__wd.nguarded > 0) idle_since = now;
     pthread_mutex_unlock(&mg__wd.lock);
 
     /* The backends are called with no lock of the library held: a CUDA host function that
      * signals a mark takes mg__wd.lock, and must never wait for a thread that is inside CUDA. */
     mg__hits_query(&query);
-    for (int i = 0; i < held.n; i++)
-      if (held.v[i].check) mg__wd_check_comm(held.v[i].comm, now, &failed);
+    for (int i = 0; i < held.n; i++) {
+      if (held.v[i].check & 2) mg__wd_call_expired(held.v[i].comm);
+      if (held.v[i].check & 1) mg__wd_check_comm(held.v[i].comm, now, &failed);
+    }
     mg__hits_run(&failed, 0);
     mg__held_release(&held);
     mg__hits_run(&expired, 1);
 
     pthread_mutex_lock(&mg__wd.lock);
-    if (mg__wd.stop || (mg__wd.n == 0 && mg__now() - idle_since >= MG__WD_IDLE_S)) break;
+    if (mg__wd.stop ||
+        (mg__wd.n == 0 && mg__wd.nguarded == 0 && mg__now() - idle_since >= MG__WD_IDLE_S))
+      break;
     double wait = wake - mg__now();
     mg__wd.wake_at = wake;
     if (wait > 0 && !mg__wd.added) { /* listed while it worked: scan again first */
@@ -395,6 +456,7 @@ static void mg__wd_atfork_child(void) {
   pthread_cond_init(&mg__wd.cv, NULL);
   mg__wd.head = NULL;
   mg__wd.n = 0;
+  mg__wd.nguarded = 0; /* the parent's threads, whose calls it watched, are not here */
   mg__wd.t.running = mg__wd.t.joinable = mg__wd.stop = 0;
 }
 

@@ -9,11 +9,20 @@
  * functions, the library's own streams), nccl_progress.c (comm tags, and the progress the ranks
  * of this process publish to each other).
  *
- * Every NCCL communicator is nonblocking (ARCHITECTURE.md contract 4): each NCCL call that may
- * answer ncclInProgress is followed by mg__nccl_wait, which polls ncclCommGetAsyncError against
- * the deadline and the communicator's abort flag. NCCL is called only with comm->lock held, so
- * that no two threads are ever in NCCL for one communicator (NCCL's rule, and the condition
- * for ncclCommAbort).
+ * Two NCCL communicators per rank in blocking mode (the default, ARCHITECTURE.md contract 4):
+ * `lc`, nonblocking, for what must stay bounded and abortable while it waits for peers (init,
+ * split, shrink, finalize: each NCCL call that may answer ncclInProgress is followed by
+ * mg__nccl_wait, which polls ncclCommGetAsyncError against the deadline and the abort flag), and
+ * `nc`, blocking, split from lc at creation, for operations, which NCCL then issues on the
+ * calling thread at raw NCCL's speed. A blocking call is bounded by the watchdog
+ * (mg__comm_call_enter): past its deadline the comm is aborted, and the interrupt revokes nc
+ * (NCCL >= 2.28.7), which sets NCCL's abort flag without freeing anything, so the call returns.
+ * In nonblocking mode nc and lc are one communicator and operations wait as lifecycle calls do.
+ *
+ * NCCL is called only with comm->lock held, so that no two threads are ever in NCCL for one
+ * communicator (NCCL's rule, and the condition for ncclCommAbort, which frees); the one
+ * exception is the interrupt's revoke, which frees nothing and which abort joins before it frees
+ * (stop_lock hands nc over between them).
  */
 #ifndef MG_BACKEND_NCCL_H
 #define MG_BACKEND_NCCL_H
@@ -27,7 +36,8 @@ struct mg__nprog;
 
 typedef struct mg__ncomm {
   /* What every operation reads comes first, on the line that starts it (core/hot.h). */
-  mg__ncclComm_t nc;      /* NULL before init completes and after abort (which frees it) */
+  mg__ncclComm_t nc;      /* operations: blocking, or lc itself in nonblocking mode; NULL
+                             before init completes and after abort (which frees it) */
   mg__CUcontext ctx;      /* the device's primary context, retained while the comm lives */
   struct mg__nprog *prog; /* the progress table of tag in this process; NULL: none */
   int check_ptrs;         /* MGCOMM_CHECK_POINTERS, read when the comm was made */
@@ -46,6 +56,12 @@ typedef struct mg__ncomm {
    * lives as long as this comm; abort joins the job and then frees a comm found here. */
   mg__ncclComm_t pending_child;
   mg__ncclWindow_t pending_win;
+  mg__ncclComm_t lc;        /* lifecycle: nonblocking; == nc in nonblocking mode */
+  int blocking;             /* nc is a blocking communicator (nccl_blocking) */
+  pthread_mutex_t stop_lock; /* a leaf: nc's hand-over between the interrupt's revoke and abort */
+  pthread_t revoke_th;      /* the interrupt's ncclCommRevoke of nc (mg-revoke<rank>) */
+  int revoke_started;       /* 1: revoke_th runs or ran; joined before nc is freed */
+  int revoked;              /* nc was revoked (by the interrupt or mg_comm_revoke) */
 } mg__ncomm_t;
 
 static inline mg__ncomm_t *mg__ncomm(const mg_comm_t *comm) { return (mg__ncomm_t *)comm->priv; }
@@ -62,12 +78,17 @@ typedef struct mg__nccl_backoff {
   long sleep_ns; /* the next sleep */
 } mg__nccl_backoff_t;
 void mg__nccl_backoff(mg__nccl_backoff_t *b, double now);
-/* Polls ncclCommGetAsyncError of comms[0..n) until none answers ncclInProgress. MG_OK; the first
+/* Polls ncclCommGetAsyncError of the lifecycle communicators (lc) of comms[0..n) until none
+ * answers ncclInProgress. MG_OK; the first
  * error NCCL reports (with its last-error text), prefixed by what; MG_ERR_ABORTED as soon as one
  * of the comms is being aborted; MG_ERR_TIMED_OUT after deadline. Spins briefly, then sleeps
  * in growing steps of at most 1 ms. */
 mg_status_t mg__nccl_wait(mg_comm_t *const *comms, int n, double deadline, const char *what);
 mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n);
+/* The error of a blocking NCCL call on comm (a thread that entered it with mg__comm_call_enter)
+ * that answered r: MG_ERR_TIMED_OUT when the watchdog stopped it, MG_ERR_ABORTED when an abort
+ * did, NCCL's error otherwise; the message starts with `what` (the call, the operation). */
+mg_status_t mg__nccl_call_error(mg_comm_t *comm, mg__ncclResult_t r, const char *what);
 
 /* nccl_check.c */
 /* The backend's check_op: dtype and op against the loaded NCCL and the device; then, unless

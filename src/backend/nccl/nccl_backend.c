@@ -4,9 +4,13 @@
  * finalize, abort, destroy, the asynchronous error, custom ops.
  *
  * Lifecycle rules (seed-system.md section 16, anchors.md section 3):
- *  - every NCCL communicator is nonblocking; a call that answers ncclInProgress is followed by
- *    mg__nccl_wait (deadline, abort flag); an init that does not complete in time is
- *    ncclCommAbort-ed and reported as MG_ERR_TIMED_OUT;
+ *  - each rank has a nonblocking lifecycle communicator (lc); a call that answers
+ *    ncclInProgress is followed by mg__nccl_wait (deadline, abort flag); an init that does not
+ *    complete in time is ncclCommAbort-ed and reported as MG_ERR_TIMED_OUT;
+ *  - in blocking mode the operations' communicator (nc) is split from lc, with blocking = 1, as
+ *    the last step of every creation: the split is lc's job, so it is bounded as the rest is
+ *    (NCCL runs a split on a thread when the parent is nonblocking, whatever the child's mode);
+ *    split and shrink act on lc, and then split the child's nc from the child's lc;
  *  - abort is ncclCommAbort, which frees the NCCL communicator: it is never followed by
  *    ncclCommDestroy; destroy after a finalize is ncclCommDestroy (local by then); destroy of a
  *    communicator that was not finalized is an abort (the core does it), because a plain
@@ -56,12 +60,26 @@ static mg_status_t mg__ncomm_setup(mg_comm_t *comm, int device, const char *fn) 
   }
   nx->check_ptrs = (int)mg__param_int(MG_PARAM_CHECK_POINTERS);
   nx->native = mg__feature(MG_FEATURE_NCCL_COLLECTIVES_2_28);
+  const int want = comm->config.nccl_blocking != MG_UNDEF_INT
+                       ? comm->config.nccl_blocking != 0
+                       : (int)mg__param_int(MG_PARAM_NCCL_BLOCKING);
+  /* The blocking communicator is split from the lifecycle one: without split (NCCL < 2.18)
+   * there is only the nonblocking one. */
+  nx->blocking = want && mg__feature(MG_FEATURE_NCCL_SPLIT);
+  if (want && !nx->blocking)
+    MG_INFO(MG_SUBSYS_INIT, "rank %d: NCCL %d has no ncclCommSplit (2.18): nonblocking mode",
+            comm->rank, mg__lib_version(MG_LIB_NCCL));
+  comm->blocking_calls = nx->blocking;
+  pthread_mutex_init(&nx->stop_lock, NULL);
   return MG_OK;
 }
 
 static void mg__ncomm_release(mg_comm_t *comm) {
   mg__ncomm_t *nx = mg__ncomm(comm);
-  if (nx->retained) mg__device_ctx_release(nx->dev);
+  if (nx->retained) {
+    mg__device_ctx_release(nx->dev);
+    pthread_mutex_destroy(&nx->stop_lock);
+  }
   nx->retained = 0;
 }
 
@@ -73,6 +91,58 @@ static void mg__nccl_drop(mg__ncclComm_t *nc) {
    * nothing (the communicator is freed either way). */
   (void)mg__nccl.CommAbort(*nc);
   *nc = NULL;
+}
+
+/* Both communicators of a failed creation go (nc first: it is split from lc). */
+static void mg__nccl_drop_both(mg__ncomm_t *nx) {
+  if (nx->nc != nx->lc) mg__nccl_drop(&nx->nc);
+  nx->nc = NULL;
+  mg__nccl_drop(&nx->lc);             /* joins lc's job, which may still write pending_child */
+  mg__nccl_drop(&nx->pending_child);
+}
+
+/* The last step of every creation, for comms[0..n) whose lifecycle communicators are ready:
+ * their operation communicators. Nonblocking mode: lc itself. Blocking mode: a split of each lc
+ * (all in one NCCL group, since the ranks of one process split together) into a blocking
+ * communicator of the same ranks and configuration; each lc's job writes its comm's
+ * pending_child, which outlives a timeout. */
+static mg_status_t mg__nccl_opcomms(mg_comm_t *const *comms, int n, double deadline,
+                                    const char *fn) {
+  mg__ncomm_t *nx0 = mg__ncomm(comms[0]);
+  if (!nx0->blocking) {
+    for (int i = 0; i < n; i++) mg__ncomm(comms[i])->nc = mg__ncomm(comms[i])->lc;
+    return MG_OK;
+  }
+  mg__ncclConfig_t cfg;
+  MG_CHECK(mg__nccl_config_build(&comms[0]->config, mg__lib_version(MG_LIB_NCCL), &cfg, fn));
+  cfg.blocking = 1;
+  mg_status_t st = MG_OK;
+  mg__ncclResult_t r = n > 1 ? mg__nccl.GroupStart() : MG__ncclSuccess;
+  if (r != MG__ncclSuccess) return mg__nccl_error(r, "ncclGroupStart", NULL);
+  for (int i = 0; i < n && st == MG_OK; i++) {
+    mg__ncomm_t *nx = mg__ncomm(comms[i]);
+    mg__nccl_drop(&nx->pending_child);
+    r = mg__nccl.CommSplit(nx->lc, 0, comms[i]->rank, &nx->pending_child, &cfg);
+    if (r != MG__ncclSuccess && r != MG__ncclInProgress)
+      st = mg__nccl_error(r, "ncclCommSplit (the blocking communicator)", nx->lc);
+  }
+  r = n > 1 ? mg__nccl.GroupEnd() : MG__ncclSuccess;
+  if (r != MG__ncclSuccess && r != MG__ncclInProgress && st == MG_OK)
+    st = mg__nccl_error(r, "ncclGroupEnd", NULL);
+  if (st == MG_OK) st = mg__nccl_wait(comms, n, deadline, "ncclCommSplit (the blocking communicator)");
+  for (int i = 0; i < n && st == MG_OK; i++) {
+    mg__ncomm_t *nx = mg__ncomm(comms[i]);
+    nx->nc = nx->pending_child;
+    nx->pending_child = NULL;
+    mg__ncclResult_t state = MG__ncclSuccess;
+    if (nx->nc == NULL)
+      st = mg__error(MG_ERR_INTERNAL, "ncclCommSplit gave rank %d no blocking communicator",
+                     comms[i]->rank);
+    else if ((r = mg__nccl.CommGetAsyncError(nx->nc, &state)) != MG__ncclSuccess ||
+             state != MG__ncclSuccess)
+      st = mg__nccl_error(r != MG__ncclSuccess ? r : state, "the blocking communicator", nx->nc);
+  }
+  return st;
 }
 
 /* ---- availability and ids ----------------------------------------------------------------- */
@@ -140,12 +210,13 @@ static mg_status_t n_init(mg_comm_t *comm, const mg_unique_id_t *uid, double dea
   mg_status_t st = mg__device_ctx_enter(nx->ctx, &saved);
   if (st == MG_OK) {
     /* NCCL takes the device of the rank from the current context. */
-    mg__ncclResult_t r = mg__nccl.CommInitRankConfig(&nx->nc, comm->nranks, id, comm->rank, &cfg);
+    mg__ncclResult_t r = mg__nccl.CommInitRankConfig(&nx->lc, comm->nranks, id, comm->rank, &cfg);
     if (r != MG__ncclSuccess && r != MG__ncclInProgress)
-      st = mg__nccl_error(r, "ncclCommInitRankConfig", nx->nc);
+      st = mg__nccl_error(r, "ncclCommInitRankConfig", nx->lc);
     else
       st = mg__nccl_wait(&comm, 1, deadline, "ncclCommInitRankConfig");
-    if (st < 0) mg__nccl_drop(&nx->nc);
+    if (st == MG_OK) st = mg__nccl_opcomms(&comm, 1, deadline, fn);
+    if (st < 0) mg__nccl_drop_both(nx);
     mg__device_ctx_leave(nx->ctx, saved);
   }
   if (st < 0) {
@@ -202,20 +273,21 @@ static mg_status_t n_init_all(mg_comm_t **comms, int n, const int *devices, doub
           break;
         }
         cur = nx->ctx;
-        r = mg__nccl.CommInitRankConfig(&nx->nc, n, id, i, &cfg);
+        r = mg__nccl.CommInitRankConfig(&nx->lc, n, id, i, &cfg);
         if (r != MG__ncclSuccess && r != MG__ncclInProgress)
-          st = mg__nccl_error(r, "ncclCommInitRankConfig", nx->nc);
+          st = mg__nccl_error(r, "ncclCommInitRankConfig", nx->lc);
       }
       r = mg__nccl.GroupEnd();
       if (r != MG__ncclSuccess && r != MG__ncclInProgress && st == MG_OK)
         st = mg__nccl_error(r, "ncclGroupEnd", NULL);
       if (st == MG_OK) st = mg__nccl_wait(comms, n, deadline, "ncclCommInitRankConfig");
+      if (st == MG_OK) st = mg__nccl_opcomms(comms, n, deadline, fn);
     }
   }
   if (cur != NULL) mg__device_ctx_leave(cur, saved);
   if (st < 0) {
     for (int i = 0; i < ready; i++) {
-      mg__nccl_drop(&mg__ncomm(comms[i])->nc);
+      mg__nccl_drop_both(mg__ncomm(comms[i]));
       mg__ncomm_release(comms[i]);
     }
     mg__error_prefix("%s", fn);
@@ -229,6 +301,28 @@ static mg_status_t n_init_all(mg_comm_t **comms, int n, const int *devices, doub
 }
 
 /* ---- split and shrink ----------------------------------------------------------------------- */
+
+/* Takes nc out of nx, so that no revoke starts on it any more. *revoke: 1 when the interrupt's
+ * revoke thread was started on it; it must be joined (it frees nothing, and must be out of
+ * NCCL) before nc is freed. */
+static mg__ncclComm_t mg__nccl_take_opcomm(mg__ncomm_t *nx, int *revoke) {
+  pthread_mutex_lock(&nx->stop_lock);
+  mg__ncclComm_t nc = nx->nc;
+  nx->nc = NULL;
+  *revoke = nx->revoke_started;
+  nx->revoke_started = 0;
+  pthread_mutex_unlock(&nx->stop_lock);
+  return nc;
+}
+
+/* Aborts the blocking operation communicator of a comm whose lock this thread holds (no thread
+ * is inside it): its kernels stop and NCCL frees it. */
+static void mg__nccl_stop_opcomm(mg__ncomm_t *nx) {
+  int revoke;
+  mg__ncclComm_t nc = mg__nccl_take_opcomm(nx, &revoke);
+  if (revoke) pthread_join(nx->revoke_th, NULL);
+  mg__nccl_drop(&nc);
+}
 
 /* Makes child (NULL: this rank joins none) with ncclCommSplit (shrink == 0) or ncclCommShrink,
  * waits for it, reads the child's rank and size, and gives it its tag. */
@@ -247,26 +341,31 @@ static mg_status_t mg__nccl_child(mg_comm_t *comm, mg_comm_t *child, int shrink,
   mg_status_t st = mg__device_ctx_enter(px->ctx, &saved);
   if (st == MG_OK) {
     const char *call = shrink ? "ncclCommShrink" : "ncclCommSplit";
+    /* A parent in the error state whose operations run on a blocking communicator: NCCL's
+     * shrink-abort stops the kernels of lc only, so nc, whose kernels may wait on a dead peer, is
+     * aborted first (no thread is inside it: this one holds the lock). */
+    if (shrink && (flags & MG__NCCL_SHRINK_ABORT) && px->nc != px->lc) mg__nccl_stop_opcomm(px);
     /* A communicator an earlier, timed-out split finished after all: freed, not overwritten. */
     mg__nccl_drop(&px->pending_child);
     mg__ncclResult_t r =
-        shrink ? mg__nccl.CommShrink(px->nc, exclude, nexclude, &px->pending_child, cfgp, flags)
-               : mg__nccl.CommSplit(px->nc, color, key, &px->pending_child, cfgp);
+        shrink ? mg__nccl.CommShrink(px->lc, exclude, nexclude, &px->pending_child, cfgp, flags)
+               : mg__nccl.CommSplit(px->lc, color, key, &px->pending_child, cfgp);
     if (r != MG__ncclSuccess && r != MG__ncclInProgress)
-      st = mg__nccl_error(r, call, px->nc);
+      st = mg__nccl_error(r, call, px->lc);
     else
       st = mg__nccl_wait(&comm, 1, deadline, call); /* NCCL's job belongs to the parent */
     if (st == MG_OK && child != NULL) {
       mg__ncomm_t *cx = mg__ncomm(child);
-      cx->nc = px->pending_child;
+      cx->lc = px->pending_child;
       px->pending_child = NULL;
-      if (cx->nc == NULL) {
+      if (cx->lc == NULL) {
         st = mg__error(MG_ERR_INTERNAL, "%s succeeded but gave this rank no communicator", call);
       } else {
         /* The new communicator is complete once its parent's job is: its state says how. */
         st = mg__nccl_wait(&child, 1, deadline, call);
-        if (st == MG_OK) MG_NCCL_CHECK_GOTO(st, out, cx->nc, CommUserRank, cx->nc, &child->rank);
-        if (st == MG_OK) MG_NCCL_CHECK_GOTO(st, out, cx->nc, CommCount, cx->nc, &child->nranks);
+        if (st == MG_OK) MG_NCCL_CHECK_GOTO(st, out, cx->lc, CommUserRank, cx->lc, &child->rank);
+        if (st == MG_OK) MG_NCCL_CHECK_GOTO(st, out, cx->lc, CommCount, cx->lc, &child->nranks);
+        if (st == MG_OK) st = mg__nccl_opcomms(&child, 1, deadline, fn);
       }
     } else if (st == MG_OK && px->pending_child != NULL) {
       /* MG_SPLIT_NOCOLOR: NCCL makes no communicator; one here would be a bug of NCCL's. */
@@ -276,7 +375,7 @@ static mg_status_t mg__nccl_child(mg_comm_t *comm, mg_comm_t *child, int shrink,
     mg__device_ctx_leave(px->ctx, saved);
   }
   if (st < 0 && child != NULL) {
-    mg__nccl_drop(&mg__ncomm(child)->nc);
+    mg__nccl_drop_both(mg__ncomm(child));
     mg__ncomm_release(child);
   }
   if (st < 0) {
@@ -340,12 +439,27 @@ static mg_status_t n_finalize(mg_comm_t *comm, double deadline) {
   mg__CUcontext saved = NULL;
   MG_CHECK(mg__device_ctx_enter(nx->ctx, &saved));
   mg_status_t st = MG_OK;
-  /* ncclCommFinalize waits (in NCCL's thread) for every operation issued on comm. */
-  mg__ncclResult_t r = mg__nccl.CommFinalize(nx->nc);
-  if (r != MG__ncclSuccess && r != MG__ncclInProgress)
-    st = mg__nccl_error(r, "ncclCommFinalize", nx->nc);
-  else
-    st = mg__nccl_wait(&comm, 1, deadline, "ncclCommFinalize");
+  mg__ncclResult_t r;
+  if (nx->nc != nx->lc) {
+    /* The blocking communicator finalizes on this thread: it waits for every operation issued
+     * on it, bounded by the watchdog. */
+    mg__comm_call_enter(comm, deadline);
+    r = mg__nccl.CommFinalize(nx->nc);
+    mg__comm_call_leave(comm);
+    if (r != MG__ncclSuccess) {
+      char what[96];
+      snprintf(what, sizeof what, "ncclCommFinalize on rank %d of %d (device %d)", comm->rank,
+               comm->nranks, comm->device);
+      st = mg__nccl_call_error(comm, r, what);
+    }
+  }
+  if (st == MG_OK) {
+    /* ncclCommFinalize waits (in NCCL's thread) for every operation issued on lc. */
+    r = mg__nccl.CommFinalize(nx->lc);
+    st = r != MG__ncclSuccess && r != MG__ncclInProgress
+             ? mg__nccl_error(r, "ncclCommFinalize", nx->lc)
+             : mg__nccl_wait(&comm, 1, deadline, "ncclCommFinalize");
+  }
   mg__device_ctx_leave(nx->ctx, saved);
   if (st < 0) mg__error_prefix("mg_comm_finalize");
   return st;
@@ -357,44 +471,105 @@ static mg_status_t n_revoke(mg_comm_t *comm, double deadline) {
   mg__ncomm_t *nx = mg__ncomm(comm);
   mg__CUcontext saved = NULL;
   MG_CHECK(mg__device_ctx_enter(nx->ctx, &saved));
-  mg_status_t st;
-  /* NCCL stops what is in flight and reports ncclInProgress until the comm is quiescent. */
-  mg__ncclResult_t r = mg__nccl.CommRevoke(nx->nc, MG__NCCL_REVOKE_DEFAULT);
-  if (r != MG__ncclSuccess && r != MG__ncclInProgress)
-    st = mg__nccl_error(r, "ncclCommRevoke", nx->nc);
-  else
-    st = mg__nccl_wait(&comm, 1, deadline, "ncclCommRevoke");
+  mg_status_t st = MG_OK;
+  /* NCCL stops what is in flight on nc (the operations' communicator) and reports
+   * ncclInProgress until it is quiescent; a blocking nc does all that in the call. The
+   * interrupt's revoke (stop_lock) may have done it already. */
+  pthread_mutex_lock(&nx->stop_lock);
+  if (!nx->revoked && nx->nc != NULL) {
+    nx->revoked = 1;
+    mg__ncclResult_t r = mg__nccl.CommRevoke(nx->nc, MG__NCCL_REVOKE_DEFAULT);
+    if (r != MG__ncclSuccess && r != MG__ncclInProgress)
+      st = mg__nccl_error(r, "ncclCommRevoke", nx->nc);
+    else if (!nx->blocking)
+      st = mg__nccl_wait(&comm, 1, deadline, "ncclCommRevoke");
+  }
+  pthread_mutex_unlock(&nx->stop_lock);
   mg__device_ctx_leave(nx->ctx, saved);
   if (st < 0) mg__error_prefix(fn);
   return st;
 }
 
-static void n_interrupt(mg_comm_t *comm) {
-  /* Nothing to wake: every wait of this backend (mg__nccl_wait, the copy stream's, mark_wait)
-   * reads comm->aborting at least every millisecond. */
-}
-
-/* What the abort thread needs: the NCCL communicator, taken out of the comm's state, and the
- * state itself for pending_child (alive until destroy joins the thread). */
+/* The interrupt's revoke, on a thread of its own: a blocking revoke does NCCL's whole job (its
+ * streams synchronised, its proxy stopped) in the call. */
 typedef struct {
   mg__ncclComm_t nc;
+  mg__CUcontext ctx;
+  int rank;
+} mg__nrevoke_t;
+
+static void *mg__nrevoke_main(void *arg) {
+  mg__nrevoke_t *a = arg;
+  mg__CUcontext saved = NULL;
+  const int entered = mg__device_ctx_enter(a->ctx, &saved) == MG_OK; /* NCCL sets its device */
+  mg__ncclResult_t r = mg__nccl.CommRevoke(a->nc, MG__NCCL_REVOKE_DEFAULT);
+  /* Its job is done or failed: the abort that follows frees nc either way. */
+  MG_INFO(MG_SUBSYS_INIT, "rank %d: ncclCommRevoke of the blocking communicator answered %s",
+          a->rank, mg__nccl_result_name(r));
+  if (entered) mg__device_ctx_leave(a->ctx, saved);
+  free(a);
+  return NULL;
+}
+
+static void n_interrupt(mg_comm_t *comm) {
+  /* Every wait of this backend (mg__nccl_wait, the copy stream's, mark_wait) reads
+   * comm->aborting at least every millisecond; a thread inside a blocking NCCL call reads
+   * NCCL's abort flag only, which a revoke sets without freeing anything. */
+  mg__ncomm_t *nx = mg__ncomm(comm);
+  if (!nx->blocking || !mg__comm_call_inside(comm)) return;
+  if (!mg__feature(MG_FEATURE_NCCL_REVOKE)) {
+    MG_WARN("rank %d: a thread is inside NCCL on a blocking communicator, and NCCL %d cannot "
+            "revoke it (2.28.7): that call returns when NCCL does (nonblocking mode, "
+            "MGCOMM_NCCL_BLOCKING=0, bounds it)", comm->rank, mg__lib_version(MG_LIB_NCCL));
+    return;
+  }
+  pthread_mutex_lock(&nx->stop_lock);
+  if (nx->nc != NULL && !nx->revoked) {
+    mg__nrevoke_t *a = malloc(sizeof *a);
+    if (a != NULL) {
+      *a = (mg__nrevoke_t){nx->nc, nx->ctx, comm->rank};
+      if (pthread_create(&nx->revoke_th, NULL, mg__nrevoke_main, a) == 0) {
+        nx->revoke_started = nx->revoked = 1;
+        char name[16];
+        snprintf(name, sizeof name, "mg-revoke%d", comm->rank);
+        (void)pthread_setname_np(nx->revoke_th, name); /* for debuggers only */
+      } else {
+        free(a);
+      }
+    }
+    if (!nx->revoked)
+      MG_WARN("rank %d: cannot start a thread to revoke the blocking communicator", comm->rank);
+  }
+  pthread_mutex_unlock(&nx->stop_lock);
+}
+
+/* What the abort thread needs: the NCCL communicators, taken out of the comm's state, and the
+ * state itself for pending_child (alive until destroy joins the thread). */
+typedef struct {
+  mg__ncclComm_t nc, lc;
   mg__ncomm_t *nx;
   int rank;
+  int revoke; /* nx->revoke_th is to be joined before nc is freed */
 } mg__nabort_t;
+
+/* ncclCommAbort frees the communicator whatever it answers; the answer only says whether
+ * everything was released cleanly, which changes nothing for us. */
+static void mg__nabort_one(mg__ncclComm_t c, int rank) {
+  mg__ncclResult_t r = mg__nccl.CommAbort(c);
+  if (r != MG__ncclSuccess)
+    MG_INFO(MG_SUBSYS_INIT, "ncclCommAbort of rank %d answered %s", rank,
+            mg__nccl_result_name(r));
+}
 
 static void mg__nabort_run(mg__nabort_t *a) {
   mg__CUcontext saved = NULL;
   /* Abort goes on without the context if it cannot be made current: NCCL sets its device. */
   const int entered = mg__device_ctx_enter(a->nx->ctx, &saved) == MG_OK;
-  if (a->nc != NULL) {
-    /* ncclCommAbort frees the communicator whatever it answers; the answer only says whether
-     * everything was released cleanly, which changes nothing for us. It also joins NCCL's
-     * thread, so a split or shrink still running has written pending_child by then. */
-    mg__ncclResult_t r = mg__nccl.CommAbort(a->nc);
-    if (r != MG__ncclSuccess)
-      MG_INFO(MG_SUBSYS_INIT, "ncclCommAbort of rank %d answered %s", a->rank,
-              mg__nccl_result_name(r));
-  }
+  if (a->revoke) pthread_join(a->nx->revoke_th, NULL);
+  if (a->nc != NULL && a->nc != a->lc) mg__nabort_one(a->nc, a->rank);
+  /* Aborting lc joins NCCL's thread, so a split or shrink still running has written
+   * pending_child by then. */
+  if (a->lc != NULL) mg__nabort_one(a->lc, a->rank);
   mg__nccl_drop(&a->nx->pending_child);
   if (entered) mg__device_ctx_leave(a->nx->ctx, saved);
 }
@@ -407,10 +582,12 @@ static void *mg__nabort_main(void *arg) {
 
 static void n_abort(mg_comm_t *comm) {
   mg__ncomm_t *nx = mg__ncomm(comm);
-  if (nx->nc == NULL) return; /* never made (or aborted already): nothing of NCCL's is left */
+  if (nx->lc == NULL) return; /* never made (or aborted already): nothing of NCCL's is left */
+  /* From now on only the abort touches them; a revoke of nc has returned. */
   mg__nabort_t *a = malloc(sizeof *a);
-  mg__nabort_t local = {nx->nc, nx, comm->rank};
-  nx->nc = NULL; /* from now on only the abort touches it */
+  mg__nabort_t local = {NULL, nx->lc, nx, comm->rank, 0};
+  local.nc = mg__nccl_take_opcomm(nx, &local.revoke);
+  nx->lc = NULL;
   if (a != NULL) {
     *a = local;
     if (pthread_create(&nx->abort_th, NULL, mg__nabort_main, a) == 0) {
@@ -438,15 +615,20 @@ static void n_destroy(mg_comm_t *comm) {
   mg__nccl_progress_leave(comm);
   mg__CUcontext saved = NULL;
   const int entered = mg__device_ctx_enter(nx->ctx, &saved) == MG_OK;
-  if (nx->nc != NULL) {
-    /* Finalized (the core aborts every other communicator first): destroy is local now. */
-    mg__ncclResult_t r = mg__nccl.CommDestroy(nx->nc);
+  /* Finalized (the core aborts every other communicator first): destroy is local now. */
+  int revoke;
+  mg__ncclComm_t nc = mg__nccl_take_opcomm(nx, &revoke);
+  if (revoke) pthread_join(nx->revoke_th, NULL);
+  mg__ncclComm_t both[2] = {nc != nx->lc ? nc : NULL, nx->lc};
+  for (int i = 0; i < 2; i++) {
+    if (both[i] == NULL) continue;
+    mg__ncclResult_t r = mg__nccl.CommDestroy(both[i]);
     if (r != MG__ncclSuccess) {
       mg__nccl_error(r, "ncclCommDestroy", NULL);
       MG_WARN("rank %d: %s", comm->rank, mg_last_error());
     }
-    nx->nc = NULL;
   }
+  nx->lc = NULL;
   /* Each fails only for a stream that is gone already: nothing left to release. Work still on
    * them completes first (cuStreamDestroy returns at once and CUDA frees the stream then). */
   if (nx->copy_stream != NULL) (void)mg__cuda.StreamDestroy(nx->copy_stream);

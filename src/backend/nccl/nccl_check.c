@@ -2,9 +2,11 @@
  * nccl_check.c -- what only the NCCL backend can check before an operation is enqueued
  * (ARCHITECTURE.md contract 2; the core has checked everything else): the dtype and op against
  * the loaded NCCL and the device, then each buffer's memory space, device and extent, and the
- * stream's context. MGCOMM_CHECK_POINTERS=0 turns the buffer and stream checks off (one
- * cuPointerGetAttributes per buffer and one cuStreamGetCtx per call; bench/nccl_perf.c measures
- * what they cost).
+ * stream's context. A buffer inside memory of mg_mem_alloc or a live registration of the
+ * communicator is checked against mgcomm's own record of it (core/mem.c); any other takes one
+ * cuPointerGetAttributes. The stream takes one cuStreamGetCtx per call unless it is a special
+ * handle. MGCOMM_CHECK_POINTERS=0 turns the buffer and stream checks off (bench/nccl_perf.c
+ * measures what they cost).
  */
 #include <stdint.h>
 
@@ -48,6 +50,16 @@ MG__HOT static int mg__within(const void *a, size_t na, const void *b, size_t nb
   return x >= y && x - y <= nb && na <= nb - (x - y);
 }
 
+/* NCCL runs PreMulSum on a communicator of one rank with a kernel of its own
+ * (src/device/onerank.cu) that is wrong twice over: its fp8 cases are compiled only where
+ * __CUDA_ARCH__ >= 900, which host code never defines (ncclInvalidArgument), and it leaves the
+ * tail of a buffer that takes several blocks unwritten (2.28.3 on an H100: the last 17 of 70001
+ * float32, the last of 70001 int8; the code is unchanged in 2.30.7). So premul_sum is refused
+ * on one rank before anything is enqueued; an average over one rank is a sum (nccl_coll.c). */
+static int mg__nccl_premul_one_rank(const mg__op_t *op) {
+  return op->comm->nranks == 1 && mg__opkind_is_reduction(op->kind) && op->redop.premul;
+}
+
 /* What mg__nccl_check_op checks where there is anything to check. */
 static __attribute__((noinline)) mg_status_t mg__nccl_check_all(const mg__op_t *op,
                                                                 const char *fn) {
@@ -55,12 +67,19 @@ static __attribute__((noinline)) mg_status_t mg__nccl_check_all(const mg__op_t *
   const int dev = op->comm->device;
   MG_CHECK(mg__nccl_check_types(op->dtype, &op->redop, mg__opkind_is_reduction(op->kind),
                                 nx->cc_major, nx->cc_minor, fn));
+  if (mg__nccl_premul_one_rank(op))
+    return mg__error(MG_ERR_NOT_SUPPORTED,
+                     "%s: NCCL's premul_sum on a communicator of one rank is wrong (its one-rank "
+                     "kernel leaves the tail of larger buffers unwritten and has no fp8 case); "
+                     "scale the buffer yourself, or use two ranks", fn);
   if (!nx->check_ptrs) return MG_OK;
   /* In place, send lies inside recv: recv's check covers both with one driver call. */
   if (op->send_bytes > 0 &&
-      !(op->recv_bytes > 0 && mg__within(op->send, op->send_bytes, op->recv, op->recv_bytes)))
+      !(op->recv_bytes > 0 && mg__within(op->send, op->send_bytes, op->recv, op->recv_bytes)) &&
+      !mg__mem_known(op->comm, op->send, op->send_bytes))
     MG_CHECK(mg__device_check_ptr(op->send, op->send_bytes, dev, fn, "send"));
-  if (op->recv_bytes > 0) MG_CHECK(mg__device_check_ptr(op->recv, op->recv_bytes, dev, fn, "recv"));
+  if (op->recv_bytes > 0 && !mg__mem_known(op->comm, op->recv, op->recv_bytes))
+    MG_CHECK(mg__device_check_ptr(op->recv, op->recv_bytes, dev, fn, "recv"));
   return mg__device_check_stream((mg__CUstream)op->stream, nx->ctx, dev, fn);
 }
 

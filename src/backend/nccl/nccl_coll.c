@@ -4,8 +4,12 @@
  * mg_comm_init_all driven by one thread) as one NCCL group, then waits until NCCL has issued
  * it, within the deadline.
  *
- * Why the wait: on a nonblocking communicator NCCL issues the group's kernels from a thread of
- * its own, and nothing else may be put on the streams before the communicators' state leaves
+ * In blocking mode (nc is a blocking communicator) NCCL issues the group on the calling thread
+ * and there is nothing to wait for; the call is bounded by the watchdog instead (each
+ * communicator's call_deadline is set around it), which aborts the communicator past the
+ * deadline, and the interrupt's revoke lets the call return (MG_ERR_TIMED_OUT).
+ *
+ * Why the wait in nonblocking mode: NCCL issues the group's kernels from a thread of its own, and nothing else may be put on the streams before the communicators' state leaves
  * ncclInProgress (NCCL's rule); so the call returns once it has, and the caller's next kernel
  * on the stream is ordered after the operation. The wait is also where a peer that never posts
  * its side of a first send/recv (NCCL connects lazily) becomes MG_ERR_TIMED_OUT, and where an
@@ -78,7 +82,7 @@ MG__HOT static mg_status_t mg__nccl_poll(mg_comm_t *const *comms, int n, double 
   for (;;) {
     int pending = 0;
     for (int i = 0; i < n; i++) {
-      const mg__ncclComm_t nc = mg__ncomm(comms[i])->nc;
+      const mg__ncclComm_t nc = mg__ncomm(comms[i])->lc;
       mg__ncclResult_t state = MG__ncclSuccess;
       mg__ncclResult_t r = mg__nccl.CommGetAsyncError(nc, &state);
       if (r != MG__ncclSuccess) state = r; /* the query itself failed: report that */
@@ -119,12 +123,25 @@ MG__HOT static mg_status_t mg__nccl_poll(mg_comm_t *const *comms, int n, double 
 static inline int mg__nccl_issued(mg_comm_t *const *comms, int n) {
   mg__ncclResult_t state = MG__ncclInProgress;
   return n == 1 &&
-         mg__nccl.CommGetAsyncError(mg__ncomm(comms[0])->nc, &state) == MG__ncclSuccess &&
+         mg__nccl.CommGetAsyncError(mg__ncomm(comms[0])->lc, &state) == MG__ncclSuccess &&
          state == MG__ncclSuccess;
 }
 
 mg_status_t mg__nccl_wait(mg_comm_t *const *comms, int n, double deadline, const char *what) {
   return mg__nccl_poll(comms, n, deadline, what, NULL, 0);
+}
+
+mg_status_t mg__nccl_call_error(mg_comm_t *comm, mg__ncclResult_t r, const char *what) {
+  if (atomic_load(&comm->call_expired))
+    return mg__error(MG_ERR_TIMED_OUT,
+                     "%s: NCCL had not returned after %g s, and the watchdog aborted the "
+                     "communicator; NCCL waits on the host for a peer that has not posted the "
+                     "matching call (the first operation between two ranks), or for room in its "
+                     "queue behind a GPU that does not progress", what, comm->timeout_s);
+  if (atomic_load(&comm->aborting))
+    return mg__error(MG_ERR_ABORTED,
+                     "%s: the communicator was aborted while NCCL held this call", what);
+  return mg__nccl_error(r, what, mg__ncomm(comm)->nc);
 }
 
 /* ---- issuing one operation ---------------------------------------------------------------- */
@@ -297,6 +314,21 @@ MG__HOT static mg__ncclResult_t mg__nccl_issue(const mg__op_t *op, mg__ncclRedOp
   }
 }
 
+/* NCCL refused op's call (or its group's end). A blocking call that the watchdog stopped, or
+ * one an abort stopped, says so (mg__nccl_call_error); otherwise NCCL's own error. Out of line:
+ * an error is rare. */
+static __attribute__((noinline, cold)) mg_status_t mg__nccl_issue_error(const mg__op_t *op,
+                                                                       mg__ncclResult_t r,
+                                                                       const char *call) {
+  char d[320];
+  mg_comm_t *c = op->comm;
+  if (mg__ncomm(c)->blocking && (atomic_load(&c->call_expired) || atomic_load(&c->aborting)))
+    return mg__nccl_call_error(c, r, mg__nccl_desc(op, d, sizeof d));
+  mg_status_t st = mg__nccl_error(r, call, mg__ncomm(c)->nc);
+  mg__error_prefix("%s", mg__nccl_desc(op, d, sizeof d));
+  return st;
+}
+
 /* ---- the launch --------------------------------------------------------------------------- */
 
 #define MG__NCCL_INLINE_OPS 16
@@ -366,12 +398,27 @@ static inline __attribute__((always_inline)) mg_status_t mg__nccl_launch_n(mg__o
   int made = 0;
   for (; made < n && st == MG_OK; made++) {
     rops[made] = (mg__ncclRedOp_t)ops[made]->redop.op;
+    /* Over one rank an average is the value itself: NCCL's one-rank PreMulSum kernel, which it
+     * would use, is wrong (nccl_check.c), its copy is not. */
+    if (ops[made]->redop.op == MG_AVG && ops[made]->comm->nranks == 1)
+      rops[made] = (mg__ncclRedOp_t)MG_SUM;
     if (__builtin_expect(ops[made]->redop.premul, 0)) st = mg__nccl_premul_make(ops[made], &rops[made]);
   }
   if (st < 0) made--; /* the op that failed has none */
 
+  const int blocking = mg__ncomm(ops[0]->comm)->blocking;
+  for (int i = 1; i < ncomms && st == MG_OK; i++)
+    if (mg__ncomm(comms[i])->blocking != blocking)
+      st = mg__error(MG_ERR_INVALID_USAGE,
+                     "%s: a group cannot mix blocking and nonblocking NCCL communicators (NCCL "
+                     "refuses it): rank %d's is %s, rank %d's is %s",
+                     mg__nccl_what(ops, n, NULL, what, sizeof what), comms[0]->rank,
+                     blocking ? "blocking" : "nonblocking", comms[i]->rank,
+                     blocking ? "nonblocking" : "blocking");
   if (st == MG_OK) {
     const int grouped = n > 1 || !mg__nccl_single_call(ops[0], native);
+    if (blocking)
+      for (int i = 0; i < ncomms; i++) mg__comm_call_enter(comms[i], deadline);
     mg__ncclResult_t r = grouped ? mg__nccl.GroupStart() : MG__ncclSuccess;
     if (r != MG__ncclSuccess) {
       st = mg__nccl_error(r, "ncclGroupStart", NULL);
@@ -381,20 +428,20 @@ static inline __attribute__((always_inline)) mg_status_t mg__nccl_launch_n(mg__o
         const char *call = NULL;
         r = mg__nccl_issue(ops[i], rops[i], native, &call);
         if (__builtin_expect(r != MG__ncclSuccess && r != MG__ncclInProgress, 0)) {
-          char d[320];
-          st = mg__nccl_error(r, call, mg__ncomm(ops[i]->comm)->nc);
-          mg__error_prefix("%s", mg__nccl_desc(ops[i], d, sizeof d));
+          st = mg__nccl_issue_error(ops[i], r, call);
           break; /* NCCL recorded it: its ncclGroupEnd drops the whole group */
         }
       }
       if (grouped) {
         r = mg__nccl.GroupEnd();
         if (r != MG__ncclSuccess && r != MG__ncclInProgress && st == MG_OK) {
-          st = mg__nccl_error(r, "ncclGroupEnd", NULL);
-          mg__error_prefix("%s", mg__nccl_what(ops, n, NULL, what, sizeof what));
+          st = mg__nccl_issue_error(ops[0], r, "ncclGroupEnd");
+          if (n > 1) mg__error_prefix("%s", mg__nccl_what(ops, n, NULL, what, sizeof what));
         }
       }
-      if (st == MG_OK && !mg__nccl_issued(comms, ncomms))
+      if (blocking)
+        for (int i = 0; i < ncomms; i++) mg__comm_call_leave(comms[i]);
+      else if (st == MG_OK && !mg__nccl_issued(comms, ncomms))
         st = mg__nccl_poll(comms, ncomms, deadline, grouped ? "ncclGroupEnd" : "the NCCL call",
                            ops, n);
     }

@@ -65,7 +65,7 @@ mg_status_t mg__nccl_config_build(const mg_config_t *in, int version, mg__ncclCo
   out->version = (unsigned)(version < MG__NCCL_CONFIG_LAYOUT_VERSION
                                 ? version
                                 : MG__NCCL_CONFIG_LAYOUT_VERSION);
-  out->blocking = 0; /* contract 4: every NCCL communicator is nonblocking */
+  out->blocking = 0; /* the lifecycle communicator; nccl_backend.c splits the blocking one */
   for (size_t i = 0; i < MG__NCFG_COUNT; i++) {
     const mg__ncfg_field_t *f = &mg__ncfg_fields[i];
     if (!mg__ncfg_set(in, f)) continue;

@@ -119,13 +119,17 @@ mg_status_t mg__nccl_mem_register(mg_comm_t *comm, void *buf, size_t bytes, int 
   nx->pending_win = NULL;
   /* A window is written by NCCL's thread when the collective registration completes: into the
    * comm's state, which outlives a timeout. */
+  /* On a blocking communicator the call does it all (a window: with every peer), bounded by the
+   * watchdog; on a nonblocking one NCCL's thread does, and this one polls. */
+  if (nx->blocking) mg__comm_call_enter(comm, deadline);
   mg__ncclResult_t r =
       sym ? mg__nccl.CommWindowRegister(nx->nc, buf, bytes, &nx->pending_win,
                                         MG__NCCL_WIN_COLL_SYMMETRIC)
           : mg__nccl.CommRegister(nx->nc, buf, bytes, &local);
+  if (nx->blocking) mg__comm_call_leave(comm);
   if (r != MG__ncclSuccess && r != MG__ncclInProgress)
-    st = mg__nccl_error(r, call, nx->nc);
-  else
+    st = nx->blocking ? mg__nccl_call_error(comm, r, call) : mg__nccl_error(r, call, nx->nc);
+  else if (!nx->blocking)
     st = mg__nccl_wait(&comm, 1, deadline, call);
   if (st == MG_OK && sym) {
     if (nx->pending_win == NULL)
