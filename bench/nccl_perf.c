@@ -16,7 +16,7 @@
  *       nccl-tests sets it. The buffers are left as allocated (--fill none, as nccl-tests -c 0
  *       leaves them), or written first (zero; random, as nccl-tests -c 1 writes them).
  *
- *   nccl_perf overhead -g N [-n calls] [-B bytes]
+ *   nccl_perf overhead -g N [-n calls] [-B bytes] [-M 0|1]
  *       The host-side cost of one call: one thread per GPU, each with three communicators of
  *       the same ranks: raw NCCL blocking (NCCL's default), raw NCCL nonblocking (as mgcomm
  *       makes them: the call, then ncclCommGetAsyncError until it leaves ncclInProgress) and
@@ -29,7 +29,9 @@
  *       thread start does not blur), split into before and after NCCL and into the CUDA
  *       driver's calls (context, pointer checks) and mgcomm's own code, next to raw nonblocking
  *       NCCL's own time outside NCCL (the probe's floor). MGCOMM_CHECK_POINTERS decides whether
- *       mgcomm's pointer checks are on (run it twice to see both).
+ *       mgcomm's pointer checks are on (run it twice to see both), MGCOMM_NCCL_BLOCKING its
+ *       mode; -M 1 gives mgcomm buffers of mg_mem_alloc, which its checks find in its own record
+ *       (no driver call), where by default it uses the raw forms' cuMemAlloc buffers.
  *
  * Buffers and streams come from the CUDA driver through mgcomm's loader (this is a benchmark
  * program of the project, like its tests), raw NCCL through the loader's table; the operations
@@ -436,6 +438,7 @@ static void shims_install(void) {
 typedef struct {
   int calls;
   size_t bytes;
+  int mgmem; /* -M 1: mgcomm's buffers come from mg_mem_alloc (checked against its record) */
   mg__ncclUniqueId id_b, id_nb;
   mg_comm_t *mg[MAXG];
   double *samples[MAXG][V_COUNT];
@@ -457,13 +460,19 @@ static void *ovh_rank(void *arg) {
   nccl_settle(cn, "ncclCommInitRankConfig");
   const size_t count = ovh.bytes / 4 ? ovh.bytes / 4 : 1;
   void *s = gpu_zeroed(r, count * 4), *d = gpu_zeroed(r, count * 4);
+  void *ms = s, *md = d; /* mgcomm's: the same buffers, or its own memory with -M 1 */
+  if (ovh.mgmem) {
+    mg_status_t m = mg_mem_alloc(ovh.mg[r], count * 4, &ms);
+    if (m == MG_OK) m = mg_mem_alloc(ovh.mg[r], count * 4, &md);
+    if (m != MG_OK) die("mg_mem_alloc", m);
+  }
   mg__CUstream st = gpus[r].stream;
   /* Warm-up: connections made, first-call costs paid, on every communicator. */
   for (int i = 0; i < 50; i++) {
     nccl_ok(mg__nccl.AllReduce(s, d, count, MG__ncclFloat32, MG__ncclSum, cb, st), cb, "ncclAllReduce");
     nccl_ok(mg__nccl.AllReduce(s, d, count, MG__ncclFloat32, MG__ncclSum, cn, st), cn, "ncclAllReduce");
     nccl_settle(cn, "ncclAllReduce");
-    mg_status_t m = mg_all_reduce(s, d, count, MG_FLOAT32, MG_SUM, ovh.mg[r], (mg_stream_t)st);
+    mg_status_t m = mg_all_reduce(ms, md, count, MG_FLOAT32, MG_SUM, ovh.mg[r], (mg_stream_t)st);
     if (m != MG_OK) die("mg_all_reduce", m);
     gpu_wait(r);
   }
@@ -499,7 +508,7 @@ static void *ovh_rank(void *arg) {
         nccl_ok(res, cn, "ncclAllReduce");
       } else {
         cuda_timing = 1;
-        mg_status_t m = mg_all_reduce(s, d, count, MG_FLOAT32, MG_SUM, ovh.mg[r], (mg_stream_t)st);
+        mg_status_t m = mg_all_reduce(ms, md, count, MG_FLOAT32, MG_SUM, ovh.mg[r], (mg_stream_t)st);
         const double te = now_s();
         cuda_timing = 0;
         if (m != MG_OK) die("mg_all_reduce", m);
@@ -517,6 +526,8 @@ static void *ovh_rank(void *arg) {
   }
   gpu_wait(r);
   gpu_release(r, s), gpu_release(r, d);
+  if (ovh.mgmem && (mg_mem_free(ms) != MG_OK || mg_mem_free(md) != MG_OK))
+    die("mg_mem_free", MG_ERR_INTERNAL);
   /* Collective teardown: every rank's thread destroys its own raw communicators. */
   nccl_ok(mg__nccl.CommDestroy(cb), cb, "ncclCommDestroy");
   nccl_ok(mg__nccl.CommFinalize(cn), cn, "ncclCommFinalize");
@@ -554,8 +565,11 @@ static int run_overhead(int calls, size_t bytes) {
   mg__nccl = nccl_real;
   mg__cuda = cuda_real;
   const char *chk = getenv("MGCOMM_CHECK_POINTERS");
+  const char *blk = getenv("MGCOMM_NCCL_BLOCKING");
   printf("# nccl_perf overhead: all_reduce of %zu bytes, %d GPUs, %d calls per rank and form, "
-         "MGCOMM_CHECK_POINTERS=%s\n", bytes, ngpus, calls, chk != NULL ? chk : "1 (default)");
+         "MGCOMM_CHECK_POINTERS=%s, MGCOMM_NCCL_BLOCKING=%s, mgcomm's buffers from %s\n", bytes,
+         ngpus, calls, chk != NULL ? chk : "1 (default)", blk != NULL ? blk : "1 (default)",
+         ovh.mgmem ? "mg_mem_alloc" : "cuMemAlloc (as the raw forms')");
   printf("# %-36s %10s %10s %10s\n", "form", "median us", "p10 us", "p90 us");
   double med[V_COUNT];
   const size_t total = (size_t)calls * (size_t)ngpus;
@@ -592,7 +606,7 @@ static void usage(void) {
           "usage: nccl_perf bw -g N [-c coll] [-b min] [-e max] [-f factor] [-n iters] "
           "[-w warmup] [-d dtype] [--impl mgcomm|raw-nonblocking|raw-blocking]\n"
           "                [--fill none|zero|random]\n"
-          "       nccl_perf overhead -g N [-n calls] [-B bytes]\n");
+          "       nccl_perf overhead -g N [-n calls] [-B bytes] [-M 0|1]\n");
   exit(2);
 }
 
@@ -617,6 +631,7 @@ int main(int argc, char **argv) {
     else if (strcmp(a, "-n") == 0) o.iters = calls = atoi(v);
     else if (strcmp(a, "-w") == 0) o.warmup = atoi(v);
     else if (strcmp(a, "-B") == 0) bytes = parse_size(v);
+    else if (strcmp(a, "-M") == 0) ovh.mgmem = atoi(v) != 0;
     else if (strcmp(a, "--impl") == 0) {
       o.impl = -1;
       for (int k = 0; k < 3; k++)

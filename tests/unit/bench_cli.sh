@@ -32,6 +32,7 @@ args)
   expect_bad "the factor must be at least 2" -f -3
   expect_bad "'abc': not a valid value" -b abc
   expect_bad "'12Q': not a valid value" -e 12Q
+  expect_bad "--timing 'mean': loop or median" --timing mean
   expect_bad "-f and -i exclude each other" -f 2 -i 8
   expect_bad "more than 10000 sizes" -b 1 -e 1G -i 1
   expect_bad "sizes never grow" -b 0 -e 8

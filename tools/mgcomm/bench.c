@@ -26,6 +26,7 @@ static const char mg_bench_usage[] =
     "usage: mgcomm bench [-c coll[,coll...]] [-b minbytes] [-e maxbytes] [-f factor | -i increment]\n"
     "                    [-d dtype] [-o op] [-r root] [--backend auto|host|nccl] [-g ngpus | -t nthreads]\n"
     "                    [--world] [-n iters] [-w warmup] [--inplace 0|1|both] [--check 0|1]\n"
+    "                    [--timing loop|median]\n"
     "                    [--json FILE] [--csv FILE]\n"
     "\n"
     "Measures mgcomm's collectives as nccl-tests does (same columns, units and bus-bandwidth\n"
@@ -53,6 +54,8 @@ static const char mg_bench_usage[] =
     "      fewer for large sizes)\n"
     "  --inplace  0 out of place only, 1 in place only, both (default)\n"
     "  --check  1 checks every result (default), 0 does not\n"
+    "  --timing  -g: loop (default) times the batch between two CUDA events and divides by its\n"
+    "      iterations, as nccl-tests does; median times each iteration and reports the median\n"
     "  --json FILE, --csv FILE  also write the results there (fields: docs/bench.md)\n"
     "\n"
     "Exit code: 0 ok, 1 a wrong result or a failure while running, 2 bad input.\n";
@@ -189,6 +192,10 @@ static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, mg_bench_re
       else if (strcmp(v, "1") == 0) o->inplace_modes = 2;
       else if (strcmp(v, "both") == 0) o->inplace_modes = 3;
       else bad = 1;
+    } else if (strcmp(a, "--timing") == 0) {
+      if (strcmp(v, "loop") == 0) o->per_iter = 0;
+      else if (strcmp(v, "median") == 0) o->per_iter = 1;
+      else return mg_bench_bad("--timing '%s': loop or median", v);
     } else if (strcmp(a, "--check") == 0) {
       bad = mg_bench_parse_int(v, 0, 1, &o->check);
     } else if (strcmp(a, "--json") == 0) {

@@ -155,6 +155,8 @@ typedef struct mg_bench_opts {
   int inplace_modes;    /* bit 0: out of place, bit 1: in place */
   int check;
   int quick_default;    /* no arguments were given */
+  int per_iter;         /* -g: 1 times each iteration (median); 0 one loop between two events,
+                           divided by its iterations, as nccl-tests (the default) */
 } mg_bench_opts_t;
 
 /* One line on stderr ("mgcomm bench: ..."); returns 2, the exit code of bad input. */

@@ -9,14 +9,14 @@
  * stream on the NCCL backend (a program passes its own) and the tool has no CUDA binding of its
  * own; mg_memcpy copies on a non-blocking stream of the library's, never while work is in flight.
  *
- * The time: on every rank, mg_record_timed before the first iteration of a batch and after each
- * one (requests of CUDA events that take the GPU's timestamp), each waited for within the
- * communicator's timeout; mg_request_elapsed between two consecutive marks gives that
- * iteration's time on that GPU, the slowest GPU's is the iteration's time, and the row reports
- * the median over the iterations, as on the host backend (nccl-tests divides one batch's time
- * by the iterations: a mean, which one slow iteration moves). The communicators learn of
- * completion by polling (MG_COMPLETION_POLL), so that no host function sits on a stream between
- * two timed events.
+ * The time: on every rank, mg_record_timed before the first iteration of a batch and after the
+ * last (requests of CUDA events that take the GPU's timestamp), each waited for within the
+ * communicator's timeout; the slowest GPU's time between them divided by the iterations is the
+ * row's time, as nccl-tests times (--timing loop, the default), so that the two tables compare
+ * line by line. --timing median marks every iteration instead and reports the median of the
+ * slowest GPU's iteration times, as on the host backend (a mark costs the host a microsecond or
+ * two between iterations). The communicators learn of completion by polling
+ * (MG_COMPLETION_POLL), so that no host function sits on a stream between two timed events.
  *
  * For each collective, size and placement: fill and copy in every rank's images, run one checked
  * iteration (timed as a batch of one: it sets the iteration counts), copy out and check every
@@ -66,36 +66,48 @@ int mg_bench_gpus_describe(mg_bench_opts_t *o) {
 }
 
 /* Posts `iters` iterations of case k, each one group over every GPU, with a timed mark on every
- * rank before the first and after each, and waits for all of them. times[i] = the slowest
- * rank's time of iteration i. MG_OK, or the first failure (its message in mg_last_error()). */
+ * rank before the first and after the last (per_iter: after each), and waits for all of them.
+ * times[i] = the slowest rank's time of iteration i (without per_iter, every one is the batch's
+ * mean). MG_OK, or the first failure (its message in mg_last_error()). */
 static mg_status_t mg_bench_gpus_batch(mg_bench_gpus_t *gp, const mg_bench_case_t *k, int iters,
-                                       double *times) {
-  const int n = gp->n, nmarks = (iters + 1) * n;
+                                       int per_iter, double *times) {
+  const int n = gp->n, nspans = per_iter ? iters : 1, nmarks = (nspans + 1) * n;
   mg_request_t **m = gp->marks;
   mg_status_t st = MG_OK;
   for (int j = 0; j < nmarks; j++) m[j] = NULL;
   for (int q = 0; q < n && st == MG_OK; q++) st = mg_record_timed(gp->comms[q], NULL, &m[q]);
   for (int i = 0; i < iters && st == MG_OK; i++) {
-    st = mg_group_begin();
-    if (st != MG_OK) break;
-    for (int q = 0; q < n; q++) {
-      /* Inside the group a failing call is recorded, and mg_group_end returns it. */
-      (void)mg_bench_call(k->coll, gp->sp[q], gp->rp[q], k->g.count, k->dtype, k->op, k->root,
-                          gp->comms[q], q, n, NULL);
+    /* One GPU posts its call alone, as nccl-tests does (a group of one costs a little more). */
+    if (n == 1) {
+      st = mg_bench_call(k->coll, gp->sp[0], gp->rp[0], k->g.count, k->dtype, k->op, k->root,
+                         gp->comms[0], 0, 1, NULL);
+    } else {
+      st = mg_group_begin();
+      if (st != MG_OK) break;
+      for (int q = 0; q < n; q++) {
+        /* Inside the group a failing call is recorded, and mg_group_end returns it. */
+        (void)mg_bench_call(k->coll, gp->sp[q], gp->rp[q], k->g.count, k->dtype, k->op,
+                            k->root, gp->comms[q], q, n, NULL);
+      }
+      st = mg_group_end();
     }
-    st = mg_group_end();
-    for (int q = 0; q < n && st == MG_OK; q++)
-      st = mg_record_timed(gp->comms[q], NULL, &m[(i + 1) * n + q]);
+    const int span = per_iter ? i + 1 : i == iters - 1 ? 1 : 0; /* the mark after it, if any */
+    for (int q = 0; q < n && st == MG_OK && span > 0; q++)
+      st = mg_record_timed(gp->comms[q], NULL, &m[span * n + q]);
   }
   /* 0: each wait is bounded by the request's own deadline, the communicator's timeout. */
   for (int j = 0; j < nmarks && st == MG_OK; j++) st = mg_request_wait(m[j], 0);
-  for (int i = 0; i < iters && st == MG_OK; i++) {
+  for (int i = 0; i < nspans && st == MG_OK; i++) {
     times[i] = 0;
     for (int q = 0; q < n && st == MG_OK; q++) {
       double s = 0;
       st = mg_request_elapsed(m[i * n + q], m[(i + 1) * n + q], &s);
       if (st == MG_OK && s > times[i]) times[i] = s;
     }
+  }
+  if (st == MG_OK && !per_iter) {
+    const double mean = times[0] / iters;
+    for (int i = 0; i < iters; i++) times[i] = mean;
   }
   for (int j = 0; j < nmarks; j++) {
     /* Our own requests or NULL: freeing cannot fail (a pending one is detached, after a failure)
@@ -125,7 +137,7 @@ static int mg_bench_gpus_measure(mg_bench_part_t *p, const mg_bench_case_t *k,
     }
   }
   double est = 0;
-  if (st == MG_OK) st = mg_bench_gpus_batch(gp, k, 1, &est);
+  if (st == MG_OK) st = mg_bench_gpus_batch(gp, k, 1, 1, &est);
   uint64_t wrong = 0;
   for (int q = 0; q < gp->n && st == MG_OK && o->check; q++) {
     st = mem->get(gp->comms[q], gp->img, gp->buf[q], bufn * e);
@@ -133,8 +145,8 @@ static int mg_bench_gpus_measure(mg_bench_part_t *p, const mg_bench_case_t *k,
   }
   int iters = 0, warmup = 0;
   if (st == MG_OK) mg_bench_counts(o, est, &iters, &warmup);
-  if (st == MG_OK && warmup > 0) st = mg_bench_gpus_batch(gp, k, warmup, gp->times);
-  if (st == MG_OK) st = mg_bench_gpus_batch(gp, k, iters, gp->times);
+  if (st == MG_OK && warmup > 0) st = mg_bench_gpus_batch(gp, k, warmup, o->per_iter, gp->times);
+  if (st == MG_OK) st = mg_bench_gpus_batch(gp, k, iters, o->per_iter, gp->times);
   if (st != MG_OK) {
     mg_bench_failed("gpus", k, st); /* the library's message names the rank */
     return -1;

@@ -60,10 +60,15 @@ void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o) {
   for (int q = 0; o->gpus != NULL && q < o->nranks; q++)
     fprintf(f, "#   rank %d: GPU %d, %s, %s\n", q, o->gpus[q].ordinal, o->gpus[q].name,
             o->gpus[q].pci_bus_id);
-  if (o->ranks == MG_BENCH_GPUS)
-    fprintf(f, "# time: median over iterations of the slowest GPU's (end - start), where start "
-               "and end are CUDA events (mg_record_timed, mg_request_elapsed) recorded before and "
-               "after the iteration on its stream");
+  if (o->ranks == MG_BENCH_GPUS && !o->per_iter)
+    fprintf(f, "# time (--timing loop): the slowest GPU's (end - start) over the batch, divided "
+               "by its iterations, as nccl-tests times; start and end are CUDA events "
+               "(mg_record_timed, mg_request_elapsed) recorded before and after the batch on "
+               "its stream");
+  else if (o->ranks == MG_BENCH_GPUS)
+    fprintf(f, "# time (--timing median): median over iterations of the slowest GPU's (end - "
+               "start), where start and end are CUDA events (mg_record_timed, "
+               "mg_request_elapsed) recorded before and after the iteration on its stream");
   else if (o->ranks == MG_BENCH_WORLD)
     fprintf(f, "# time: median over iterations of (mg_request_wait returned - mg_world_<op> "
                "called) on the submitting thread, monotonic clock");
