@@ -5,11 +5,16 @@
 set(_mg_dir ${CMAKE_CURRENT_LIST_DIR})
 set(MG_GPU_UTIL ${_mg_dir}/gpu_util.c ${MG_TEST_COMMON}/reference.c)
 
+# One GPU proves every operation, dtype and op on a communicator of one rank (NCCL refuses two
+# ranks on one GPU).
+foreach(mode all procs world)
+  mg_test(NAME gpu_coll_${mode}_1 EXE test_gpu_coll SOURCES ${_mg_dir}/test_gpu_coll.c
+          ${MG_GPU_UTIL} ARGS ${mode} 1 LABELS gpu TIMEOUT 900 ENV ${MG_GPU_ENV})
+endforeach()
 foreach(n 2 4)
   foreach(mode all procs world)
-    mg_test(NAME gpu_coll_${mode}_${n} EXE test_gpu_coll
-            SOURCES ${_mg_dir}/test_gpu_coll.c ${MG_GPU_UTIL}
-            ARGS ${mode} ${n} LABELS gpu TIMEOUT 900 ENV ${MG_GPU_ENV})
+    mg_test(NAME gpu_coll_${mode}_${n} EXE test_gpu_coll ARGS ${mode} ${n} LABELS gpu
+            TIMEOUT 900 ENV ${MG_GPU_ENV})
   endforeach()
   mg_test(NAME gpu_mem_${n} EXE test_gpu_mem SOURCES ${_mg_dir}/test_gpu_mem.c ${MG_GPU_UTIL}
           ARGS ${n} LABELS gpu TIMEOUT 300 ENV ${MG_GPU_ENV})
