@@ -9,10 +9,46 @@
  * Ranks are threads of one process; "device" memory is host memory; every stream has a thread
  * of its own that runs its work in order; collectives really compute.
  *
- * Divisions: the control API (libnccl.so.2) and how a test reaches it; the internal API that
- * the NCCL simulator calls in the CUDA simulator (libcuda.so.1).
+ * Divisions: what is simulated; the environment; the detectors; the control API
+ * (libnccl.so.2) and how a test reaches it; the internal API that the NCCL simulator calls in
+ * the CUDA simulator (libcuda.so.1); the CUDA API's declarations.
  *
- * ---- Environment (read once, at the first call into the library that uses it) -------------
+ * ---- What is simulated ----------------------------------------------------------------------
+ * CUDA (sim_cuda.c, sim_mem.c, sim_stream.c): MGSIM_DEVICES devices (compute capability 9.0,
+ * 80 GiB, "mgsim GPU <n>", PCI bus 0000:<0x18 + n>:00.0, all peers), driver 13.0; primary
+ * contexts (retains counted; work on a released one is refused) and the thread's current
+ * context; memory from posix_memalign in a registry that cuPointerGetAttributes (memory CUDA
+ * does not know: "nothing" values and CUDA_SUCCESS, as documented; device ordinal -2) and
+ * cuMemGetAddressRange (CUDA_ERROR_INVALID_VALUE for it) answer from; double and foreign frees
+ * are CUDA_ERROR_INVALID_VALUE; streams with a thread each, events with CLOCK_MONOTONIC times,
+ * cuStreamWaitEvent, host functions on the stream's thread. Not simulated: the legacy default
+ * stream's implicit synchronisation with blocking streams, per-thread default streams (they are
+ * the legacy one), sticky context errors, cuMemFree's wait for the device.
+ * NCCL (sim_nccl.c, sim_comm.c, sim_life.c, sim_group.c, sim_coll.c):
+ *   - ids are random bytes; the ranks of one id meet in the process; a rank's device is the
+ *     calling thread's current context's (device 0 without one);
+ *   - config->blocking (NCCL_CONFIG_UNDEF_INT: blocking). A nonblocking call returns
+ *     ncclInProgress and finishes on a thread of the simulator; the communicator reports
+ *     ncclInProgress until then (ncclCommGetAsyncError), then ncclSuccess or the error. As NCCL's
+ *     ncclCommEnsureReady: a call or query on a communicator whose previous call is still in
+ *     progress answers ncclInvalidArgument; after an asynchronous error, that error;
+ *   - groups: the outermost ncclGroupEnd issues; blocking communicators inline, nonblocking ones
+ *     from a new thread (ncclGroupEnd answers ncclInProgress); mixing them is
+ *     ncclInvalidArgument; inits, splits and shrinks in a group run at its end;
+ *   - collectives and send/recv compute: int8, uint8, int32, uint32, int64, uint64, float32,
+ *     float64 (other types: ncclInvalidArgument, "not simulated"); sum, prod, max, min, avg.
+ *     Buffers must be CUDA memory of the communicator's device with room for the operation
+ *     (ncclInvalidArgument: NCCL checks only with NCCL_CHECK_POINTERS=1, but a GPU would fault),
+ *     and the stream one of its context (ncclUnhandledCudaError);
+ *   - split, shrink (NCCL_SHRINK_ABORT stops the parent's work first), finalize (waits for this
+ *     rank's work), revoke (2.28.7: stops the work in flight, then ncclSuccess; later
+ *     operations are ncclInvalidUsage; a second revoke is ncclInvalidArgument), abort, destroy;
+ *     ncclMemAlloc / ncclMemFree; ncclCommRegister and ncclCommDeregister record only.
+ *   Not simulated: ncclAlltoAll, ncclGather, ncclScatter, windows and PreMulSum ops (absent
+ *   optional symbols); float16, bfloat16, fp8; groups mixing operations with inits, splits or
+ *   shrinks; NCCL's own timeouts and network errors (ncclRemoteError never comes).
+ *
+ * ---- The environment (read once, at the first call into the library that uses it) ----------
  *   MGSIM_DEVICES=<n>              simulated GPUs (default 2, at most 16; 0: cuInit answers
  *                                  CUDA_ERROR_NO_DEVICE)
  *   MGSIM_NCCL_VERSION=<code>      what ncclGetVersion answers (default 22809 = 2.28.9). Entry
@@ -21,20 +57,24 @@
  *                                  are a VIOLATION when called: a real NCCL of that version
  *                                  lacks the symbol, so the caller must not have called it.
  *   MGSIM_HOST_HANG=<rank>:<nth>   the nth collective or send/recv call made by rank `rank`
- *                                  (the communicator's rank; counted 1-based per rank number
- *                                  over every communicator of the process, calls of count 0
- *                                  included) blocks on the host: inside the call for a blocking
- *                                  communicator (ncclAllReduce, or ncclGroupEnd in a group), in
- *                                  the group's thread for a nonblocking one, until an abort or a
- *                                  revoke of a communicator of its group; it then fails with
+ *                                  (counted from 1 over all that rank's communicators, calls of
+ *                                  count 0 included; "Ranks" below) blocks on the host: inside
+ *                                  the call for a blocking communicator (ncclAllReduce, or
+ *                                  ncclGroupEnd in a group), in the group's thread for a
+ *                                  nonblocking one, until an abort or a revoke of a
+ *                                  communicator of its group; it then fails with
  *                                  ncclInternalError ("aborted while waiting for a peer").
  *   MGSIM_NEVER_COMPLETE=<rank>:<nth>  that call returns normally but its stream work never
  *                                  completes (nor meets its peers) until its communicator is
  *                                  aborted, revoked or shrunk with NCCL_SHRINK_ABORT.
  *   NCCL_COMM_BLOCKING=0|1         overrides every communicator's config->blocking, as in NCCL.
  *   NCCL_DEBUG=WARN|INFO           the NCCL simulator prints its errors to stderr.
+ * Ranks: the knobs and the getters of mgsim_control name a rank by its device, the stable
+ * identity of a rank in one process: with one rank per simulated GPU (mg_comm_init_all, a
+ * world), rank r is device r, and its calls are counted over every communicator on that device
+ * (mgcomm's own, split and shrunk children included, whatever rank they have there).
  *
- * ---- Detectors -----------------------------------------------------------------------------
+ * ---- The detectors --------------------------------------------------------------------------
  * The simulator prints "mgsim: VIOLATION: ..." to stderr and calls abort() when the caller does
  * what would be undefined with the real libraries:
  *   - ncclCommAbort or ncclCommDestroy frees a communicator while another thread is inside an
@@ -60,8 +100,8 @@
 /* ---- The control API (libnccl.so.2) ----------------------------------------------------------
  *
  * int mgsim_control(const char *key, long value): a setter answers 0, a getter the count asked
- * for; an unknown key answers -1 (with a line on stderr). Thread-safe. `r` below is a rank of a
- * communicator (as ncclCommUserRank); r = -1 means every rank.
+ * for; an unknown key answers -1 (with a line on stderr). Thread-safe. `r` below is a rank, i.e.
+ * a device ("Ranks" above); r = -1 means every rank.
  *
  * Fault knobs (setters; the environment variables above set the same at the first call):
  *   "host_hang_rank" r, "host_hang_nth" n         MGSIM_HOST_HANG=r:n (n = 0 disarms)

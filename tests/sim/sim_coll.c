@@ -120,7 +120,7 @@ const char *sim_dtype_name(mg__ncclDataType_t dt) {
   return dt >= 0 && dt < MG__ncclNumTypes ? sim_dtypes[dt].name : "unknown";
 }
 
-/* ---- meetings --------------------------------------------------------------------------------- */
+/* ---- meetings -------------------------------------------------------------------------------- */
 
 static const char *const sim_meet_names[] = {"collective", "send/recv", "ncclCommSplit",
                                              "ncclCommShrink"};
@@ -173,7 +173,7 @@ void sim_slot_release(sim_clique_t *q, sim_slot_t *s) {
   if (++s->released == s->needed) sim_slot_free(q, s);
 }
 
-/* ---- computing -------------------------------------------------------------------------------- */
+/* ---- computing ------------------------------------------------------------------------------- */
 
 static void *sim_tmp(size_t bytes) {
   void *p = malloc(bytes > 0 ? bytes : 1);
@@ -244,7 +244,7 @@ static void sim_compute_p2p(sim_slot_t *s) {
   if (rcv->recv != snd->send) memcpy(rcv->recv, snd->send, sb);
 }
 
-/* ---- stream items ----------------------------------------------------------------------------- */
+/* ---- stream items ---------------------------------------------------------------------------- */
 
 typedef struct sim_item {
   sim_comm_t *comm;
@@ -265,10 +265,10 @@ static void sim_item_run(void *arg) {
   const unsigned epoch = c->abort_epoch;
   if (it->never) {
     /* A kernel that never finishes: it does not even meet its peers, who wait for it. */
-    sim_knob_held(c->rank, 1);
+    sim_knob_held(c->device, 1);
     pthread_cond_broadcast(&sim_cv); /* for tests waiting for the gauge */
     while (!sim_stopped(c, epoch)) pthread_cond_wait(&sim_cv, &sim_lock);
-    sim_knob_held(c->rank, -1);
+    sim_knob_held(c->device, -1);
   } else {
     for (sim_op_t *op = it->ops; op != NULL; op = op->next) {
       if (op->skip) continue;

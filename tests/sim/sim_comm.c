@@ -133,7 +133,7 @@ void sim_comm_free_locked(sim_comm_t *c) {
 int sim_comm_gauge(const char *what, int r) {
   int n = 0;
   for (sim_comm_t *c = sim_comms; c != NULL; c = c->next) {
-    if (r >= 0 && c->rank != r) continue;
+    if (r >= 0 && c->device != r) continue; /* a rank is its device (sim.h) */
     if (strcmp(what, "inside") == 0) n += c->inside;
     else if (strcmp(what, "comms") == 0) n++;
     else if (strcmp(what, "items") == 0) n += c->items;

@@ -14,8 +14,10 @@
  *     thread has enqueued its work (the cost mgcomm's blocking mode escapes).
  * Issuing is first the host side, where MGSIM_HOST_HANG holds a call as NCCL's lazy connection
  * to a peer that never comes would, then one stream item per communicator and stream (NCCL
- * launches one kernel per group and stream; sim_coll.c). Inits inside a group wait for its end
- * too (sim_comm.c hands them over).
+ * launches one kernel per group and stream; sim_coll.c). Inits, splits and shrinks inside a
+ * group are deferred to its end too (sim_comm.c and sim_life.c hand them over), where each runs
+ * on a thread of its own, since they meet each other (mgcomm splits every rank of a process in
+ * one group); a group may not mix them with operations (not simulated).
  *
  * Divisions: the thread's group; checks; issuing; the calls.
  */
@@ -31,6 +33,7 @@
 /* A call whose work waits for the end of the group: init, split, shrink. */
 typedef struct sim_defer {
   sim_comm_t *c;                       /* the comm it belongs to (split: the parent) */
+  const char *call;                    /* "ncclCommSplit" */
   mg__ncclResult_t (*run)(void *arg);  /* the work; it meets the other ranks */
   void (*done)(void *arg);             /* frees arg */
   void *arg;
@@ -74,7 +77,7 @@ mg__ncclResult_t sim_group_defer(sim_comm_t *c, const char *call,
     if (sim_g.err == MG__ncclSuccess) sim_g.err = r;
     return r;
   }
-  *d = (sim_defer_t){.c = c, .run = run, .done = done, .arg = arg};
+  *d = (sim_defer_t){.c = c, .call = call, .run = run, .done = done, .arg = arg};
   if (sim_g.defers_tail != NULL)
     sim_g.defers_tail->next = d;
   else
@@ -91,7 +94,7 @@ static void sim_ops_free(sim_op_t *op) {
   }
 }
 
-/* ---- checks ----------------------------------------------------------------------------------- */
+/* ---- checks ---------------------------------------------------------------------------------- */
 
 /* [p, p + bytes) as a buffer of c: memory of c's device (device, managed, or page-locked host
  * memory the device maps), all of it inside one allocation. */
@@ -191,7 +194,7 @@ static mg__ncclResult_t sim_check(const sim_comm_t *c, const sim_op_t *op) {
   return MG__ncclSuccess;
 }
 
-/* ---- issuing ---------------------------------------------------------------------------------- */
+/* ---- issuing --------------------------------------------------------------------------------- */
 
 /* 1 when one of comms[0..n) was aborted or revoked since the epochs were noted (sim_lock). */
 static int sim_any_stopped(sim_comm_t *const *comms, const unsigned *epochs, int n) {
@@ -213,13 +216,14 @@ static mg__ncclResult_t sim_issue(sim_op_t *ops, sim_comm_t *const *comms, int n
     }
     pthread_mutex_lock(&sim_lock);
     for (int i = 0; i < n; i++) epochs[i] = comms[i]->abort_epoch;
-    sim_knob_hung(op->comm->rank, 1);
+    sim_knob_hung(op->comm->device, 1);
     pthread_cond_broadcast(&sim_cv); /* for tests waiting for the gauge */
     while (!sim_any_stopped(comms, epochs, n)) pthread_cond_wait(&sim_cv, &sim_lock);
-    sim_knob_hung(op->comm->rank, -1);
-    mg__ncclResult_t r = sim_fail(MG__ncclInternalError, "rank %d: %s #%llu: aborted while "
-                                  "waiting for a peer to connect (MGSIM_HOST_HANG)",
-                                  op->comm->rank, op->call, (unsigned long long)op->seq);
+    sim_knob_hung(op->comm->device, -1);
+    mg__ncclResult_t r = sim_fail(MG__ncclInternalError, "rank %d (device %d): %s #%llu: "
+                                  "aborted while waiting for a peer to connect "
+                                  "(MGSIM_HOST_HANG)", op->comm->rank, op->comm->device,
+                                  op->call, (unsigned long long)op->seq);
     pthread_mutex_unlock(&sim_lock);
     free(epochs);
     sim_ops_free(ops); /* nothing of the group is launched */
@@ -261,7 +265,7 @@ static void *sim_group_job(void *arg) {
   mg__ncclResult_t r = sim_issue(j->ops, j->comms, j->n);
   pthread_mutex_lock(&sim_lock);
   for (int i = 0; i < j->n; i++) {
-    j->comms[i]->async = r;
+    sim_set_async(j->comms[i], r);
     j->comms[i]->jobs--;
   }
   pthread_cond_broadcast(&sim_cv);
@@ -276,7 +280,7 @@ static void *sim_defer_main(void *arg) {
   mg__ncclResult_t r = d->run(d->arg);
   pthread_mutex_lock(&sim_lock);
   /* A nonblocking comm reports the outcome; an init sets its own in any case. */
-  if (!d->blocking) d->c->async = r;
+  if (!d->blocking) sim_set_async(d->c, r);
   d->r = r;
   d->c->jobs--;
   pthread_cond_broadcast(&sim_cv);
@@ -308,20 +312,34 @@ static void *sim_defers_job(void *arg) {
   return NULL;
 }
 
-/* Issues the deferred calls of a group: inline (blocking), or joined by a simulator thread
- * while ncclGroupEnd returns ncclInProgress. */
+/* Issues the deferred calls of a group: inline (blocking: this thread waits inside
+ * ncclGroupEnd on their communicators), or joined by a simulator thread while ncclGroupEnd
+ * returns ncclInProgress. */
 static mg__ncclResult_t sim_group_launch_defers(sim_defer_t *list, int blocking) {
+  int n = 0;
   pthread_mutex_lock(&sim_lock);
-  for (sim_defer_t *d = list; d != NULL; d = d->next) {
+  for (sim_defer_t *d = list; d != NULL; d = d->next, n++) {
+    if (sim_find(d->c) == NULL || d->c->freeing != NULL)
+      sim_violation("ncclGroupEnd: comm %p of a grouped %s was freed before the group ended",
+                    (void *)d->c, d->call);
     d->blocking = blocking;
     d->c->jobs++;
     if (!blocking) d->c->async = MG__ncclInProgress;
   }
   pthread_mutex_unlock(&sim_lock);
-  if (!blocking && sim_spawn(sim_defers_job, list, "mgsim-gdefer") == 0)
-    return MG__ncclInProgress;
-  mg__ncclResult_t r = sim_defers_run(list); /* blocking, or no thread: inline */
-  return blocking ? r : r != MG__ncclSuccess ? r : MG__ncclInProgress;
+  if (!blocking) {
+    if (sim_spawn(sim_defers_job, list, "mgsim-gdefer") == 0) return MG__ncclInProgress;
+    mg__ncclResult_t r = sim_defers_run(list); /* no thread: inline */
+    return r != MG__ncclSuccess ? r : MG__ncclInProgress;
+  }
+  sim_comm_t **in = malloc(sizeof *in * (size_t)n);
+  n = 0;
+  for (sim_defer_t *d = list; d != NULL && in != NULL; d = d->next)
+    in[n++] = sim_enter(d->c, "ncclGroupEnd");
+  mg__ncclResult_t r = sim_defers_run(list);
+  for (int i = 0; in != NULL && i < n; i++) sim_leave(in[i]);
+  free(in); /* without memory for it, the calling thread is just not counted inside */
+  return r;
 }
 
 /* Issues the group the thread has collected. `inside` is the communicator the calling thread
@@ -400,7 +418,7 @@ static mg__ncclResult_t sim_group_launch(sim_comm_t *inside) {
   return r;
 }
 
-/* ---- the calls -------------------------------------------------------------------------------- */
+/* ---- the calls ------------------------------------------------------------------------------- */
 
 MGSIM_API mg__ncclResult_t ncclGroupStart(void) {
   sim_nccl_init();
@@ -445,7 +463,7 @@ static mg__ncclResult_t sim_call(const sim_op_t *tmpl, mg__ncclComm_t comm) {
     case SIM_RECV: op->seq = c->recv_seq[op->root]++; break;
     default: op->seq = c->coll_seq++; break;
   }
-  sim_knob_count(c->rank, &op->hang, &op->never);
+  sim_knob_count(c->device, &op->hang, &op->never); /* a rank is its device (sim.h) */
   pthread_mutex_unlock(&sim_lock);
   if (sim_g.ops_tail != NULL)
     sim_g.ops_tail->next = op;

@@ -122,8 +122,10 @@ static mg__ncclResult_t sim_split_run(sim_split_t *x) {
   pthread_mutex_lock(&sim_lock);
   if (x->shrink && (x->flags & MG__NCCL_SHRINK_ABORT)) {
     /* Stop what is in flight on the parent (a peer may be dead), then go on with it. */
+    c->hold_async++;
     sim_quiesce_locked(c, x->job);
     c->abort_flag = 0;
+    c->hold_async--;
   }
   int index = c->rank, needed = c->nranks;
   if (x->shrink) {
@@ -167,7 +169,7 @@ static void *sim_split_job(void *arg) {
   sim_split_t *x = arg;
   mg__ncclResult_t r = sim_split_run(x);
   pthread_mutex_lock(&sim_lock);
-  x->parent->async = r;
+  sim_set_async(x->parent, r);
   x->parent->jobs--;
   pthread_cond_broadcast(&sim_cv);
   pthread_mutex_unlock(&sim_lock);
@@ -249,7 +251,8 @@ MGSIM_API mg__ncclResult_t ncclCommSplit(mg__ncclComm_t comm, int color, int key
                                   : sim_parent_check(c, 1, call);
   pthread_mutex_unlock(&sim_lock);
   int child_blocking = c->blocking; /* NULL config: the parent's */
-  if (r == MG__ncclSuccess && config != NULL) r = sim_config_blocking(config, &child_blocking, call);
+  if (r == MG__ncclSuccess && config != NULL)
+    r = sim_config_blocking(config, &child_blocking, call);
   if (r == MG__ncclSuccess) {
     sim_split_t *x = calloc(1, sizeof *x);
     if (x == NULL) {
@@ -299,7 +302,8 @@ MGSIM_API mg__ncclResult_t ncclCommShrink(mg__ncclComm_t comm, int *exclude, int
     pthread_mutex_unlock(&sim_lock);
   }
   int child_blocking = c != NULL ? c->blocking : 1;
-  if (r == MG__ncclSuccess && config != NULL) r = sim_config_blocking(config, &child_blocking, call);
+  if (r == MG__ncclSuccess && config != NULL)
+    r = sim_config_blocking(config, &child_blocking, call);
   if (r == MG__ncclSuccess) {
     sim_split_t *x = calloc(1, sizeof *x);
     int *ex = malloc(sizeof *ex * (size_t)nexclude);
@@ -334,7 +338,7 @@ static mg__ncclResult_t sim_finalize_locked(sim_comm_t *c) {
 static void *sim_finalize_job(void *arg) {
   sim_comm_t *c = arg;
   pthread_mutex_lock(&sim_lock);
-  c->async = sim_finalize_locked(c);
+  sim_set_async(c, sim_finalize_locked(c));
   c->jobs--;
   pthread_cond_broadcast(&sim_cv);
   pthread_mutex_unlock(&sim_lock);
@@ -376,6 +380,7 @@ static void *sim_revoke_job(void *arg) {
   pthread_mutex_lock(&sim_lock);
   sim_quiesce_locked(c, 1);
   c->abort_flag = 0;
+  c->hold_async--;
   c->async = MG__ncclSuccess; /* quiescent: what was in flight has stopped */
   c->jobs--;
   pthread_cond_broadcast(&sim_cv);
@@ -411,10 +416,12 @@ MGSIM_API mg__ncclResult_t ncclCommRevoke(mg__ncclComm_t comm, int flags) {
     } else {
       c->async = MG__ncclInProgress;
       c->jobs++;
+      c->hold_async++;
       char name[16];
       snprintf(name, sizeof name, "mgsim-rvk%d", c->rank);
       if (sim_spawn(sim_revoke_job, c, name) != 0) {
         c->jobs--;
+        c->hold_async--;
         sim_quiesce_locked(c, 0); /* no thread: inline, as a blocking comm */
         c->abort_flag = 0;
         c->async = MG__ncclSuccess;

@@ -93,8 +93,8 @@ __attribute__((format(printf, 2, 3))) mg__ncclResult_t sim_fail(mg__ncclResult_t
 int sim_env_blocking(void);
 /* Starts fn(arg) on a detached thread named name. 0, or an errno. */
 int sim_spawn(void *(*fn)(void *), void *arg, const char *name);
-/* The knobs, under sim_lock: counts a collective or send/recv call of rank and says whether
- * MGSIM_HOST_HANG or MGSIM_NEVER_COMPLETE picked it. */
+/* The knobs, under sim_lock: counts a collective or send/recv call of rank (its device: sim.h)
+ * and says whether MGSIM_HOST_HANG or MGSIM_NEVER_COMPLETE picked it. */
 void sim_knob_count(int rank, int *hang, int *never);
 /* Gauges of mgsim_control, under sim_lock. */
 void sim_knob_hung(int rank, int delta);
@@ -136,6 +136,7 @@ struct mg__ncclComm {
   int inside;               /* user threads inside an NCCL call on it */
   sim_inside_t in[SIM_MAX_INSIDE];
   int jobs;                 /* simulator threads working for it */
+  int hold_async;           /* a revoke or a shrink's abort owns async (sim_set_async) */
   int items;                /* its stream items enqueued and not finished */
   uint64_t coll_seq, split_seq, shrink_seq; /* calls made, in call order */
   uint64_t *send_seq, *recv_seq;            /* per peer: sends to it, receives from it */
@@ -167,10 +168,16 @@ mg__ncclResult_t sim_config_blocking(const mg__ncclConfig_t *config, int *blocki
 static inline int sim_stopped(const sim_comm_t *c, unsigned epoch) {
   return c->abort_flag || c->abort_epoch != epoch;
 }
+/* A job's outcome becomes c's async state (sim_lock held), unless a nonblocking revoke or a
+ * shrink's abort owns that state now: those report ncclInProgress until c is quiescent, then
+ * their own outcome, so the error of a call they stopped is not seen in between. */
+static inline void sim_set_async(sim_comm_t *c, mg__ncclResult_t r) {
+  if (c->hold_async == 0) c->async = r;
+}
 /* Runs the init of c (made by sim_comm_new) against id: meets the other ranks, or stops with
  * ncclInternalError when c is aborted first. Sets c->async. No lock held. */
 mg__ncclResult_t sim_init_run(sim_comm_t *c, const mg__ncclUniqueId *id);
-/* Counts for mgsim_control (r = -1: every rank), under sim_lock. */
+/* Counts for mgsim_control over the communicators of device r (-1: all), under sim_lock. */
 int sim_comm_gauge(const char *what, int r);
 
 /* ---- sim_coll.c ---- */

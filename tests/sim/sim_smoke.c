@@ -24,7 +24,7 @@
 static mg_comm_t *comms[NRANKS];
 static mgsim_control_fn sim;
 
-/* ---- helpers ---------------------------------------------------------------------------------- */
+/* ---- helpers --------------------------------------------------------------------------------- */
 
 /* Waits until everything the rank put on its stream (NULL: the device's default stream) ran. */
 static void sync_stream(mg_comm_t *comm, const char *what) {
@@ -57,11 +57,12 @@ static void check_i64(const int64_t *got, const int64_t *want, size_t n, int ran
            want[i]);
 }
 
-/* ---- what mgcomm reports ---------------------------------------------------------------------- */
+/* ---- what mgcomm reports --------------------------------------------------------------------- */
 
 static void check_info(void) {
   const char *cuda_path = getenv("MGCOMM_CUDA_LIBRARY"), *nccl_path = getenv("MGCOMM_NCCL_LIBRARY");
-  if (cuda_path == NULL || nccl_path == NULL) SKIP("MGCOMM_CUDA_LIBRARY / MGCOMM_NCCL_LIBRARY unset");
+  if (cuda_path == NULL || nccl_path == NULL)
+    SKIP("MGCOMM_CUDA_LIBRARY / MGCOMM_NCCL_LIBRARY unset");
   mg_library_info_t li;
   ASSERT_OK(mg_library_info(MG_LIB_CUDA, &li));
   if (!li.loaded) FAIL("the simulated CUDA driver did not load: %s", li.error);
@@ -113,7 +114,7 @@ static void check_info(void) {
   ASSERT_EQ(sim("version", 0), 22809);
 }
 
-/* ---- one rank's work -------------------------------------------------------------------------- */
+/* ---- one rank's work ------------------------------------------------------------------------- */
 
 static void reductions(mg_comm_t *comm, int r) {
   float *hf = malloc(sizeof(float) * N), *wf = malloc(sizeof(float) * N);
@@ -180,7 +181,8 @@ static void data_movement(mg_comm_t *comm, int r) {
   sync_stream(comm, "broadcast");
   ASSERT_OK(mg_memcpy(comm, h, dr, sizeof(int32_t) * C));
   for (int i = 0; i < C; i++)
-    if (h[i] != 3 * i + 1) FAIL("rank %d, broadcast: element %d is %d, expected %d", r, i, h[i], 3 * i + 1);
+    if (h[i] != 3 * i + 1)
+      FAIL("rank %d, broadcast: element %d is %d, expected %d", r, i, h[i], 3 * i + 1);
 
   /* all-gather: rank q's block is 100 * q + i */
   for (int i = 0; i < C; i++) h[i] = 100 * r + i;
@@ -201,7 +203,8 @@ static void data_movement(mg_comm_t *comm, int r) {
   ASSERT_OK(mg_memcpy(comm, h, dr, sizeof(int32_t) * C));
   for (int i = 0; i < C; i++) {
     const int j = r * C + i, want = NRANKS * j + NRANKS * (NRANKS - 1) / 2;
-    if (h[i] != want) FAIL("rank %d, reduce_scatter: element %d is %d, expected %d", r, i, h[i], want);
+    if (h[i] != want)
+      FAIL("rank %d, reduce_scatter: element %d is %d, expected %d", r, i, h[i], want);
   }
 
   /* send/recv in one group, both directions of a ring */
@@ -216,7 +219,8 @@ static void data_movement(mg_comm_t *comm, int r) {
   ASSERT_OK(mg_memcpy(comm, h, dr, sizeof(int32_t) * C));
   for (int i = 0; i < C; i++)
     if (h[i] != 1000 * prev + i)
-      FAIL("rank %d, recv from %d: element %d is %d, expected %d", r, prev, i, h[i], 1000 * prev + i);
+      FAIL("rank %d, recv from %d: element %d is %d, expected %d", r, prev, i, h[i],
+           1000 * prev + i);
   ASSERT_OK(mg_mem_free(ds));
   ASSERT_OK(mg_mem_free(dr));
 }
@@ -258,7 +262,7 @@ static void *rank_main(void *arg) {
   return NULL;
 }
 
-/* ---- main ------------------------------------------------------------------------------------- */
+/* ---- main ------------------------------------------------------------------------------------ */
 
 int main(void) {
   check_info();
