@@ -339,7 +339,9 @@ static void mg__hits_query(mg__hits_t *a) {
  * interrupts the backend so that the call returns; the call reports MG_ERR_TIMED_OUT (it reads
  * call_expired). */
 static void mg__wd_call_expired(mg_comm_t *comm) {
-  if (atomic_exchange(&comm->call_expired, 1) || !mg__comm_call_inside(comm)) return;
+  /* The call the scan saw may have left, and another entered, since. */
+  const double d = atomic_load(&comm->call_deadline);
+  if (d == 0.0 || mg__now() < d || atomic_exchange(&comm->call_expired, 1)) return;
   MG_WARN("rank %d of %d (device %d): a call into %s has not returned by its deadline (%g s); "
           "aborting the communicator so that it returns", comm->rank, comm->nranks, comm->device,
           comm->backend->name, comm->timeout_s);

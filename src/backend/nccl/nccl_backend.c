@@ -490,6 +490,23 @@ static mg_status_t n_revoke(mg_comm_t *comm, double deadline) {
   return st;
 }
 
+/* Starts fn on a thread of its own, named "<name><rank>" (for debuggers), with a heap copy of
+ * the size bytes at arg, which fn frees. 1 when it runs, 0 when it could not start. */
+static int mg__nccl_thread(pthread_t *th, void *(*fn)(void *), const void *arg, size_t size,
+                           const char *name, int rank) {
+  void *copy = malloc(size);
+  if (copy == NULL) return 0;
+  memcpy(copy, arg, size);
+  if (pthread_create(th, NULL, fn, copy) != 0) {
+    free(copy);
+    return 0;
+  }
+  char label[16];
+  snprintf(label, sizeof label, "%s%d", name, rank);
+  (void)pthread_setname_np(*th, label); /* for debuggers only */
+  return 1;
+}
+
 /* The interrupt's revoke, on a thread of its own: a blocking revoke does NCCL's whole job (its
  * streams synchronised, its proxy stopped) in the call. */
 typedef struct {
@@ -525,18 +542,9 @@ static void n_interrupt(mg_comm_t *comm) {
   }
   pthread_mutex_lock(&nx->stop_lock);
   if (nx->nc != NULL && !nx->revoked) {
-    mg__nrevoke_t *a = malloc(sizeof *a);
-    if (a != NULL) {
-      *a = (mg__nrevoke_t){nx->nc, nx->ctx, comm->rank};
-      if (pthread_create(&nx->revoke_th, NULL, mg__nrevoke_main, a) == 0) {
-        nx->revoke_started = nx->revoked = 1;
-        char name[16];
-        snprintf(name, sizeof name, "mg-revoke%d", comm->rank);
-        (void)pthread_setname_np(nx->revoke_th, name); /* for debuggers only */
-      } else {
-        free(a);
-      }
-    }
+    const mg__nrevoke_t a = {nx->nc, nx->ctx, comm->rank};
+    nx->revoke_started = nx->revoked =
+        mg__nccl_thread(&nx->revoke_th, mg__nrevoke_main, &a, sizeof a, "mg-revoke", comm->rank);
     if (!nx->revoked)
       MG_WARN("rank %d: cannot start a thread to revoke the blocking communicator", comm->rank);
   }
@@ -583,22 +591,13 @@ static void *mg__nabort_main(void *arg) {
 static void n_abort(mg_comm_t *comm) {
   mg__ncomm_t *nx = mg__ncomm(comm);
   if (nx->lc == NULL) return; /* never made (or aborted already): nothing of NCCL's is left */
-  /* From now on only the abort touches them; a revoke of nc has returned. */
-  mg__nabort_t *a = malloc(sizeof *a);
+  /* From now on only the abort touches them; it joins a revoke of nc still running first. */
   mg__nabort_t local = {NULL, nx->lc, nx, comm->rank, 0};
   local.nc = mg__nccl_take_opcomm(nx, &local.revoke);
   nx->lc = NULL;
-  if (a != NULL) {
-    *a = local;
-    if (pthread_create(&nx->abort_th, NULL, mg__nabort_main, a) == 0) {
-      nx->abort_started = 1;
-      char name[16];
-      snprintf(name, sizeof name, "mg-abort%d", comm->rank);
-      (void)pthread_setname_np(nx->abort_th, name); /* for debuggers only */
-      return;
-    }
-    free(a);
-  }
+  nx->abort_started = mg__nccl_thread(&nx->abort_th, mg__nabort_main, &local, sizeof local,
+                                      "mg-abort", comm->rank);
+  if (nx->abort_started) return;
   /* No thread: abort here. It returns once NCCL has freed the communicator. */
   MG_WARN("rank %d: cannot start a thread for ncclCommAbort; aborting on this thread",
           comm->rank);
