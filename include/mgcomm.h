@@ -761,6 +761,15 @@ MG_EXTERN mg_status_t mg_stream_destroy(mg_stream_t stream);
  * wait for itself), MG_ERR_INVALID_ARGUMENT (timeout_s negative or NaN). */
 MG_EXTERN mg_status_t mg_stream_sync(mg_stream_t stream, double timeout_s);
 
+/* The communicator's own stream, for programs without a CUDA binding (the mgcomm tool): on the
+ * NCCL backend a non-blocking CUDA stream of the communicator's device, made on the first call,
+ * the same handle on every later one, owned by the communicator and destroyed with it (CUDA frees
+ * it once its work has run). Use it as any stream of yours; mg_memcpy is not ordered after it
+ * (wait for an mg_record first). Errors: MG_ERR_INVALID_USAGE (bad comm, comm not ready),
+ * MG_ERR_INVALID_ARGUMENT (stream NULL), MG_ERR_NOT_SUPPORTED (host backend: pass NULL, or a host
+ * stream of mg_stream_create), MG_ERR_BACKEND (the driver refused). Thread-safe. */
+MG_EXTERN mg_status_t mg_comm_stream(mg_comm_t *comm, mg_stream_t *stream);
+
 /* Makes a request that completes when everything submitted to stream on comm before this call has
  * completed (as cuEventRecord), with the stream's error: on a host stream, the sticky error; on
  * the host backend with stream NULL the operations completed before they returned, so the

@@ -238,6 +238,21 @@ static mg_status_t mg__comm_worker(mg_comm_t *comm, const char *fn) {
   return st;
 }
 
+mg_status_t mg_comm_stream(mg_comm_t *comm, mg_stream_t *out) {
+  static const char fn[] = "mg_comm_stream";
+  MG_CHECK(mg__comm_check_ready(comm, fn));
+  if (out == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: stream is NULL", fn);
+  if (!(comm->backend->caps & MG__CAP_STREAM))
+    return mg__error(MG_ERR_NOT_SUPPORTED,
+                     "%s: the %s backend has no stream of its own; pass NULL or a host stream "
+                     "(mg_stream_create)", fn, comm->backend->name);
+  pthread_mutex_lock(&comm->lock); /* the stream is made once, by whichever call comes first */
+  mg_status_t st = comm->backend->comm_stream(comm, out);
+  mg__comm_unlock(comm);
+  if (st < 0) mg__error_prefix("%s", fn);
+  return st;
+}
+
 mg_status_t mg_stream_create(mg_comm_t *comm, mg_stream_t *out) {
   static const char fn[] = "mg_stream_create";
   MG_CHECK(mg__comm_check_ready(comm, fn));

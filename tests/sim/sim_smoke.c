@@ -141,8 +141,16 @@ static void reductions(mg_comm_t *comm, int r) {
     wi[i] = ((int64_t)(NRANKS - 1) << 40) + i - 500;
   }
   ASSERT_OK(mg_memcpy(comm, di, hi, sizeof(int64_t) * N));
-  ASSERT_OK(mg_all_reduce(di, di, N, MG_INT64, MG_MAX, comm, NULL));
-  sync_stream(comm, "all_reduce int64 max");
+  /* ... on the communicator's own stream: one handle, made once. */
+  mg_stream_t own = NULL, again = NULL;
+  ASSERT_OK(mg_comm_stream(comm, &own));
+  ASSERT_OK(mg_comm_stream(comm, &again));
+  ASSERT(own != NULL && own == again);
+  ASSERT_OK(mg_all_reduce(di, di, N, MG_INT64, MG_MAX, comm, own));
+  mg_request_t *req = NULL;
+  ASSERT_OK(mg_record(comm, own, &req));
+  ASSERT_OK(mg_request_wait(req, WAIT_S));
+  ASSERT_OK(mg_request_free(req));
   memset(hi, 0, sizeof(int64_t) * N);
   ASSERT_OK(mg_memcpy(comm, hi, di, sizeof(int64_t) * N));
   check_i64(hi, wi, N, r, "all_reduce int64 max (in place)");

@@ -310,6 +310,10 @@ static void test_misuse(void) {
   ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_record(NULL, NULL, &req));
   ASSERT(req == NULL);
   ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_stream_create(comms[0], NULL));
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_comm_stream(comms[0], NULL));
+  mg_stream_t own = NULL; /* the host backend has none: NULL or host streams */
+  ASSERT_STATUS(MG_ERR_NOT_SUPPORTED, mg_comm_stream(comms[0], &own));
+  ASSERT(own == NULL);
   /* A stream of another communicator, and a pointer that is no host stream. */
   ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_record(comms[0], streams[1], &req));
   ASSERT(req == NULL);

@@ -5,9 +5,9 @@
  * participant of the sweep (bench_run.c): there is nothing to agree on.
  *
  * Buffers are device memory of each rank's GPU (bench_mem.c: mg_mem_alloc, mg_memcpy). The
- * operations go on each device's default stream (stream NULL): the public API creates no CUDA
- * stream on the NCCL backend (a program passes its own) and the tool has no CUDA binding of its
- * own; mg_memcpy copies on a non-blocking stream of the library's, never while work is in flight.
+ * operations go on each communicator's own stream (mg_comm_stream: a non-blocking CUDA stream,
+ * as nccl-tests makes one per GPU; the legacy default stream cost 1-3 us per call on one H100);
+ * mg_memcpy copies on another stream of the library's, never while work is in flight.
  *
  * The time: on every rank, mg_record_timed before the first iteration of a batch and after the
  * last (requests of CUDA events that take the GPU's timestamp), each waited for within the
@@ -33,6 +33,7 @@
 typedef struct mg_bench_gpus {
   mg_bench_part_t part;   /* first member: the sweep's view */
   mg_comm_t **comms;      /* rank q, on device q */
+  mg_stream_t *streams;   /* rank q's: its communicator's own (mg_comm_stream) */
   int n;
   void **send, **buf;     /* per rank: its device memory (mg_bench_mem_device) */
   const void **sp;        /* per rank: what one operation reads ... */
@@ -75,25 +76,26 @@ static mg_status_t mg_bench_gpus_batch(mg_bench_gpus_t *gp, const mg_bench_case_
   mg_request_t **m = gp->marks;
   mg_status_t st = MG_OK;
   for (int j = 0; j < nmarks; j++) m[j] = NULL;
-  for (int q = 0; q < n && st == MG_OK; q++) st = mg_record_timed(gp->comms[q], NULL, &m[q]);
+  for (int q = 0; q < n && st == MG_OK; q++)
+    st = mg_record_timed(gp->comms[q], gp->streams[q], &m[q]);
   for (int i = 0; i < iters && st == MG_OK; i++) {
     /* One GPU posts its call alone, as nccl-tests does (a group of one costs a little more). */
     if (n == 1) {
       st = mg_bench_call(k->coll, gp->sp[0], gp->rp[0], k->g.count, k->dtype, k->op, k->root,
-                         gp->comms[0], 0, 1, NULL);
+                         gp->comms[0], 0, 1, gp->streams[0]);
     } else {
       st = mg_group_begin();
       if (st != MG_OK) break;
       for (int q = 0; q < n; q++) {
         /* Inside the group a failing call is recorded, and mg_group_end returns it. */
         (void)mg_bench_call(k->coll, gp->sp[q], gp->rp[q], k->g.count, k->dtype, k->op,
-                            k->root, gp->comms[q], q, n, NULL);
+                            k->root, gp->comms[q], q, n, gp->streams[q]);
       }
       st = mg_group_end();
     }
     const int span = per_iter ? i + 1 : i == iters - 1 ? 1 : 0; /* the mark after it, if any */
     for (int q = 0; q < n && st == MG_OK && span > 0; q++)
-      st = mg_record_timed(gp->comms[q], NULL, &m[span * n + q]);
+      st = mg_record_timed(gp->comms[q], gp->streams[q], &m[span * n + q]);
   }
   /* 0: each wait is bounded by the request's own deadline, the communicator's timeout. */
   for (int j = 0; j < nmarks && st == MG_OK; j++) st = mg_request_wait(m[j], 0);
@@ -167,6 +169,7 @@ int mg_bench_run_gpus(mg_bench_opts_t *o, mg_bench_report_t *rep) {
   size_t send_max, buf_max;
   mg_bench_extent(o, &send_max, &buf_max);
   gp.comms = calloc((size_t)n, sizeof *gp.comms);
+  gp.streams = calloc((size_t)n, sizeof *gp.streams);
   gp.send = calloc((size_t)n, sizeof *gp.send);
   gp.buf = calloc((size_t)n, sizeof *gp.buf);
   gp.sp = calloc((size_t)n, sizeof *gp.sp);
@@ -178,8 +181,8 @@ int mg_bench_run_gpus(mg_bench_opts_t *o, mg_bench_report_t *rep) {
   gp.send_img = calloc(1, send_max ? send_max : 1);
   gp.img = calloc(1, buf_max ? buf_max : 1);
   int status = 1;
-  if (!gp.comms || !gp.send || !gp.buf || !gp.sp || !gp.rp || !gp.marks || !gp.times ||
-      !gp.send_img || !gp.img) {
+  if (!gp.comms || !gp.streams || !gp.send || !gp.buf || !gp.sp || !gp.rp || !gp.marks ||
+      !gp.times || !gp.send_img || !gp.img) {
     fprintf(stderr, "mgcomm bench: out of memory\n");
     goto out;
   }
@@ -191,14 +194,15 @@ int mg_bench_run_gpus(mg_bench_opts_t *o, mg_bench_report_t *rep) {
   }
   int ready = mg_bench_gpus_describe(o) == 0; /* printed */
   for (int q = 0; q < n && ready; q++) {
-    st = mem->alloc(gp.comms[q], send_max, &gp.send[q]);
+    st = mg_comm_stream(gp.comms[q], &gp.streams[q]);
+    if (st == MG_OK) st = mem->alloc(gp.comms[q], send_max, &gp.send[q]);
     if (st == MG_OK) st = mem->alloc(gp.comms[q], buf_max, &gp.buf[q]);
     /* zeros, for runs without --check, which never fill them */
     if (st == MG_OK) st = mem->put(gp.comms[q], gp.send[q], gp.send_img, send_max);
     if (st == MG_OK) st = mem->put(gp.comms[q], gp.buf[q], gp.img, buf_max);
     if (st != MG_OK) {
-      fprintf(stderr, "mgcomm bench: rank %d (GPU %d): cannot allocate and clear %zu and %zu "
-              "bytes of device memory: %s: %s\n", q, q, send_max, buf_max, mg_status_name(st),
+      fprintf(stderr, "mgcomm bench: rank %d (GPU %d): cannot get its stream, or allocate and "
+              "clear %zu and %zu bytes of device memory: %s: %s\n", q, q, send_max, buf_max, mg_status_name(st),
               mg_last_error());
       ready = 0;
     }
@@ -215,6 +219,7 @@ int mg_bench_run_gpus(mg_bench_opts_t *o, mg_bench_report_t *rep) {
   }
 out:
   free(gp.comms);
+  free(gp.streams);
   free(gp.send);
   free(gp.buf);
   free(gp.sp);
