@@ -143,6 +143,9 @@ mg_status_t mg__comm_alloc(const mg__backend_t *backend, const mg_config_t *conf
 
 void mg__comm_free(mg_comm_t *comm) {
   if (comm == NULL) return;
+  /* A comm published and then thrown away with the rest of its creation (mg_comm_init_all)
+   * leaves the watchdog here; destroy has done it already (a second time finds nothing). */
+  if (comm->blocking_calls) mg__wd_guard(comm, 0);
   for (mg__custom_op_t *c = comm->custom_ops, *n; c != NULL; c = n) {
     n = c->next;
     free(c);
