@@ -120,8 +120,7 @@ static mg_status_t mg__nccl_opcomms(mg_comm_t *const *comms, int n, double deadl
   mg__ncclResult_t r = n > 1 ? mg__nccl.GroupStart() : MG__ncclSuccess;
   if (r != MG__ncclSuccess) return mg__nccl_error(r, "ncclGroupStart", NULL);
   for (int i = 0; i < n && st == MG_OK; i++) {
-    mg__ncomm_t *nx = mg__ncomm(comms[i]);
-    mg__nccl_drop(&nx->pending_child);
+    mg__ncomm_t *nx = mg__ncomm(comms[i]); /* new: its pending_child is NULL */
     r = mg__nccl.CommSplit(nx->lc, 0, comms[i]->rank, &nx->pending_child, &cfg);
     if (r != MG__ncclSuccess && r != MG__ncclInProgress)
       st = mg__nccl_error(r, "ncclCommSplit (the blocking communicator)", nx->lc);
