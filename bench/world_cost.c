@@ -29,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
 #include "core/request.h"
 #include "mgcomm.h"
 

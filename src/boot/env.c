@@ -12,8 +12,8 @@
 #include <strings.h>
 
 #include "boot/boot.h"
-#include "core/error.h"
-#include "core/params.h"
+#include "base/error.h"
+#include "base/params.h"
 
 static const struct {
   const char *launcher;

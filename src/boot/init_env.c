@@ -25,11 +25,11 @@
 
 #include "boot/boot.h"
 #include "boot/progress.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "core/comm.h"
-#include "core/error.h"
-#include "core/log.h"
-#include "core/params.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/params.h"
 
 /* ---- the job's store ---------------------------------------------------------------------- */
 
@@ -200,16 +200,43 @@ static mg_status_t mg__own_progress(void *ctx, mg__progress_t *out) {
 
 /* A backend that shares progress only inside a process gets it shared through the job's store
  * (boot/progress.c): timeout messages then know the ranks of the other processes. A failure
- * only leaves them unknown, as before. */
-static void mg__progress_join(mg_comm_t *comm, const mg__boot_env_t *env) {
+ * only leaves them unknown. */
+static void mg__progress_join(mg_comm_t *comm, const mg__boot_env_t *env, mg__bprog_t **out) {
   const int interval_ms = (int)mg__param_int(MG_PARAM_PROGRESS_INTERVAL_MS);
   if (!(comm->backend->caps & MG__CAP_PROGRESS_LOCAL) || interval_ms <= 0 || comm->nranks < 2)
     return;
   if (mg__bprog_join(env->address, env->token, comm->backend->comm_tag(comm), comm->rank,
-                     comm->nranks, interval_ms, mg__own_progress, comm, &comm->bprog) < 0)
+                     comm->nranks, interval_ms, mg__own_progress, comm, out) < 0)
     MG_INFO(MG_SUBSYS_BOOT, "mg_comm_init_env: rank %d does not publish its progress (%s)",
             comm->rank, mg_last_error());
 }
+
+/* What mg_comm_init_env attaches to its communicator (comm.h, mg__comm_ext_t). */
+typedef struct {
+  mg__boot_job_t *job; /* a reference on the job's store (rank 0 serves it) */
+  mg__bprog_t *prog;   /* this rank's progress shared through it; NULL: not shared */
+} mg__env_ext_t;
+
+static mg_status_t mg__env_peer_progress(void *state, int r, mg__progress_t *out) {
+  mg__env_ext_t *x = state;
+  return x->prog != NULL ? mg__bprog_peer(x->prog, r, out) : MG_ERR_NOT_SUPPORTED;
+}
+
+static void mg__env_leave(void *state) {
+  mg__env_ext_t *x = state;
+  mg__bprog_leave(x->prog);
+  x->prog = NULL;
+}
+
+static void mg__env_release(void *state) {
+  mg__env_ext_t *x = state;
+  mg__bprog_leave(x->prog); /* a communicator freed without destroy (a failed creation) */
+  mg__boot_release(x->job);
+  free(x);
+}
+
+static const mg__comm_ext_t mg__env_ext = {mg__env_peer_progress, mg__env_leave,
+                                           mg__env_release};
 
 /* ---- the call ----------------------------------------------------------------------------- */
 
@@ -271,10 +298,21 @@ mg_status_t mg_comm_init_env(const mg_config_t *config, mg_comm_t **out) {
       goto fail;
     }
   }
+  mg__env_ext_t *x = calloc(1, sizeof *x);
+  if (x == NULL) {
+    st = mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    goto fail;
+  }
   mg_comm_t *comm;
-  MG_CHECK_GOTO(mg_comm_init_rank(&cfg, env.size, &id, env.rank, &comm), st, fail);
-  comm->boot = job; /* the reference acquired above now belongs to the communicator */
-  mg__progress_join(comm, &env);
+  st = mg_comm_init_rank(&cfg, env.size, &id, env.rank, &comm);
+  if (st < 0) {
+    free(x);
+    goto fail;
+  }
+  x->job = job; /* the reference acquired above now belongs to the communicator */
+  mg__progress_join(comm, &env, &x->prog);
+  comm->ext_state = x;
+  comm->ext = &mg__env_ext;
   *out = comm;
   return MG_OK;
 fail:

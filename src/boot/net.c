@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "boot/net.h"
-#include "core/clock.h"
-#include "core/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 
 mg_status_t mg__net_parse(const char *address, int allow_port0, const char *what, char *host,
                           size_t hostlen, int *port) {

@@ -45,9 +45,9 @@
 #include <time.h>
 
 #include "boot/net.h"
-#include "core/clock.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/log.h"
 
 #define MG__BP_CONNECT_S 2.0 /* connecting (the client retries a refused connection) */
 #define MG__BP_CALL_S 0.5    /* set and delete */

@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "backend/backend.h"
+#include "core/backend.h"
 #include "mgcomm.h"
 
 typedef struct mg__bprog mg__bprog_t;

@@ -29,11 +29,11 @@
 #include "boot/net.h"
 #include "boot/proto.h"
 #include "boot/store.h"
-#include "core/clock.h"
-#include "core/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "core/handle.h"
-#include "core/log.h"
-#include "core/params.h"
+#include "base/log.h"
+#include "base/params.h"
 
 #define MG__STORE_MAGIC 0x6d677374u /* "mgst" */
 #define MG__GRACE_S 0.1             /* extra time a waiting call gives the server's own answer */

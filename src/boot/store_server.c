@@ -45,10 +45,10 @@
 #include "boot/net.h"
 #include "boot/proto.h"
 #include "boot/store.h"
-#include "core/clock.h"
-#include "core/error.h"
-#include "core/log.h"
-#include "core/params.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/params.h"
 
 /* ---- types -------------------------------------------------------------------------------- */
 

@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/backend.h"
-#include "core/error.h"
-#include "core/params.h"
+#include "core/backend.h"
+#include "base/error.h"
+#include "base/params.h"
 
 const mg__backend_t *mg__backend_get(mg_backend_t id) {
   switch (id) {

@@ -12,14 +12,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "boot/boot.h"
-#include "boot/progress.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "core/comm.h"
 #include "core/handle.h"
-#include "core/hot.h"
-#include "core/log.h"
-#include "core/params.h"
+#include "base/log.h"
+#include "base/params.h"
 #include "core/request.h"
 #include "core/stream.h"
 #include "core/trace.h"
@@ -34,7 +31,7 @@ static const char *mg__state_name(int state) {
   return "in an unknown state";
 }
 
-MG__HOT mg_status_t mg__comm_check(const mg_comm_t *comm, const char *fn) {
+mg_status_t mg__comm_check(const mg_comm_t *comm, const char *fn) {
   if (comm == NULL) return mg__error(MG_ERR_INVALID_USAGE, "%s: comm is NULL", fn);
   if (!mg__handle_valid(comm, MG__HANDLE_COMM) || comm->magic != MG__COMM_MAGIC)
     return mg__error(MG_ERR_INVALID_USAGE,
@@ -48,7 +45,7 @@ mg_status_t mg__comm_refuse(mg_comm_t *comm, const char *fn) {
   return mg__comm_check_state(comm, fn);
 }
 
-MG__HOT mg_status_t mg__comm_check_state(mg_comm_t *comm, const char *fn) {
+mg_status_t mg__comm_check_state(mg_comm_t *comm, const char *fn) {
   int state = atomic_load(&comm->state);
   if (state == MG_COMM_READY) return MG_OK;
   if (state == MG_COMM_ERROR) {
@@ -87,13 +84,11 @@ static void mg__config_copy(mg_config_t *dst, const mg_config_t *src) {
 
 mg_status_t mg__comm_alloc(const mg__backend_t *backend, const mg_config_t *config,
                            mg_comm_t **out) {
-  /* Line-aligned, the backend's part too: the hot fields (comm.h) then touch no more lines
-   * than they fill. */
-  const size_t head = (sizeof(mg_comm_t) + 63) & ~(size_t)63;
-  const size_t bytes = (head + backend->comm_priv_size + 63) & ~(size_t)63;
-  mg_comm_t *comm = aligned_alloc(64, bytes);
+  /* The backend's state follows the core's, aligned for any type. */
+  const size_t align = _Alignof(max_align_t);
+  const size_t head = (sizeof(mg_comm_t) + align - 1) / align * align;
+  mg_comm_t *comm = calloc(1, head + backend->comm_priv_size);
   if (comm == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "cannot allocate a communicator");
-  memset(comm, 0, bytes);
   comm->backend = backend;
   mg__config_copy(&comm->config, config);
   comm->config.backend = backend->id;
@@ -151,7 +146,7 @@ void mg__comm_free(mg_comm_t *comm) {
     free(c);
   }
   mg__reg_free_all(comm);
-  mg__boot_release(comm->boot);
+  if (comm->ext != NULL && comm->ext->release != NULL) comm->ext->release(comm->ext_state);
   comm->magic = MG__COMM_DEAD;
   mg__trace_destroy(comm);
   pthread_mutex_destroy(&comm->lock);
@@ -582,9 +577,8 @@ mg_status_t mg_comm_destroy(mg_comm_t *comm) {
   if (!atomic_load(&comm->aborting)) /* custom ops go before their communicator */
     for (mg__custom_op_t *c = comm->custom_ops; c != NULL; c = c->next)
       comm->backend->redop_destroy(comm, &c->redop);
-  /* The publisher reads this rank's progress through the backend until it has left. */
-  mg__bprog_leave(comm->bprog);
-  comm->bprog = NULL;
+  /* What the layer above attached may read this rank's progress through the backend. */
+  if (comm->ext != NULL && comm->ext->leave != NULL) comm->ext->leave(comm->ext_state);
   comm->backend->comm_destroy(comm);
   mg__comm_free(comm);
   return MG_OK;

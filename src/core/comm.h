@@ -14,8 +14,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "backend/backend.h"
-#include "core/error.h"
+#include "core/backend.h"
+#include "base/error.h"
 #include "core/handle.h"
 
 #define MG__COMM_MAGIC 0x6d67636du /* "mgcm" */
@@ -30,9 +30,19 @@ typedef struct mg__custom_op {
 
 enum { MG__STOP_ABORT = 1, MG__STOP_REVOKE = 2 }; /* values of mg_comm.aborting */
 
+/* What a layer above core attaches to a communicator it made (mg_comm_init_env: the job's store,
+ * and this rank's progress published there). Core calls these at the right moments without
+ * knowing what they hold; every member may be NULL. */
+typedef struct mg__comm_ext {
+  /* Rank r's progress when the backend does not know it (a rank of another process). */
+  mg_status_t (*peer_progress)(void *state, int r, mg__progress_t *out);
+  /* Before the backend is destroyed: stop reading this rank's progress through it. */
+  void (*leave)(void *state);
+  /* When the communicator is freed: release state. */
+  void (*release)(void *state);
+} mg__comm_ext_t;
+
 struct mg_comm {
-  /* What every operation reads or writes comes first, in as few cache lines as fit: an
-   * operation's cost is mostly the lines it touches when the caches are cold (core/hot.h). */
   uint32_t magic;                 /* MG__COMM_MAGIC while valid */
   int rank;
   int nranks;
@@ -61,11 +71,9 @@ struct mg_comm {
   mg__custom_op_t *custom_ops;    /* custom reduction ops of this comm */
   uint64_t split_seq;             /* number of split/shrink calls made (under lock) */
   struct mg_reg *regs;            /* registrations of buffers (mem.c; under lock), owned */
-  struct mg__boot_job *boot;      /* mg_comm_init_env: a reference on the job's store (rank 0
-                                     serves it); released by mg__comm_free; else NULL */
-  struct mg__bprog *bprog;        /* mg_comm_init_env on a MG__CAP_PROGRESS_LOCAL backend: its
-                                     progress through the job's store (boot/progress.c); set
-                                     before the comm is returned, left by mg_comm_destroy */
+  const mg__comm_ext_t *ext;      /* what a layer above attached (mg_comm_init_env: the job's
+                                     store and the progress shared through it); NULL: nothing */
+  void *ext_state;                /* ext's own state */
   atomic_int abort_done;          /* the backend's comm_abort ran (once) */
   atomic_int users;               /* threads using a mark of this comm outside its lock (a
                                      request's query or wait); destroy waits for them */

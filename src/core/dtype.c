@@ -5,7 +5,7 @@
 #include <strings.h>
 
 #include "core/dtype.h"
-#include "core/error.h"
+#include "base/error.h"
 
 static const struct {
   const char *name;

@@ -13,10 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
 #include "core/comm.h"
-#include "core/hot.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/op.h"
 #include "core/stream.h"
 #include "core/trace.h"
@@ -45,12 +44,12 @@ static int mg__ptr_cmp(const void *a, const void *b) {
 }
 
 /* Errors after which a communicator cannot be trusted: the others are the caller's. */
-MG__HOT static int mg__breaks(mg_status_t st) {
+static int mg__breaks(mg_status_t st) {
   return st < 0 && st != MG_ERR_INVALID_ARGUMENT && st != MG_ERR_INVALID_USAGE &&
          st != MG_ERR_NOT_SUPPORTED;
 }
 
-MG__HOT void mg__op_number(mg__op_t *op, int started, double now) {
+void mg__op_number(mg__op_t *op, int started, double now) {
   mg_comm_t *c = op->comm;
   if (mg__opkind_is_collective(op->kind)) {
     op->seq = c->coll_seq++;
@@ -232,7 +231,7 @@ mg_status_t mg__post_refused(mg__op_t *op, mg_status_t st, int comm_live) {
   return mg__group_note(st);
 }
 
-MG__HOT mg_status_t mg__post_checked(mg__op_t *op, const char *fn) {
+mg_status_t mg__post_checked(mg__op_t *op, const char *fn) {
   if (mg__grp.depth == 0) {
     mg__op_t *one = op;
     mg_status_t st = mg__dispatch(&one, 1);

@@ -23,9 +23,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/handle.h"
-#include "core/hot.h"
 
 typedef struct {
   _Atomic(const void *) p; /* NULL: empty; MG__TOMB: removed */
@@ -108,7 +107,7 @@ static size_t mg__hash(const void *p) {
 
 /* p's slot in t, or NULL. Any reader; the slots may change under a sequence-lock reader, who
  * then discards what it found. */
-MG__HOT static mg__slot_t *mg__find(mg__table_t *t, const void *p) {
+static mg__slot_t *mg__find(mg__table_t *t, const void *p) {
   if (t == NULL || p == NULL || p == MG__TOMB) return NULL;
   const size_t mask = t->cap - 1;
   size_t j = mg__hash(p) & mask;
@@ -214,7 +213,7 @@ int mg__handle_take(const void *p, mg__handle_kind_t kind) {
 /* Out of line, so that a lookup that finds no writer at work saves no registers. */
 static __attribute__((noinline, cold)) void mg__writer_wait(void) { sched_yield(); }
 
-MG__HOT int mg__handle_valid(const void *p, mg__handle_kind_t kind) {
+int mg__handle_valid(const void *p, mg__handle_kind_t kind) {
   for (;;) {
     const unsigned v = atomic_load_explicit(&mg__set.seq, memory_order_acquire);
     if (__builtin_expect(v & 1u, 0)) {

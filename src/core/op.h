@@ -7,7 +7,7 @@
 
 #include <stdlib.h>
 
-#include "backend/backend.h"
+#include "core/backend.h"
 
 /* Checks every argument of op against contract 2 (see mgcomm.h, "Operations"); clears the buffers
  * the calling rank does not use; captures the reduction op; copies all_to_allv's arrays into

@@ -3,8 +3,7 @@
  * checks it and posts it (group.c). Nothing else happens here.
  */
 #include "core/argcheck.h"
-#include "core/hot.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/op.h"
 #include "core/stream.h"
 
@@ -29,44 +28,44 @@ mg__post(mg__op_t *op, const size_t *const v_in[4], const char *fn) {
   {.kind = (kind_), .comm = (comm_), .send = (send_), .recv = (recv_), .count = (count_), \
    .dtype = (dtype_), .redop = {.op = (redop_)}, .root = (root_), .stream = (stream_)}
 
-MG__HOT mg_status_t mg_all_reduce(const void *send, void *recv, size_t count, mg_dtype_t dtype,
+mg_status_t mg_all_reduce(const void *send, void *recv, size_t count, mg_dtype_t dtype,
                                   mg_op_t op, mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_ALL_REDUCE, comm, send, recv, count, dtype, op, -1, stream);
   return mg__post(&o, NULL, "mg_all_reduce");
 }
 
-MG__HOT mg_status_t mg_broadcast(const void *send, void *recv, size_t count, mg_dtype_t dtype,
+mg_status_t mg_broadcast(const void *send, void *recv, size_t count, mg_dtype_t dtype,
                                  int root, mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_BROADCAST, comm, send, recv, count, dtype, MG_SUM, root, stream);
   return mg__post(&o, NULL, "mg_broadcast");
 }
 
-MG__HOT mg_status_t mg_reduce(const void *send, void *recv, size_t count, mg_dtype_t dtype,
+mg_status_t mg_reduce(const void *send, void *recv, size_t count, mg_dtype_t dtype,
                               mg_op_t op, int root, mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_REDUCE, comm, send, recv, count, dtype, op, root, stream);
   return mg__post(&o, NULL, "mg_reduce");
 }
 
-MG__HOT mg_status_t mg_all_gather(const void *send, void *recv, size_t sendcount, mg_dtype_t dtype,
+mg_status_t mg_all_gather(const void *send, void *recv, size_t sendcount, mg_dtype_t dtype,
                                   mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_ALL_GATHER, comm, send, recv, sendcount, dtype, MG_SUM, -1, stream);
   return mg__post(&o, NULL, "mg_all_gather");
 }
 
-MG__HOT mg_status_t mg_reduce_scatter(const void *send, void *recv, size_t recvcount,
+mg_status_t mg_reduce_scatter(const void *send, void *recv, size_t recvcount,
                                       mg_dtype_t dtype, mg_op_t op, mg_comm_t *comm,
                                       mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_REDUCE_SCATTER, comm, send, recv, recvcount, dtype, op, -1, stream);
   return mg__post(&o, NULL, "mg_reduce_scatter");
 }
 
-MG__HOT mg_status_t mg_all_to_all(const void *send, void *recv, size_t count, mg_dtype_t dtype,
+mg_status_t mg_all_to_all(const void *send, void *recv, size_t count, mg_dtype_t dtype,
                                   mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_ALL_TO_ALL, comm, send, recv, count, dtype, MG_SUM, -1, stream);
   return mg__post(&o, NULL, "mg_all_to_all");
 }
 
-MG__HOT mg_status_t mg_all_to_allv(const void *send, const size_t *sendcounts,
+mg_status_t mg_all_to_allv(const void *send, const size_t *sendcounts,
                                    const size_t *sdispls, void *recv, const size_t *recvcounts,
                                    const size_t *rdispls, mg_dtype_t dtype, mg_comm_t *comm,
                                    mg_stream_t stream) {
@@ -75,25 +74,25 @@ MG__HOT mg_status_t mg_all_to_allv(const void *send, const size_t *sendcounts,
   return mg__post(&o, v, "mg_all_to_allv");
 }
 
-MG__HOT mg_status_t mg_gather(const void *send, void *recv, size_t count, mg_dtype_t dtype,
+mg_status_t mg_gather(const void *send, void *recv, size_t count, mg_dtype_t dtype,
                               int root, mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_GATHER, comm, send, recv, count, dtype, MG_SUM, root, stream);
   return mg__post(&o, NULL, "mg_gather");
 }
 
-MG__HOT mg_status_t mg_scatter(const void *send, void *recv, size_t count, mg_dtype_t dtype,
+mg_status_t mg_scatter(const void *send, void *recv, size_t count, mg_dtype_t dtype,
                                int root, mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_SCATTER, comm, send, recv, count, dtype, MG_SUM, root, stream);
   return mg__post(&o, NULL, "mg_scatter");
 }
 
-MG__HOT mg_status_t mg_send(const void *send, size_t count, mg_dtype_t dtype, int peer,
+mg_status_t mg_send(const void *send, size_t count, mg_dtype_t dtype, int peer,
                             mg_comm_t *comm, mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_SEND, comm, send, NULL, count, dtype, MG_SUM, peer, stream);
   return mg__post(&o, NULL, "mg_send");
 }
 
-MG__HOT mg_status_t mg_recv(void *recv, size_t count, mg_dtype_t dtype, int peer, mg_comm_t *comm,
+mg_status_t mg_recv(void *recv, size_t count, mg_dtype_t dtype, int peer, mg_comm_t *comm,
                             mg_stream_t stream) {
   mg__op_t o = MG__OP(MG_OPK_RECV, comm, NULL, recv, count, dtype, MG_SUM, peer, stream);
   return mg__post(&o, NULL, "mg_recv");

@@ -7,12 +7,11 @@
 #include <string.h>
 
 #include "core/comm.h"
-#include "core/hot.h"
 #include "core/op.h"
 
 static atomic_int mg__next_op_id = MG_OP_BUILTIN_COUNT;
 
-MG__HOT mg_status_t mg__redop_capture(mg__op_t *op, const char *fn) {
+mg_status_t mg__redop_capture(mg__op_t *op, const char *fn) {
   mg_op_t v = op->redop.op;
   if ((int)v < 0)
     return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: op %d is not a reduction op", fn, (int)v);

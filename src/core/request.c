@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
 #include "core/handle.h"
 #include "core/idle_thread.h"
-#include "core/log.h"
-#include "core/params.h"
+#include "base/log.h"
+#include "base/params.h"
 #include "core/request.h"
 
 /* ---- library threads ------------------------------------------------------------------------ */

@@ -23,8 +23,8 @@
 #include <sched.h>
 #include <stdatomic.h>
 
-#include "backend/backend.h"
-#include "core/clock.h"
+#include "core/backend.h"
+#include "base/clock.h"
 #include "core/comm.h"
 
 #define MG__REQ_MAGIC 0x6d677271u /* "mgrq" */

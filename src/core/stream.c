@@ -11,12 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
 #include "core/handle.h"
-#include "core/hot.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/op.h"
-#include "core/params.h"
+#include "base/params.h"
 #include "core/request.h"
 #include "core/stream.h"
 #include "core/trace.h"

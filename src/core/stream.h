@@ -11,7 +11,7 @@
 #ifndef MG_CORE_STREAM_H
 #define MG_CORE_STREAM_H
 
-#include "backend/backend.h"
+#include "core/backend.h"
 #include "core/comm.h"
 
 typedef struct mg__item mg__item_t;

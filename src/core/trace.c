@@ -13,12 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "boot/progress.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "core/comm.h"
-#include "core/hot.h"
-#include "core/log.h"
-#include "core/params.h"
+#include "base/log.h"
+#include "base/params.h"
 #include "core/trace.h"
 
 enum { MG__TR_ENQUEUED = 1, MG__TR_STARTED = 2, MG__TR_COMPLETED = 3, MG__TR_FAILED = 4 };
@@ -107,11 +105,11 @@ static mg__trace_ent_t *mg__tr_slot(mg__trace_t *t, uint64_t id) {
 }
 
 /* op's entry, or NULL when a newer one took its slot. */
-MG__HOT static mg__trace_ent_t *mg__tr_entry(mg__trace_t *t, const mg__op_t *op) {
+static mg__trace_ent_t *mg__tr_entry(mg__trace_t *t, const mg__op_t *op) {
   return t->next_id - op->trace_id < t->cap ? &t->ent[op->trace_slot] : NULL;
 }
 
-MG__HOT void mg__trace_enqueue(mg__op_t *op, int started, double now) {
+void mg__trace_enqueue(mg__op_t *op, int started, double now) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL) return;
   mg__tr_lock(t);
@@ -136,7 +134,7 @@ MG__HOT void mg__trace_enqueue(mg__op_t *op, int started, double now) {
   op->trace_slot = slot;
 }
 
-MG__HOT void mg__trace_start(const mg__op_t *op) {
+void mg__trace_start(const mg__op_t *op) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL || op->trace_id == 0) return;
   double now = mg__now();
@@ -149,7 +147,7 @@ MG__HOT void mg__trace_start(const mg__op_t *op) {
   mg__tr_unlock(t);
 }
 
-MG__HOT void mg__trace_end(const mg__op_t *op) {
+void mg__trace_end(const mg__op_t *op) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL || op->trace_id == 0) return;
   double now = mg__now();
@@ -185,11 +183,12 @@ static const char *mg__dt(int dtype) {
 }
 
 /* Rank r's progress as its backend knows it, else (a rank of another process, on a backend that
- * shares progress only inside one) as the job's store last told it (boot/progress.c). The
- * fallback lives here rather than in the backend so that backends never depend on src/boot/. */
+ * shares progress only inside one) as what the communicator's maker attached knows it. */
 static mg_status_t mg__peer_progress(mg_comm_t *comm, int r, mg__progress_t *p) {
   mg_status_t st = comm->backend->peer_progress(comm, r, p);
-  if (st < 0 && comm->bprog != NULL && mg__bprog_peer(comm->bprog, r, p) == MG_OK) return MG_OK;
+  if (st < 0 && comm->ext != NULL && comm->ext->peer_progress != NULL &&
+      comm->ext->peer_progress(comm->ext_state, r, p) == MG_OK)
+    return MG_OK;
   return st;
 }
 

@@ -11,7 +11,7 @@
 #ifndef MG_CORE_TRACE_H
 #define MG_CORE_TRACE_H
 
-#include "backend/backend.h"
+#include "core/backend.h"
 
 typedef struct mg__trace mg__trace_t;
 

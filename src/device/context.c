@@ -2,8 +2,7 @@
  * context.c -- primary contexts: retained per user (a communicator, an allocation), made current
  * for the duration of a call and the caller's context put back afterwards.
  */
-#include "core/error.h"
-#include "core/hot.h"
+#include "base/error.h"
 #include "device/device.h"
 #include "loader/loader.h"
 
@@ -24,7 +23,7 @@ void mg__device_ctx_release(mg__CUdevice dev) {
   (void)mg__cuda.DevicePrimaryCtxRelease(dev);
 }
 
-MG__HOT mg_status_t mg__device_ctx_enter(mg__CUcontext ctx, mg__CUcontext *saved) {
+mg_status_t mg__device_ctx_enter(mg__CUcontext ctx, mg__CUcontext *saved) {
   mg__CUcontext cur = NULL;
   MG_CU_CHECK(CtxGetCurrent, &cur);
   if (cur != ctx) MG_CU_CHECK(CtxSetCurrent, ctx);
@@ -32,7 +31,7 @@ MG__HOT mg_status_t mg__device_ctx_enter(mg__CUcontext ctx, mg__CUcontext *saved
   return MG_OK;
 }
 
-MG__HOT void mg__device_ctx_leave(mg__CUcontext ctx, mg__CUcontext saved) {
+void mg__device_ctx_leave(mg__CUcontext ctx, mg__CUcontext saved) {
   /* Setting back the caller's context fails only when the caller destroyed it meanwhile (from
    * another thread); then no context is current, which is the best that can be done. */
   if (saved != ctx) (void)mg__cuda.CtxSetCurrent(saved);

@@ -2,7 +2,7 @@
  * libinfo.c -- the public view of the loader (mgcomm.h, Diagnostics): mg_library_info,
  * mg_library_attempt, mg_feature_info.
  */
-#include "core/error.h"
+#include "base/error.h"
 #include "loader/loader.h"
 
 static const char *const mg__lib_short_names[MG_LIB_COUNT] = {

@@ -6,8 +6,7 @@
  */
 #include <stdint.h>
 
-#include "core/error.h"
-#include "core/hot.h"
+#include "base/error.h"
 #include "device/device.h"
 #include "loader/loader.h"
 
@@ -33,7 +32,7 @@ mg_status_t mg__device_ptr_attr(const void *p, mg__ptr_attr_t *attr) {
   return MG_OK;
 }
 
-MG__HOT mg_status_t mg__device_check_buffer(const mg__ptr_attr_t *a, const void *p, size_t bytes,
+mg_status_t mg__device_check_buffer(const mg__ptr_attr_t *a, const void *p, size_t bytes,
                                     int device, const char *fn, const char *arg) {
   if (!a->managed && a->memory_type != MG__CU_MEMORYTYPE_UNIFIED) {
     switch (a->memory_type) {
@@ -74,7 +73,7 @@ MG__HOT mg_status_t mg__device_check_buffer(const mg__ptr_attr_t *a, const void 
   return MG_OK;
 }
 
-MG__HOT mg_status_t mg__device_check_ptr(const void *p, size_t bytes, int device, const char *fn,
+mg_status_t mg__device_check_ptr(const void *p, size_t bytes, int device, const char *fn,
                                  const char *arg) {
   if (bytes == 0) return MG_OK;
   mg__ptr_attr_t a = {0, 0, 0, 0, 0};
@@ -86,7 +85,7 @@ MG__HOT mg_status_t mg__device_check_ptr(const void *p, size_t bytes, int device
   return mg__device_check_buffer(&a, p, bytes, device, fn, arg);
 }
 
-MG__HOT mg_status_t mg__device_check_stream(mg__CUstream stream, mg__CUcontext ctx, int device,
+mg_status_t mg__device_check_stream(mg__CUstream stream, mg__CUcontext ctx, int device,
                                     const char *fn) {
   if (stream == NULL || stream == MG__CU_STREAM_LEGACY || stream == MG__CU_STREAM_PER_THREAD)
     return MG_OK;

@@ -98,8 +98,7 @@ enum {
 #define MG__CU_STREAM_LEGACY ((mg__CUstream)0x1)
 #define MG__CU_STREAM_PER_THREAD ((mg__CUstream)0x2)
 
-/* X(req, form, member, sym, alt, ret, params, args): see table.h. What every operation calls comes
- * first: the table is aligned to a cache line (core/hot.h). */
+/* X(req, form, member, sym, alt, ret, params, args): see table.h. */
 #define MG__CUDA_SYMBOLS(X)                                                                      \
   X(REQ, RC, CtxGetCurrent, "cuCtxGetCurrent", NULL, mg__CUresult, (mg__CUcontext *ctx), (ctx))  \
   X(REQ, RC, CtxSetCurrent, "cuCtxSetCurrent", NULL, mg__CUresult, (mg__CUcontext ctx), (ctx))   \

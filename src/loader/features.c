@@ -6,7 +6,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "core/hot.h"
 #include "loader/loader.h"
 
 static const mg__feature_desc_t mg__features[MG_FEATURE_COUNT] = {
@@ -65,7 +64,7 @@ const mg__feature_desc_t *mg__feature_desc(mg_feature_t f) {
   return (unsigned)f < MG_FEATURE_COUNT ? &mg__features[f] : NULL;
 }
 
-MG__HOT int mg__feature(mg_feature_t f) {
+int mg__feature(mg_feature_t f) {
   if ((unsigned)f >= MG_FEATURE_COUNT) return 0;
   if (!atomic_load_explicit(&mg__features_known, memory_order_acquire))
     pthread_once(&mg__features_once, mg__features_compute);

@@ -6,7 +6,7 @@
 
 #include "loader/loader_int.h"
 
-_Alignas(64) mg__cuda_table_t mg__cuda; /* aligned: operations read its first line */
+mg__cuda_table_t mg__cuda;
 static mg__cuda_table_t mg__cuda_real;
 
 #define X(req, form, member, sym, alt, ret, params, args) \

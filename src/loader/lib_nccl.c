@@ -7,7 +7,7 @@
 
 #include "loader/loader_int.h"
 
-_Alignas(64) mg__nccl_table_t mg__nccl; /* aligned: operations read its first line */
+mg__nccl_table_t mg__nccl;
 static mg__nccl_table_t mg__nccl_real;
 
 #define X(req, form, member, sym, alt, ret, params, args) \

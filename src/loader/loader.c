@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "loader/loader_int.h"
 
 _Static_assert(sizeof(mg__fnptr_t) == sizeof(void *), "function and data pointers differ in size");

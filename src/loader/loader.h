@@ -48,7 +48,7 @@
 #ifndef MG_LOADER_LOADER_H
 #define MG_LOADER_LOADER_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include "loader/cuda_api.h"
 #include "loader/nccl_api.h"
 #include "loader/nvml_api.h"

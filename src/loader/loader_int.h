@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "core/params.h"
+#include "base/params.h"
 #include "loader/loader.h"
 
 #define MG__LOADER_MAX_CANDIDATES 64

@@ -113,8 +113,7 @@ typedef struct {
 } mg__ncclConfig_t;
 
 /* X(req, form, member, sym, alt, ret, params, args): see table.h. Optional symbols belong to a
- * feature (features.c) that says which version has them. What operations call comes first: the
- * table is aligned to a cache line, so that an operation reads one line of it (core/hot.h). */
+ * feature (features.c) that says which version has them. */
 #define MG__NCCL_SYMBOLS(X)                                                                      \
   X(REQ, RC, CommGetAsyncError, "ncclCommGetAsyncError", NULL, mg__ncclResult_t,                 \
     (mg__ncclComm_t comm, mg__ncclResult_t *async_error), (comm, async_error))                   \

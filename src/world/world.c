@@ -16,10 +16,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
 #include "core/handle.h"
-#include "core/log.h"
-#include "core/params.h"
+#include "base/log.h"
+#include "base/params.h"
 #include "core/trace.h"
 #include "world/world.h"
 

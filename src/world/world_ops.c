@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
 #include "core/handle.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/trace.h"
 #include "world/world.h"
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "boot/proto.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "test.h"
 
 #define TOKEN "bad-input-token"

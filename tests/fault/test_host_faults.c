@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "backend/host/host.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "core/trace.h"
 #include "test.h"
 

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "boot/progress.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "test.h"
 
 #define TOKEN "progress-test-token"

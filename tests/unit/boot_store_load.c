@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
 #include "test.h"
 
 #define TOKEN "load-test-token"

@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
 #include "test.h"
 
 static mg_comm_t *comms[2];

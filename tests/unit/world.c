@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
 #include "test.h"
 
 #define N 3

@@ -7,13 +7,10 @@
 #include "backend/host/host_shm.h"
 #include "core/comm.h"
 
-/* The first 8 bytes of every host-backend unique id (the NCCL backend refuses such ids). */
-#define MG__HID_MAGIC "MGHOST1"
-
 /* The unique id of a host communicator: a random segment name, plus a secret from which the
  * names of split and shrink children are derived (unguessable without it). */
 typedef struct mg__hid {
-  char magic[8];                /* MG__HID_MAGIC */
+  char magic[8];                /* MG__HOST_ID_MAGIC */
   unsigned char secret[16];     /* from getrandom */
   char name[MG__HSHM_NAME_MAX]; /* "/mgcomm-<32 hex>" */
 } mg__hid_t;

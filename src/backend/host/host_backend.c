@@ -11,14 +11,14 @@
 #include <string.h>
 
 #include "backend/host/host.h"
-#include "core/clock.h"
-#include "core/hash.h"
-#include "core/log.h"
+#include "base/clock.h"
+#include "base/hash.h"
+#include "base/log.h"
 #include "core/op.h"
 #include "core/stream.h"
 #include "core/trace.h"
 
-static const char mg__hid_magic[8] = MG__HID_MAGIC;
+static const char mg__hid_magic[8] = MG__HOST_ID_MAGIC;
 
 static void mg__hid_name(mg__hid_t *id) {
   static const char hex[] = "0123456789abcdef";

@@ -24,9 +24,9 @@
 
 #include "backend/host/host.h"
 #include "backend/host/host_reduce.h"
-#include "core/clock.h"
-#include "core/log.h"
-#include "core/params.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/params.h"
 #include "loader/fault.h"
 
 /* ---- execution state ---------------------------------------------------------------------- */

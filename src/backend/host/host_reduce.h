@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/backend.h"
+#include "core/backend.h"
 
 /* dst[i] = x_0[i] op x_1[i] op ... op x_{k-1}[i] for i < n, combined left to right in the order
  * of srcs (the host backend passes them in rank order, so results are reproducible), k >= 1.

@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include "backend/host/host_shm.h"
-#include "core/clock.h"
-#include "core/error.h"
-#include "core/log.h"
-#include "core/params.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/params.h"
 #include "loader/fault.h"
 
 #define MG__PAGE 4096u

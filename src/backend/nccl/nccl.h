@@ -35,7 +35,6 @@ struct mg__nevpool;
 struct mg__nprog;
 
 typedef struct mg__ncomm {
-  /* What every operation reads comes first, on the line that starts it (core/hot.h). */
   mg__ncclComm_t nc;      /* operations: blocking, or lc itself in nonblocking mode; NULL
                              before init completes and after abort (which frees it) */
   mg__CUcontext ctx;      /* the device's primary context, retained while the comm lives */

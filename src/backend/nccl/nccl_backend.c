@@ -29,11 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/host/host.h"
 #include "backend/nccl/nccl.h"
-#include "core/hash.h"
-#include "core/log.h"
-#include "core/params.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "base/params.h"
 
 _Static_assert(sizeof(mg__ncclUniqueId) == sizeof(mg_unique_id_t), "NCCL's id is 128 bytes");
 
@@ -181,7 +180,7 @@ static mg_status_t n_unique_id(mg_unique_id_t *uid) {
 }
 
 static mg_status_t mg__nccl_id(const mg_unique_id_t *uid, mg__ncclUniqueId *id, const char *fn) {
-  if (memcmp(uid->internal, MG__HID_MAGIC, sizeof MG__HID_MAGIC) == 0)
+  if (memcmp(uid->internal, MG__HOST_ID_MAGIC, sizeof MG__HOST_ID_MAGIC) == 0)
     return mg__error(MG_ERR_INVALID_ARGUMENT,
                      "%s: id is a host-backend unique id; the NCCL backend needs one made by "
                      "mg_unique_id_create(MG_BACKEND_NCCL)", fn);

@@ -11,7 +11,6 @@
 #include <stdint.h>
 
 #include "backend/nccl/nccl.h"
-#include "core/hot.h"
 
 static inline int mg__nccl_is_fp8(mg_dtype_t dtype) {
   return dtype == MG_FLOAT8_E4M3 || dtype == MG_FLOAT8_E5M2;
@@ -23,7 +22,7 @@ static inline int mg__nccl_types_vary(mg_dtype_t dtype, const mg__redop_t *redop
   return mg__nccl_is_fp8(dtype) || (reduction && (redop->premul || redop->op == MG_AVG));
 }
 
-MG__HOT mg_status_t mg__nccl_check_types(mg_dtype_t dtype, const mg__redop_t *redop, int reduction,
+mg_status_t mg__nccl_check_types(mg_dtype_t dtype, const mg__redop_t *redop, int reduction,
                                  int cc_major, int cc_minor, const char *fn) {
   if (!mg__nccl_types_vary(dtype, redop, reduction)) return MG_OK;
   if (mg__nccl_is_fp8(dtype)) {
@@ -45,7 +44,7 @@ MG__HOT mg_status_t mg__nccl_check_types(mg_dtype_t dtype, const mg__redop_t *re
 }
 
 /* 1 when [a, a + na) lies inside [b, b + nb). */
-MG__HOT static int mg__within(const void *a, size_t na, const void *b, size_t nb) {
+static int mg__within(const void *a, size_t na, const void *b, size_t nb) {
   const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
   return x >= y && x - y <= nb && na <= nb - (x - y);
 }
@@ -83,7 +82,7 @@ static __attribute__((noinline)) mg_status_t mg__nccl_check_all(const mg__op_t *
   return mg__device_check_stream((mg__CUstream)op->stream, nx->ctx, dev, fn);
 }
 
-MG__HOT mg_status_t mg__nccl_check_op(const mg__op_t *op, const char *fn) {
+mg_status_t mg__nccl_check_op(const mg__op_t *op, const char *fn) {
   /* Pointer checks off, and a type and op that every NCCL has: nothing to ask. */
   if (!mg__ncomm(op->comm)->check_ptrs &&
       !mg__nccl_types_vary(op->dtype, &op->redop, mg__opkind_is_reduction(op->kind)))

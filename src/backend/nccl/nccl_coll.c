@@ -34,8 +34,7 @@
 #include <time.h>
 
 #include "backend/nccl/nccl.h"
-#include "core/clock.h"
-#include "core/hot.h"
+#include "base/clock.h"
 
 /* ---- waiting -------------------------------------------------------------------------------- */
 
@@ -54,7 +53,7 @@ static inline void mg__nccl_relax(void) {
 #define MG__NCCL_YIELD_S 5e-3
 #define MG__NCCL_SLEEP_MAX_NS 1000000L
 
-MG__HOT void mg__nccl_backoff(mg__nccl_backoff_t *b, double now) {
+void mg__nccl_backoff(mg__nccl_backoff_t *b, double now) {
   if (b->start <= 0) {
     b->start = now;
     b->sleep_ns = 20000;
@@ -75,7 +74,7 @@ static const char *mg__nccl_what(mg__op_t *const *ops, int n, const char *call, 
 
 /* mg__nccl_wait, naming the launch of ops[0..nops) in its messages when ops is not NULL (the
  * text is made only when an error needs it: formatting costs a microsecond). */
-MG__HOT static mg_status_t mg__nccl_poll(mg_comm_t *const *comms, int n, double deadline,
+static mg_status_t mg__nccl_poll(mg_comm_t *const *comms, int n, double deadline,
                                  const char *call, mg__op_t *const *ops, int nops) {
   mg__nccl_backoff_t b = {0, 0};
   char w[400];
@@ -173,7 +172,7 @@ static const char *mg__nccl_what(mg__op_t *const *ops, int n, const char *call, 
 }
 
 /* 1 when the operation is one NCCL call on the loaded library (else several send/recv). */
-MG__HOT static int mg__nccl_single_call(const mg__op_t *op, int native) {
+static int mg__nccl_single_call(const mg__op_t *op, int native) {
   switch (op->kind) {
     case MG_OPK_ALL_TO_ALLV: return 0;
     case MG_OPK_ALL_TO_ALL:
@@ -184,9 +183,8 @@ MG__HOT static int mg__nccl_single_call(const mg__op_t *op, int native) {
 }
 
 /* Issues op as grouped send/recv (inside the launch's group): all-to-all, gather and scatter on
- * an NCCL without them, all-to-allv always. Names the call that failed. Out of line, so that the
- * single calls below stay compact (core/hot.h). */
-static __attribute__((noinline)) mg__ncclResult_t mg__nccl_issue_p2p(const mg__op_t *op,
+ * an NCCL without them, all-to-allv always. Names the call that failed. */
+static mg__ncclResult_t mg__nccl_issue_p2p(const mg__op_t *op,
                                                                      const char **call) {
   const mg__ncclComm_t nc = mg__ncomm(op->comm)->nc;
   const mg__CUstream st = (mg__CUstream)op->stream;
@@ -264,7 +262,7 @@ static __attribute__((noinline)) mg__ncclResult_t mg__nccl_issue_p2p(const mg__o
 
 /* Issues op (inside the launch's group, or alone when it is a single call). rop is the
  * reduction op to pass. Returns NCCL's answer and names the call that gave it. */
-MG__HOT static mg__ncclResult_t mg__nccl_issue(const mg__op_t *op, mg__ncclRedOp_t rop, int native,
+static mg__ncclResult_t mg__nccl_issue(const mg__op_t *op, mg__ncclRedOp_t rop, int native,
                                                const char **call) {
   const mg__ncclComm_t nc = mg__ncomm(op->comm)->nc;
   const mg__CUstream st = (mg__CUstream)op->stream;
@@ -465,6 +463,6 @@ static __attribute__((noinline)) mg_status_t mg__nccl_launch_batch(mg__op_t *con
   return mg__nccl_launch_n(ops, n);
 }
 
-MG__HOT mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
+mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
   return n == 1 ? mg__nccl_launch_n(ops, 1) : mg__nccl_launch_batch(ops, n);
 }

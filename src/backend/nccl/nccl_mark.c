@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "backend/nccl/nccl.h"
-#include "core/clock.h"
+#include "base/clock.h"
 
 /* ---- the pool ------------------------------------------------------------------------------ */
 

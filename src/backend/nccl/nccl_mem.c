@@ -7,7 +7,7 @@
  * in that context, which must not go away with the last communicator on the device.
  */
 #include "backend/nccl/nccl.h"
-#include "core/clock.h"
+#include "base/clock.h"
 
 mg_status_t mg__nccl_mem_alloc(mg_comm_t *comm, size_t bytes, void **ptr) {
   static const char fn[] = "mg_mem_alloc";

@@ -22,9 +22,8 @@
 #include <string.h>
 
 #include "backend/nccl/nccl.h"
-#include "core/hash.h"
-#include "core/hot.h"
-#include "core/log.h"
+#include "base/hash.h"
+#include "base/log.h"
 
 /* One cache line per slot: the ranks of one process write their own slots on every collective,
  * and slots sharing a line would bounce it between their threads' cores. */
@@ -106,7 +105,7 @@ void mg__nccl_progress_leave(mg_comm_t *comm) {
   pthread_mutex_unlock(&mg__nprogs_lock);
 }
 
-MG__HOT void mg__nccl_op_enqueued(const mg__op_t *op) {
+void mg__nccl_op_enqueued(const mg__op_t *op) {
   mg__nprog_t *p = mg__ncomm(op->comm)->prog;
   if (p == NULL) return;
   mg__nslot_t *s = &p->slot[op->comm->rank];

@@ -2,8 +2,8 @@
  * clock.h -- monotonic time and deadlines. Every wait in mgcomm compares mg__now() with an
  * absolute deadline in the same clock.
  */
-#ifndef MG_CORE_CLOCK_H
-#define MG_CORE_CLOCK_H
+#ifndef MG_BASE_CLOCK_H
+#define MG_BASE_CLOCK_H
 
 #include <stdint.h>
 #include <time.h>

@@ -4,8 +4,8 @@
  */
 #include <string.h>
 
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
 
 static _Thread_local char mg__last_error[MG__ERROR_LEN];
 

@@ -4,8 +4,8 @@
  * (the same on every rank, for trace files and progress tables). Not cryptographic: the host
  * backend's unguessable names come from the secret it mixes, not from the function.
  */
-#ifndef MG_CORE_HASH_H
-#define MG_CORE_HASH_H
+#ifndef MG_BASE_HASH_H
+#define MG_BASE_HASH_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -6,8 +6,8 @@
  * message (MG_CHECK). Foreign error domains (errno, CUDA, NCCL) get their own macros in the
  * layer that calls them; all of them end in mg__error().
  */
-#ifndef MG_CORE_ERROR_H
-#define MG_CORE_ERROR_H
+#ifndef MG_BASE_ERROR_H
+#define MG_BASE_ERROR_H
 
 #include <errno.h>
 #include <stdarg.h>

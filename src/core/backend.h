@@ -11,8 +11,8 @@
  * Every directory under src/backend/ has the same file set: <name>_backend.c (the table, init,
  * split, teardown), <name>_coll.c (operations), plus transport files of its own.
  */
-#ifndef MG_BACKEND_BACKEND_H
-#define MG_BACKEND_BACKEND_H
+#ifndef MG_CORE_BACKEND_H
+#define MG_CORE_BACKEND_H
 
 #include <stdint.h>
 
@@ -137,6 +137,9 @@ typedef struct mg__progress {
   int root;
 } mg__progress_t;
 
+/* The first 8 bytes of every host-backend unique id: the other backends refuse such ids. */
+#define MG__HOST_ID_MAGIC "MGHOST1"
+
 #define MG__BACKEND_VERSION 3
 
 enum {
@@ -159,8 +162,7 @@ enum {
 };
 
 typedef struct mg__backend {
-  /* What every operation reads comes first, on one cache line (core/hot.h). */
-  _Alignas(64) int version; /* MG__BACKEND_VERSION */
+  int version; /* MG__BACKEND_VERSION */
   unsigned caps;            /* MG__CAP_* */
   /* Backend-specific checks of a validated op before it is posted: dtype and op support by the
    * loaded library, memory space and extent of each buffer. MG_OK or the error, with a message

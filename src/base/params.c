@@ -10,9 +10,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/error.h"
-#include "core/log.h"
-#include "core/params.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/params.h"
 
 extern char **environ;
 

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/log.h"
-#include "core/params.h"
+#include "base/log.h"
+#include "base/params.h"
 
 atomic_int mg__log_level_v = -1;
 unsigned mg__log_mask_v = MG_SUBSYS_ALL;

@@ -7,8 +7,8 @@
  * naming the variable and the default used instead; an MGCOMM_* variable that is not in the
  * table is a warning naming the closest known one. `mgcomm info --config` prints the table.
  */
-#ifndef MG_CORE_PARAMS_H
-#define MG_CORE_PARAMS_H
+#ifndef MG_BASE_PARAMS_H
+#define MG_BASE_PARAMS_H
 
 #include <stdint.h>
 

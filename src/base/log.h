@@ -3,8 +3,8 @@
  * MGCOMM_DEBUG_FILE). The level check is one relaxed atomic load before any formatting.
  * Lines carry host:pid:tid and, when the thread is working for a rank, [rank].
  */
-#ifndef MG_CORE_LOG_H
-#define MG_CORE_LOG_H
+#ifndef MG_BASE_LOG_H
+#define MG_BASE_LOG_H
 
 #include <stdatomic.h>
 
