@@ -215,9 +215,20 @@ typedef enum mg_on_timeout {
   MG_ON_TIMEOUT_REPORT = 2   /* only fail the request; the communicator moves to MG_COMM_ERROR */
 } mg_on_timeout_t;
 
-/* Parameters of a communicator. Initialise with MG_CONFIG_INIT, then set the fields you want;
- * a config that was not initialised that way (bad size or version) is MG_ERR_INVALID_USAGE.
- * A NULL config means all defaults. New fields are only ever appended.
+/* Parameters of a communicator. Initialise with MG_CONFIG_INIT, then set the fields you want.
+ * A NULL config means all defaults.
+ *
+ * Compatibility: fields are only ever appended, each new set with a new MG_CONFIG_VERSION, so a
+ * program built against an older mgcomm.h runs with a newer library. The library accepts the
+ * size and version that MG_CONFIG_INIT sets in its own mgcomm.h or in any older one: version 1
+ * to MG_CONFIG_VERSION, each with the size of its layout (mg_config_t up to that version's last
+ * field; on LP64: 1 -> 32 bytes, 2 -> 88, 3 -> 112, 4 -> 112). It reads only the fields that the
+ * caller's version has and gives the fields appended after it their MG_CONFIG_INIT defaults. A
+ * larger size than this library's sizeof(mg_config_t), a version of 0 or above its
+ * MG_CONFIG_VERSION (a program built against a newer mgcomm.h), or a size that is not its
+ * version's is MG_ERR_INVALID_USAGE, with a message that names the size and version given and
+ * those accepted. Every entry point that takes a config (init, split, shrink, mg_comm_init_env,
+ * mg_world_create) applies the same rule.
  *
  * The nccl_* fields are the fields of NCCL's ncclConfig_t, passed to NCCL as they are when set
  * (MG_UNDEF_INT or NULL: NCCL's default; NCCL checks the values). Each needs the NCCL version
@@ -233,6 +244,7 @@ typedef struct mg_config {
   double timeout_s;     /* deadline of every wait on this communicator, seconds; 0 = MGCOMM_TIMEOUT */
   int device;           /* NCCL backend, mg_comm_init_rank: CUDA device ordinal of this rank;
                            MG_UNDEF_INT = the local rank (mg_comm_init_env) or device 0 */
+  /* NCCL's ncclConfig_t (MG_CONFIG_VERSION 2; the fields above are version 1). */
   int nccl_cga_cluster_size;       /* cgaClusterSize, NCCL >= 2.17 */
   int nccl_min_ctas;               /* minCTAs, NCCL >= 2.17 */
   int nccl_max_ctas;               /* maxCTAs, NCCL >= 2.17 */

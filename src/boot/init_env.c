@@ -27,6 +27,7 @@
 #include "boot/progress.h"
 #include "base/clock.h"
 #include "core/comm.h"
+#include "core/config.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/params.h"
@@ -243,17 +244,8 @@ static const mg__comm_ext_t mg__env_ext = {mg__env_peer_progress, mg__env_leave,
 mg_status_t mg_comm_init_env(const mg_config_t *config, mg_comm_t **out) {
   static const char fn[] = "mg_comm_init_env";
   if (out == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
-  mg_config_t cfg = MG_CONFIG_INIT;
-  if (config != NULL) {
-    if (config->size != sizeof(mg_config_t) || config->version != MG_CONFIG_VERSION)
-      return mg__error(MG_ERR_INVALID_USAGE,
-                       "%s: config was not initialised with MG_CONFIG_INIT (size %zu, version %u)",
-                       fn, config->size, config->version);
-    if (!(config->timeout_s >= 0))
-      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->timeout_s %g is negative", fn,
-                       config->timeout_s);
-    cfg = *config;
-  }
+  mg_config_t cfg;
+  MG_CHECK(mg__config_read(config, fn, &cfg));
   mg__boot_env_t env;
   mg_status_t st = mg__boot_env_read(mg__boot_env_process, NULL, &env);
   if (st < 0) {

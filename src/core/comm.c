@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "core/comm.h"
+#include "core/config.h"
 #include "core/handle.h"
 #include "base/log.h"
 #include "base/params.h"
@@ -76,7 +77,7 @@ void mg__comm_fail(mg_comm_t *comm, mg_status_t status) {
 
 double mg__comm_deadline(const mg_comm_t *comm) { return mg__now() + comm->timeout_s; }
 
-/* The caller's config (checked already), or the defaults for NULL. */
+/* A config that mg__config_read wrote (this library's layout), or the defaults for NULL. */
 static void mg__config_copy(mg_config_t *dst, const mg_config_t *src) {
   mg_config_t def = MG_CONFIG_INIT;
   *dst = src != NULL ? *src : def;
@@ -166,36 +167,12 @@ static mg_status_t mg__comm_publish(mg_comm_t *comm) {
   return MG_OK;
 }
 
-/* Validates a config and resolves its backend. */
-static mg_status_t mg__config_backend(const mg_config_t *config, const char *fn,
+/* Reads the caller's config into cfg (core/config.c) and resolves its backend. */
+static mg_status_t mg__config_backend(const mg_config_t *config, const char *fn, mg_config_t *cfg,
                                       const mg__backend_t **out) {
-  mg_backend_t want = MG_BACKEND_AUTO;
-  if (config != NULL) {
-    if (config->size != sizeof(mg_config_t) || config->version != MG_CONFIG_VERSION)
-      return mg__error(MG_ERR_INVALID_USAGE,
-                       "%s: config was not initialised with MG_CONFIG_INIT (size %zu, version %u; "
-                       "expected %zu, %u)",
-                       fn, config->size, config->version, sizeof(mg_config_t), MG_CONFIG_VERSION);
-    if (!(config->timeout_s >= 0))
-      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->timeout_s %g is negative", fn,
-                       config->timeout_s);
-    const mg_config_t c = *config;
-    if (c.trace_entries < -1)
-      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->trace_entries %d is below -1", fn,
-                       c.trace_entries);
-    if ((unsigned)c.completion > MG_COMPLETION_SYNC)
-      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->completion %d is not an "
-                       "mg_completion_t", fn, (int)c.completion);
-    if (!(c.poll_interval_s >= 0))
-      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->poll_interval_s %g is negative",
-                       fn, c.poll_interval_s);
-    if ((unsigned)c.on_timeout > MG_ON_TIMEOUT_REPORT)
-      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->on_timeout %d is not an "
-                       "mg_on_timeout_t", fn, (int)c.on_timeout);
-    want = config->backend;
-  }
+  MG_CHECK(mg__config_read(config, fn, cfg));
   mg_backend_t id;
-  mg_status_t st = mg_backend_resolve(want, &id, NULL, 0);
+  mg_status_t st = mg_backend_resolve(cfg->backend, &id, NULL, 0);
   if (st < 0) {
     mg__error_prefix("%s", fn);
     return st;
@@ -235,9 +212,10 @@ mg_status_t mg_comm_init_rank(const mg_config_t *config, int nranks, const mg_un
   if (rank < 0 || rank >= nranks)
     return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: rank %d is out of [0, %d)", fn, rank, nranks);
   const mg__backend_t *be = NULL;
-  MG_CHECK(mg__config_backend(config, fn, &be));
+  mg_config_t cfg;
+  MG_CHECK(mg__config_backend(config, fn, &cfg, &be));
   mg_comm_t *comm;
-  MG_CHECK(mg__comm_alloc(be, config, &comm));
+  MG_CHECK(mg__comm_alloc(be, &cfg, &comm));
   comm->rank = rank;
   comm->nranks = nranks;
   mg__log_set_rank(rank);
@@ -259,7 +237,8 @@ mg_status_t mg_comm_init_all(const mg_config_t *config, int nranks, const int *d
   if (comms == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: comms is NULL", fn);
   if (nranks < 1) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: nranks %d < 1", fn, nranks);
   const mg__backend_t *be = NULL;
-  MG_CHECK(mg__config_backend(config, fn, &be));
+  mg_config_t cfg;
+  MG_CHECK(mg__config_backend(config, fn, &cfg, &be));
   if (devices != NULL && be->id == MG_BACKEND_NCCL) {
     for (int i = 0; i < nranks; i++)
       for (int j = 0; j < i; j++)
@@ -272,7 +251,7 @@ mg_status_t mg_comm_init_all(const mg_config_t *config, int nranks, const int *d
   mg_status_t st = MG_OK;
   int made = 0;
   for (; made < nranks; made++) {
-    MG_CHECK_GOTO(mg__comm_alloc(be, config, &tmp[made]), st, fail);
+    MG_CHECK_GOTO(mg__comm_alloc(be, &cfg, &tmp[made]), st, fail);
     tmp[made]->rank = made;
     tmp[made]->nranks = nranks;
   }
@@ -307,14 +286,15 @@ static int mg__breaks_comm(mg_status_t st) {
 /* Common part of split and shrink: the child's core object, inheriting comm's config. */
 static mg_status_t mg__child_alloc(mg_comm_t *comm, const mg_config_t *config, const char *fn,
                                    mg_comm_t **child) {
+  mg_config_t cfg = comm->config;
   if (config != NULL) {
     const mg__backend_t *be = NULL;
-    MG_CHECK(mg__config_backend(config, fn, &be));
-    if (config->backend != MG_BACKEND_AUTO && be != comm->backend)
+    MG_CHECK(mg__config_backend(config, fn, &cfg, &be));
+    if (cfg.backend != MG_BACKEND_AUTO && be != comm->backend)
       return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->backend %s differs from comm's %s",
-                       fn, mg_backend_name(config->backend), comm->backend->name);
+                       fn, mg_backend_name(cfg.backend), comm->backend->name);
   }
-  MG_CHECK(mg__comm_alloc(comm->backend, config ? config : &comm->config, child));
+  MG_CHECK(mg__comm_alloc(comm->backend, &cfg, child));
   (*child)->device = comm->device;
   return MG_OK;
 }

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "core/config.h"
 #include "core/handle.h"
 #include "base/log.h"
 #include "base/params.h"
@@ -253,11 +254,10 @@ mg_status_t mg_world_create(const mg_config_t *config, int nranks, const int *de
   static const char fn[] = "mg_world_create";
   if (out == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
   if (nranks < 1) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: nranks %d < 1", fn, nranks);
-  if (config != NULL && (config->size != sizeof *config || config->version != MG_CONFIG_VERSION))
-    return mg__error(MG_ERR_INVALID_USAGE, "%s: config was not initialised with MG_CONFIG_INIT",
-                     fn);
+  mg_config_t cfg;
+  MG_CHECK(mg__config_read(config, fn, &cfg));
   mg_backend_t backend;
-  mg_status_t st = mg_backend_resolve(config ? config->backend : MG_BACKEND_AUTO, &backend, NULL, 0);
+  mg_status_t st = mg_backend_resolve(cfg.backend, &backend, NULL, 0);
   if (st < 0) {
     mg__error_prefix("%s", fn);
     return st;
@@ -275,8 +275,7 @@ mg_status_t mg_world_create(const mg_config_t *config, int nranks, const int *de
   mg_world_t *w = calloc(1, sizeof *w);
   if (w == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
   w->n = nranks;
-  mg_config_t def = MG_CONFIG_INIT;
-  w->config = config != NULL ? *config : def;
+  w->config = cfg;
   w->config.backend = backend;
   w->backend = backend;
   w->timeout_s = w->config.timeout_s > 0 ? w->config.timeout_s : mg__param_double(MG_PARAM_TIMEOUT);
