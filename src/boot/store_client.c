@@ -544,7 +544,7 @@ mg_status_t mg_store_barrier(mg_store_t *s, const char *name, int nparties, doub
 mg_status_t mg_store_close(mg_store_t *s) {
   if (s == NULL) return MG_OK;
   MG_CHECK(mg__store_check(s, "mg_store_close"));
-  mg__handle_unregister(s);
+  (void)mg__handle_take(s, MG__HANDLE_STORE);
   atomic_store(&s->closing, 1);
   pthread_mutex_lock(&s->fd_lock);
   /* Wakes a call blocked on the socket; on a socket already dead it fails harmlessly. */

@@ -32,18 +32,29 @@ static const char *mg__state_name(int state) {
   return "in an unknown state";
 }
 
-mg_status_t mg__comm_check(const mg_comm_t *comm, const char *fn) {
+static void mg__comm_ref(void *p, void *arg) {
+  (void)arg;
+  atomic_fetch_add(&((mg_comm_t *)p)->refs, 1);
+}
+
+int mg__comm_hold(mg_comm_t *comm) { return mg__handle_with(comm, MG__HANDLE_COMM, mg__comm_ref, NULL); }
+
+void mg__comm_leave(mg_comm_t *comm) { atomic_fetch_sub(&comm->refs, 1); }
+
+mg_status_t mg__comm_enter(mg_comm_t *comm, const char *fn) {
   if (comm == NULL) return mg__error(MG_ERR_INVALID_USAGE, "%s: comm is NULL", fn);
-  if (!mg__handle_valid(comm, MG__HANDLE_COMM) || comm->magic != MG__COMM_MAGIC)
+  if (!mg__comm_hold(comm))
     return mg__error(MG_ERR_INVALID_USAGE,
                      "%s: comm %p is not a live communicator (destroyed, or not a comm)", fn,
-                     (const void *)comm);
+                     (void *)comm);
   return MG_OK;
 }
 
-mg_status_t mg__comm_refuse(mg_comm_t *comm, const char *fn) {
-  MG_CHECK(mg__comm_check(comm, fn));
-  return mg__comm_check_state(comm, fn);
+mg_status_t mg__comm_enter_ready(mg_comm_t *comm, const char *fn) {
+  MG_CHECK(mg__comm_enter(comm, fn));
+  mg_status_t st = mg__comm_check_state(comm, fn);
+  if (st < 0) mg__comm_leave(comm);
+  return st;
 }
 
 mg_status_t mg__comm_check_state(mg_comm_t *comm, const char *fn) {
@@ -128,11 +139,10 @@ mg_status_t mg__comm_alloc(const mg__backend_t *backend, const mg_config_t *conf
   atomic_init(&comm->async_error, MG_OK);
   atomic_init(&comm->aborting, 0);
   atomic_init(&comm->abort_done, 0);
-  atomic_init(&comm->users, 0);
+  atomic_init(&comm->refs, 0);
   atomic_init(&comm->call_deadline, 0.0);
   atomic_init(&comm->call_expired, 0);
   comm->priv = (char *)comm + head;
-  comm->magic = MG__COMM_MAGIC;
   *out = comm;
   return MG_OK;
 }
@@ -148,7 +158,6 @@ void mg__comm_free(mg_comm_t *comm) {
   }
   mg__reg_free_all(comm);
   if (comm->ext != NULL && comm->ext->release != NULL) comm->ext->release(comm->ext_state);
-  comm->magic = MG__COMM_DEAD;
   mg__trace_destroy(comm);
   pthread_mutex_destroy(&comm->lock);
   pthread_mutex_destroy(&comm->err_lock);
@@ -260,7 +269,7 @@ mg_status_t mg_comm_init_all(const mg_config_t *config, int nranks, const int *d
     st = mg__comm_publish(tmp[i]);
     if (st < 0) {
       for (int j = 0; j < nranks; j++) {
-        mg__handle_unregister(tmp[j]);
+        (void)mg__handle_take(tmp[j], MG__HANDLE_COMM);
         atomic_store(&tmp[j]->aborting, 1);
         be->comm_abort(tmp[j]);
         be->comm_destroy(tmp[j]);
@@ -275,12 +284,6 @@ fail:
   for (int i = 0; i < made; i++) mg__comm_free(tmp[i]);
   free(tmp);
   return st;
-}
-
-/* Errors after which a communicator cannot be trusted any more. */
-static int mg__breaks_comm(mg_status_t st) {
-  return st == MG_ERR_TIMED_OUT || st == MG_ERR_REMOTE || st == MG_ERR_ABORTED ||
-         st == MG_ERR_BACKEND || st == MG_ERR_SYSTEM || st == MG_ERR_INTERNAL;
 }
 
 /* Common part of split and shrink: the child's core object, inheriting comm's config. */
@@ -299,10 +302,8 @@ static mg_status_t mg__child_alloc(mg_comm_t *comm, const mg_config_t *config, c
   return MG_OK;
 }
 
-mg_status_t mg_comm_split(mg_comm_t *comm, int color, int key, const mg_config_t *config,
-                          mg_comm_t **out) {
-  static const char fn[] = "mg_comm_split";
-  MG_CHECK(mg__comm_check_ready(comm, fn));
+static mg_status_t mg__comm_split(mg_comm_t *comm, int color, int key,
+                                  const mg_config_t *config, mg_comm_t **out, const char *fn) {
   mg_status_t st;
   if (out == NULL) {
     st = mg__error(MG_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
@@ -328,7 +329,7 @@ mg_status_t mg_comm_split(mg_comm_t *comm, int color, int key, const mg_config_t
   st = comm->backend->comm_split(comm, color, key, child, mg__comm_deadline(comm));
   comm->split_seq++;
   if (st >= 0 && child != NULL) st = mg__comm_publish(child);
-  if (st < 0 && mg__breaks_comm(st)) mg__comm_fail(comm, st);
+  if (mg__comm_breaks(st)) mg__comm_fail(comm, st);
   mg__comm_unlock(comm);
   if (st < 0) {
     mg__comm_free(child);
@@ -341,15 +342,22 @@ out_err:
   return st;
 }
 
+mg_status_t mg_comm_split(mg_comm_t *comm, int color, int key, const mg_config_t *config,
+                          mg_comm_t **out) {
+  static const char fn[] = "mg_comm_split";
+  MG_CHECK(mg__comm_enter_ready(comm, fn));
+  mg_status_t st = mg__comm_split(comm, color, key, config, out, fn);
+  mg__comm_leave(comm);
+  return st;
+}
+
 static int mg__int_cmp(const void *a, const void *b) {
   int x = *(const int *)a, y = *(const int *)b;
   return (x > y) - (x < y);
 }
 
-mg_status_t mg_comm_shrink(mg_comm_t *comm, const int *exclude, int nexclude,
-                           const mg_config_t *config, mg_comm_t **out) {
-  static const char fn[] = "mg_comm_shrink";
-  MG_CHECK(mg__comm_check(comm, fn));
+static mg_status_t mg__comm_shrink(mg_comm_t *comm, const int *exclude, int nexclude,
+                                   const mg_config_t *config, mg_comm_t **out, const char *fn) {
   mg_status_t st;
   int *sorted = NULL;
   int state = atomic_load(&comm->state);
@@ -414,9 +422,16 @@ out_err:
   return st;
 }
 
-mg_status_t mg_comm_finalize(mg_comm_t *comm) {
-  static const char fn[] = "mg_comm_finalize";
-  MG_CHECK(mg__comm_check_ready(comm, fn));
+mg_status_t mg_comm_shrink(mg_comm_t *comm, const int *exclude, int nexclude,
+                           const mg_config_t *config, mg_comm_t **out) {
+  static const char fn[] = "mg_comm_shrink";
+  MG_CHECK(mg__comm_enter(comm, fn));
+  mg_status_t st = mg__comm_shrink(comm, exclude, nexclude, config, out, fn);
+  mg__comm_leave(comm);
+  return st;
+}
+
+static mg_status_t mg__comm_finalize(mg_comm_t *comm, const char *fn) {
   if (comm->worker_owned) {
     /* What the host streams hold is "issued on comm": it runs first. */
     if (mg__worker_is_current(comm->worker))
@@ -436,6 +451,14 @@ mg_status_t mg_comm_finalize(mg_comm_t *comm) {
     mg__comm_fail(comm, st);
   }
   mg__comm_unlock(comm);
+  return st;
+}
+
+mg_status_t mg_comm_finalize(mg_comm_t *comm) {
+  static const char fn[] = "mg_comm_finalize";
+  MG_CHECK(mg__comm_enter_ready(comm, fn));
+  mg_status_t st = mg__comm_finalize(comm, fn);
+  mg__comm_leave(comm);
   return st;
 }
 
@@ -471,9 +494,7 @@ void mg__comm_abort_nowait(mg_comm_t *comm) {
   if (pthread_mutex_trylock(&comm->lock) == 0) mg__comm_unlock(comm);
 }
 
-mg_status_t mg_comm_revoke(mg_comm_t *comm) {
-  static const char fn[] = "mg_comm_revoke";
-  MG_CHECK(mg__comm_check(comm, fn));
+static mg_status_t mg__comm_revoke(mg_comm_t *comm, const char *fn) {
   int state = atomic_load(&comm->state);
   if (state != MG_COMM_READY && state != MG_COMM_ERROR)
     return mg__error(MG_ERR_INVALID_USAGE, "%s: comm (rank %d of %d) is %s", fn, comm->rank,
@@ -508,14 +529,22 @@ mg_status_t mg_comm_revoke(mg_comm_t *comm) {
   return MG_OK;
 }
 
+mg_status_t mg_comm_revoke(mg_comm_t *comm) {
+  static const char fn[] = "mg_comm_revoke";
+  MG_CHECK(mg__comm_enter(comm, fn));
+  mg_status_t st = mg__comm_revoke(comm, fn);
+  mg__comm_leave(comm);
+  return st;
+}
+
 /* How long abort waits for a call under the lock to notice the flags: every wait of a backend
  * does within a millisecond, and a blocking NCCL call returns once the interrupt's revoke lands;
  * on an NCCL without revoke it may not, and the thread that holds the lock releases the backend
  * when it leaves (mg__comm_unlock), or destroy does. */
 #define MG__ABORT_LOCK_WAIT_S 1.0
 
-mg_status_t mg_comm_abort(mg_comm_t *comm) {
-  MG_CHECK(mg__comm_check(comm, "mg_comm_abort"));
+/* Abort: the part that never blocks, then the backend's release under the lock. */
+static void mg__comm_abort(mg_comm_t *comm) {
   mg__comm_abort_start(comm);
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
@@ -525,21 +554,43 @@ mg_status_t mg_comm_abort(mg_comm_t *comm) {
   else
     MG_INFO(MG_SUBSYS_INIT, "mg_comm_abort: rank %d: a call still holds the communicator; it "
             "releases the backend when it returns", comm->rank);
+}
+
+mg_status_t mg_comm_abort(mg_comm_t *comm) {
+  MG_CHECK(mg__comm_enter(comm, "mg_comm_abort"));
+  mg__comm_abort(comm);
+  mg__comm_leave(comm);
   return MG_OK;
 }
 
+/* Waits until the calling thread is the only one inside comm, or the deadline: 1 when it is. The
+ * others watch comm->aborting (an aborted comm) or are about to leave (a finalized one). */
+static int mg__comm_wait_alone(mg_comm_t *comm, double deadline) {
+  while (atomic_load(&comm->refs) > 1) {
+    if (mg__now() >= deadline) return 0;
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+  }
+  return 1;
+}
+
 mg_status_t mg_comm_destroy(mg_comm_t *comm) {
+  static const char fn[] = "mg_comm_destroy";
   if (comm == NULL) return MG_OK;
-  MG_CHECK(mg__comm_check(comm, "mg_comm_destroy"));
-  if (comm->worker_owned && mg__worker_is_current(comm->worker))
+  MG_CHECK(mg__comm_enter(comm, fn));
+  if (comm->worker_owned && mg__worker_is_current(comm->worker)) {
+    mg__comm_leave(comm);
     return mg__error(MG_ERR_INVALID_USAGE,
-                     "mg_comm_destroy: called on the communicator's own worker (from a "
-                     "callback), which cannot stop itself");
-  int state = atomic_load(&comm->state);
-  if (state != MG_COMM_FINALIZED) mg_comm_abort(comm);
-  /* What its streams still hold runs now and fails fast (the comm is aborted or finalized). */
-  if (comm->worker_owned) mg__worker_stop(comm->worker);
-  mg__handle_unregister(comm);
+                     "%s: called on the communicator's own worker (from a callback), which "
+                     "cannot stop itself", fn);
+  }
+  /* From here no call can enter comm; of two destroys, one goes on. */
+  if (!mg__handle_take(comm, MG__HANDLE_COMM)) {
+    mg__comm_leave(comm);
+    return mg__error(MG_ERR_INVALID_USAGE, "%s: comm %p is being destroyed by another thread", fn,
+                     (void *)comm);
+  }
+  if (atomic_load(&comm->state) != MG_COMM_FINALIZED) mg__comm_abort(comm);
   /* A finalized comm was not aborted: a request whose mark its backend has not signalled yet
    * (NCCL: the host function runs a little after the stream got there) is still listed, and
    * must not outlive the comm. After this the watchdog reaches the comm no more. */
@@ -548,12 +599,22 @@ mg_status_t mg_comm_destroy(mg_comm_t *comm) {
            comm->nranks);
   mg__wd_abort(comm, NULL, 0, msg);
   if (comm->blocking_calls) mg__wd_guard(comm, 0);
-  pthread_mutex_lock(&comm->lock);
-  mg__comm_unlock(comm); /* wait out any call that passed the handle check */
-  while (atomic_load(&comm->users) > 0) { /* a request's query or wait; they watch aborting */
-    struct timespec ts = {0, 100000};
-    nanosleep(&ts, NULL); /* an early wake-up only shortens the nap */
+  if (!mg__comm_wait_alone(comm, mg__comm_deadline(comm))) {
+    /* A call did not return in time (an NCCL call that cannot be interrupted): comm stays, aborted,
+     * for a later destroy. */
+    const int inside = atomic_load(&comm->refs) - 1;
+    mg_status_t st = mg__handle_register(comm, MG__HANDLE_COMM);
+    mg__comm_leave(comm);
+    if (st < 0) return st;
+    return mg__error(MG_ERR_INVALID_USAGE,
+                     "%s: rank %d: %d call%s still inside the communicator %g s after it was "
+                     "aborted; it stays, aborted: destroy it again once they returned",
+                     fn, comm->rank, inside, inside == 1 ? " is" : "s are", comm->timeout_s);
   }
+  /* What its streams still hold runs now and fails fast (the comm is aborted or finalized). */
+  if (comm->worker_owned) mg__worker_stop(comm->worker);
+  pthread_mutex_lock(&comm->lock);
+  mg__comm_unlock(comm); /* an abort's release that a call left to its end */
   if (!atomic_load(&comm->aborting)) /* custom ops go before their communicator */
     for (mg__custom_op_t *c = comm->custom_ops; c != NULL; c = c->next)
       comm->backend->redop_destroy(comm, &c->redop);
@@ -565,24 +626,31 @@ mg_status_t mg_comm_destroy(mg_comm_t *comm) {
 }
 
 #define MG__QUERY(fnname, type, outname, expr)                                               \
-  mg_status_t fnname(const mg_comm_t *comm, type *outname) {                                 \
-    MG_CHECK(mg__comm_check(comm, #fnname));                                                 \
+  mg_status_t fnname(const mg_comm_t *comm_, type *outname) {                                \
+    mg_comm_t *comm = (mg_comm_t *)comm_;                                                    \
+    MG_CHECK(mg__comm_enter(comm, #fnname));                                                 \
+    mg_status_t st = MG_OK;                                                                  \
     if (outname == NULL)                                                                     \
-      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: %s is NULL", #fnname, #outname);        \
-    *outname = (expr);                                                                       \
-    return MG_OK;                                                                            \
+      st = mg__error(MG_ERR_INVALID_ARGUMENT, "%s: %s is NULL", #fnname, #outname);          \
+    else                                                                                     \
+      *outname = (expr);                                                                     \
+    mg__comm_leave(comm);                                                                    \
+    return st;                                                                               \
   }
 
 MG__QUERY(mg_comm_rank, int, rank, comm->rank)
 MG__QUERY(mg_comm_size, int, size, comm->nranks)
 MG__QUERY(mg_comm_device, int, device, comm->device)
 MG__QUERY(mg_comm_backend, mg_backend_t, backend, comm->backend->id)
-MG__QUERY(mg_comm_state, mg_comm_state_t, state, (mg_comm_state_t)atomic_load(&((mg_comm_t *)comm)->state))
+MG__QUERY(mg_comm_state, mg_comm_state_t, state, (mg_comm_state_t)atomic_load(&comm->state))
 
 mg_status_t mg_comm_async_error(mg_comm_t *comm, mg_status_t *async_error) {
-  MG_CHECK(mg__comm_check(comm, "mg_comm_async_error"));
-  if (async_error == NULL)
-    return mg__error(MG_ERR_INVALID_ARGUMENT, "mg_comm_async_error: async_error is NULL");
+  static const char fn[] = "mg_comm_async_error";
+  MG_CHECK(mg__comm_enter(comm, fn));
+  if (async_error == NULL) {
+    mg__comm_leave(comm);
+    return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: async_error is NULL", fn);
+  }
   mg_status_t st = (mg_status_t)atomic_load(&comm->async_error);
   if (st == MG_OK && atomic_load(&comm->state) == MG_COMM_READY) {
     mg_status_t be = comm->backend->async_error(comm);
@@ -592,20 +660,22 @@ mg_status_t mg_comm_async_error(mg_comm_t *comm, mg_status_t *async_error) {
     }
   }
   *async_error = st;
+  mg__comm_leave(comm);
   return MG_OK;
 }
 
-size_t mg_comm_last_error(const mg_comm_t *comm, char *buf, size_t len) {
+size_t mg_comm_last_error(const mg_comm_t *comm_, char *buf, size_t len) {
+  mg_comm_t *comm = (mg_comm_t *)comm_;
   if (buf != NULL && len > 0) buf[0] = '\0';
-  if (mg__comm_check(comm, "mg_comm_last_error") < 0) return 0;
-  mg_comm_t *c = (mg_comm_t *)comm;
-  pthread_mutex_lock(&c->err_lock);
-  size_t n = strlen(c->last_error);
+  if (mg__comm_enter(comm, "mg_comm_last_error") < 0) return 0;
+  pthread_mutex_lock(&comm->err_lock);
+  size_t n = strlen(comm->last_error);
   if (buf != NULL && len > 0) {
     size_t k = n < len - 1 ? n : len - 1;
-    memcpy(buf, c->last_error, k);
+    memcpy(buf, comm->last_error, k);
     buf[k] = '\0';
   }
-  pthread_mutex_unlock(&c->err_lock);
+  pthread_mutex_unlock(&comm->err_lock);
+  mg__comm_leave(comm);
   return n;
 }

@@ -1,10 +1,10 @@
 /*
- * comm.h -- the core's communicator object, shared by every layer above the backends.
+ * comm.h -- the core's communicator object, which the backends and the layers above share.
  *
  * Lock order (two locks are never taken the other way round): a group launch takes the locks of
  * its communicators in increasing address order; then mg_comm.seq_lock (numbering; taken alone
- * by operations queued on host streams, which must not wait for a running operation; not taken
- * by an operation on a communicator without host streams), then the flight recorder's lock; mg_comm.err_lock and mg_comm.redop_lock are leaves (taken last, held
+ * by operations queued on host streams, which must not wait for a running operation), then the
+ * flight recorder's lock; mg_comm.err_lock and mg_comm.redop_lock are leaves (taken last, held
  * for a copy or a list walk only).
  */
 #ifndef MG_CORE_COMM_H
@@ -17,9 +17,6 @@
 #include "core/backend.h"
 #include "base/error.h"
 #include "core/handle.h"
-
-#define MG__COMM_MAGIC 0x6d67636du /* "mgcm" */
-#define MG__COMM_DEAD 0xdeadc0deu  /* after destroy, until the memory is reused */
 
 typedef struct mg__custom_op {
   mg_op_t id;                  /* process-wide unique value >= MG_OP_BUILTIN_COUNT */
@@ -43,7 +40,6 @@ typedef struct mg__comm_ext {
 } mg__comm_ext_t;
 
 struct mg_comm {
-  uint32_t magic;                 /* MG__COMM_MAGIC while valid */
   int rank;
   int nranks;
   int device;                     /* CUDA ordinal, -1 on host */
@@ -60,9 +56,7 @@ struct mg_comm {
   uint64_t *p2p_seq;              /* per peer: next send and recv sequence (2 x nranks) */
   pthread_mutex_t lock;           /* serialises operations and lifecycle calls on this comm */
   struct mg__worker *worker;      /* the rank's worker thread (host streams); NULL until one is
-                                     needed; made holding lock and seq_lock. While it is NULL,
-                                     an operation holding lock numbers without seq_lock: no host
-                                     stream can number at the same time */
+                                     needed; made holding lock and seq_lock */
   pthread_mutex_t seq_lock;       /* guards coll_seq, p2p_seq, worker creation */
   mg_config_t config;             /* copy of the caller's (defaults filled in) */
   pthread_mutex_t err_lock;       /* guards last_error */
@@ -75,8 +69,9 @@ struct mg_comm {
                                      store and the progress shared through it); NULL: nothing */
   void *ext_state;                /* ext's own state */
   atomic_int abort_done;          /* the backend's comm_abort ran (once) */
-  atomic_int users;               /* threads using a mark of this comm outside its lock (a
-                                     request's query or wait); destroy waits for them */
+  atomic_int refs;                /* threads inside the communicator (mg__comm_enter): public
+                                     calls, a request's query or wait, the watchdog's scan;
+                                     destroy waits for them */
   int worker_owned;               /* 1: made by mg_stream_create, stopped by destroy; 0: the
                                      world's */
   double wd_error_since;           /* the watchdog: when it first saw the backend's async error
@@ -92,25 +87,27 @@ struct mg_comm {
   atomic_int call_expired;        /* the watchdog found call_deadline passed and aborted comm */
 };
 
-/* Validates a handle: NULL, destroyed or foreign is MG_ERR_INVALID_USAGE naming fn. */
-mg_status_t mg__comm_check(const mg_comm_t *comm, const char *fn);
-/* Why comm is not a live communicator in state READY (it is not): the error of mg__comm_check or
- * mg__comm_check_state. */
-mg_status_t mg__comm_refuse(mg_comm_t *comm, const char *fn) __attribute__((cold));
-/* mg__comm_check plus state READY. Inline: every operation asks first. */
-static inline mg_status_t mg__comm_check_ready(mg_comm_t *comm, const char *fn) {
-  if (__builtin_expect(comm != NULL && mg__handle_valid(comm, MG__HANDLE_COMM) &&
-                           comm->magic == MG__COMM_MAGIC &&
-                           atomic_load(&comm->state) == MG_COMM_READY,
-                       1))
-    return MG_OK;
-  return mg__comm_refuse(comm, fn);
-}
-/* State READY only, for a handle already checked by this call (a destroy that came since has
- * aborted it first, so the state tells). */
+/* Every public call that uses a communicator enters it first and leaves it before it returns:
+ * comm is live (NULL, destroyed or foreign is MG_ERR_INVALID_USAGE naming fn) and is not freed
+ * before the matching mg__comm_leave, since mg_comm_destroy waits for the threads inside. */
+mg_status_t mg__comm_enter(mg_comm_t *comm, const char *fn);
+/* mg__comm_enter, and comm is in state READY; on error comm was not entered. */
+mg_status_t mg__comm_enter_ready(mg_comm_t *comm, const char *fn);
+/* Enters comm when it is live: 1, else 0 with no message (requests, the watchdog). */
+int mg__comm_hold(mg_comm_t *comm);
+void mg__comm_leave(mg_comm_t *comm);
+/* State READY, for a communicator the calling thread is inside: MG_OK or MG_ERR_INVALID_USAGE
+ * saying what state it is in. */
 mg_status_t mg__comm_check_state(mg_comm_t *comm, const char *fn);
 /* Copies the calling thread's last error into comm's last error. */
 void mg__comm_save_error(mg_comm_t *comm);
+/* 1 when an error that an operation or a lifecycle call met breaks the communicator: every error
+ * but the caller's own (a bad argument, a wrong call, something not supported) and running out
+ * of memory, which are found before anything is posted. */
+static inline int mg__comm_breaks(mg_status_t st) {
+  return st < 0 && st != MG_ERR_INVALID_ARGUMENT && st != MG_ERR_INVALID_USAGE &&
+         st != MG_ERR_NOT_SUPPORTED && st != MG_ERR_OUT_OF_MEMORY;
+}
 /* Moves comm to MG_COMM_ERROR with status as its async error (first error wins). */
 void mg__comm_fail(mg_comm_t *comm, mg_status_t status);
 /* Aborts comm without waiting for its lock (the watchdog): sets the flags, ends its pending

@@ -1,5 +1,5 @@
 /*
- * dtype.h -- the size of a data type, inline: every operation asks (argcheck.h).
+ * dtype.h -- the size of a data type, inline: every operation asks (argcheck.c).
  */
 #ifndef MG_CORE_DTYPE_H
 #define MG_CORE_DTYPE_H

@@ -7,8 +7,7 @@
  * returns that error with its message, so a group is never half posted.
  *
  * Lock order: mg__launch locks the communicators of a batch in increasing address order, then
- * (per operation, where the comm has host streams) its comm's seq_lock, then the flight
- * recorder's lock.
+ * (per operation) its comm's seq_lock, then the flight recorder's lock.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,12 +42,6 @@ static int mg__ptr_cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Errors after which a communicator cannot be trusted: the others are the caller's. */
-static int mg__breaks(mg_status_t st) {
-  return st < 0 && st != MG_ERR_INVALID_ARGUMENT && st != MG_ERR_INVALID_USAGE &&
-         st != MG_ERR_NOT_SUPPORTED;
-}
-
 void mg__op_number(mg__op_t *op, int started, double now) {
   mg_comm_t *c = op->comm;
   if (mg__opkind_is_collective(op->kind)) {
@@ -62,7 +55,7 @@ void mg__op_number(mg__op_t *op, int started, double now) {
 
 /* The distinct communicators of ops[0..n), n > 1, in increasing address order (the lock order)
  * into a new array *out; their number, or -1 when memory runs out. */
-static __attribute__((noinline)) int mg__launch_comms(mg__op_t **ops, int n, mg_comm_t ***out) {
+static int mg__launch_comms(mg__op_t **ops, int n, mg_comm_t ***out) {
   mg_comm_t **comms = malloc(sizeof *comms * (size_t)n);
   if (comms == NULL) return -1;
   for (int i = 0; i < n; i++) comms[i] = ops[i]->comm;
@@ -76,7 +69,7 @@ static __attribute__((noinline)) int mg__launch_comms(mg__op_t **ops, int n, mg_
 
 /* Hands ops[0..n), n > 1, to their backends: one launch per backend, keeping the order of the
  * operations. The first failure is returned. */
-static __attribute__((noinline)) mg_status_t mg__launch_by_backend(mg__op_t **ops, int n) {
+static mg_status_t mg__launch_by_backend(mg__op_t **ops, int n) {
   mg__op_t **batch = malloc(sizeof *batch * (size_t)n);
   if (batch == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "mg_group_end: out of memory");
   mg_status_t st = MG_OK;
@@ -99,7 +92,7 @@ static __attribute__((noinline)) mg_status_t mg__launch_by_backend(mg__op_t **op
  * communicator with such an operation (one per communicator, 8 at most), taken under the
  * communicators' locks; then comms[0..nc) are unlocked, and the snapshots written into
  * MGCOMM_TRACE_DIR holding no lock, keeping the calling thread's message (that of st). */
-static __attribute__((noinline, cold)) void mg__launch_timed_out(mg__op_t **ops, int n,
+static void mg__launch_timed_out(mg__op_t **ops, int n,
                                                                  mg_comm_t **comms, int nc,
                                                                  mg_status_t st) {
   mg__trace_snap_t *snaps[8];
@@ -123,11 +116,8 @@ static __attribute__((noinline, cold)) void mg__launch_timed_out(mg__op_t **ops,
  * stream numbered them when they were queued: `numbered`), hands them to their backends, records
  * failures on the communicators and in the flight recorder, and dumps the recorder of a
  * communicator whose operation timed out into MGCOMM_TRACE_DIR (snapshots taken under the locks,
- * written after). The rare parts are out of line: one operation alone touches little code.
- * Always inlined, as is mg__dispatch: mg__post_checked's copy, for one operation, loses the loops
- * over the batch. */
-static inline __attribute__((always_inline)) mg_status_t mg__launch(mg__op_t **ops, int n,
-                                                                    int numbered) {
+ * written after). */
+static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
   if (n == 0) return MG_OK;
   mg_comm_t *one[1] = {ops[0]->comm};
   mg_comm_t **comms = one;
@@ -142,7 +132,7 @@ static inline __attribute__((always_inline)) mg_status_t mg__launch(mg__op_t **o
       st = mg__error(MG_ERR_ABORTED, "%s on rank %d: the communicator was %s before the "
                      "operation ran", mg__opkind_name(ops[0]->kind), comms[i]->rank,
                      atomic_load(&comms[i]->aborting) == MG__STOP_REVOKE ? "revoked" : "aborted");
-    else if (__builtin_expect(atomic_load(&comms[i]->state) != MG_COMM_READY, 0))
+    else if (atomic_load(&comms[i]->state) != MG_COMM_READY)
       st = mg__comm_check_state(comms[i], mg__opkind_name(ops[0]->kind));
   }
   const int launched = st == MG_OK;
@@ -155,8 +145,6 @@ static inline __attribute__((always_inline)) mg_status_t mg__launch(mg__op_t **o
       op->status = MG_INPROGRESS;
       if (numbered) {
         mg__trace_start(op);
-      } else if (__builtin_expect(c->worker == NULL, 1)) {
-        mg__op_number(op, 1, now); /* c->lock excludes every other numbering (comm.h) */
       } else {
         pthread_mutex_lock(&c->seq_lock);
         mg__op_number(op, 1, now);
@@ -177,15 +165,15 @@ static inline __attribute__((always_inline)) mg_status_t mg__launch(mg__op_t **o
     }
     if (op->status == MG_INPROGRESS && st < 0) op->status = st; /* never launched */
     mg__trace_end(op);
-    if (__builtin_expect(op->status < 0, 0)) {
-      if (mg__breaks(op->status))
+    if (op->status < 0) {
+      if (mg__comm_breaks(op->status))
         mg__comm_fail(op->comm, op->status);
       else
         mg__comm_save_error(op->comm);
       timed_out |= op->status == MG_ERR_TIMED_OUT;
     }
   }
-  if (__builtin_expect(timed_out, 0))
+  if (timed_out)
     mg__launch_timed_out(ops, n, comms, nc, st);
   else
     for (int i = nc - 1; i >= 0; i--) mg__comm_unlock(comms[i]);
@@ -210,7 +198,7 @@ mg_status_t mg__op_stream(mg__op_t *op, const char *fn) {
 
 /* Runs or queues ops[0..n) (outside a group, or at its end): those on host streams go to their
  * workers, the others run now; nothing is posted if memory runs out. */
-static inline __attribute__((always_inline)) mg_status_t mg__dispatch(mg__op_t **ops, int n) {
+static mg_status_t mg__dispatch(mg__op_t **ops, int n) {
   int ns = 0;
   for (int i = 0; i < n; i++) ns += ops[i]->hstream != NULL;
   if (ns == 0) return mg__launch(ops, n, 0);
@@ -222,6 +210,23 @@ static inline __attribute__((always_inline)) mg_status_t mg__dispatch(mg__op_t *
   mg_status_t st = mg__stream_submit(split, ns);
   if (st == MG_OK) st = mg__launch(split + ns, n - ns, 0);
   free(split);
+  return st;
+}
+
+/* mg__dispatch for the operations of a group, recorded while their communicators could still be
+ * destroyed: each is entered (comm.h) for the launch, or nothing is posted. */
+static mg_status_t mg__dispatch_entered(mg__op_t **ops, int n) {
+  int entered = 0;
+  while (entered < n && mg__comm_hold(ops[entered]->comm)) entered++;
+  mg_status_t st;
+  if (entered < n)
+    st = mg__error(MG_ERR_INVALID_USAGE,
+                   "mg_group_end: nothing was posted; the communicator %p of operation %d of "
+                   "the group (%s) was destroyed before the group ended",
+                   (void *)ops[entered]->comm, entered, mg__opkind_name(ops[entered]->kind));
+  else
+    st = mg__dispatch(ops, n);
+  for (int i = 0; i < entered; i++) mg__comm_leave(ops[i]->comm);
   return st;
 }
 
@@ -273,7 +278,7 @@ mg_status_t mg_group_end(void) {
     mg__error(st, "mg_group_end: nothing was posted; the group's first error was: %s",
               mg__grp.errmsg);
   else
-    st = mg__dispatch(mg__grp.ops, mg__grp.n);
+    st = mg__dispatch_entered(mg__grp.ops, mg__grp.n);
   for (int i = 0; i < mg__grp.n; i++) {
     mg__op_release(mg__grp.ops[i]);
     free(mg__grp.ops[i]);

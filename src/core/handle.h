@@ -18,22 +18,20 @@ typedef enum mg__handle_kind {
   MG__HANDLE_WORLD = 5,   /* mg_world_t (src/world/) */
 } mg__handle_kind_t;
 
-/* MG_OK, or MG_ERR_OUT_OF_MEMORY. */
+/* Registers p with kind: MG_OK, or MG_ERR_OUT_OF_MEMORY. */
 mg_status_t mg__handle_register(const void *p, mg__handle_kind_t kind);
-void mg__handle_unregister(const void *p);
 /* Unregisters p if it is registered with this kind: 1 when this call removed it, 0 otherwise (of
  * two concurrent calls, one gets 1). */
 int mg__handle_take(const void *p, mg__handle_kind_t kind);
-/* The number of slots of the registry's table, which follows the number of live handles (a
- * test's view of it). */
-size_t mg__handle_capacity(void);
 /* 1 when p is registered with this kind. */
 int mg__handle_valid(const void *p, mg__handle_kind_t kind);
 /* When p is registered with this kind, calls fn(p, arg) under the registry's read lock, so that
  * p cannot be unregistered (and freed by its owner) while fn runs, and returns 1; else 0. fn is
- * short and never registers or unregisters a handle. Lock order: the registry, then fn's locks;
- * so an owner unregisters its handle before it takes its own locks to destroy it. */
+ * short, takes no lock that is held while registering, and never registers or unregisters. */
 int mg__handle_with(const void *p, mg__handle_kind_t kind, void (*fn)(void *p, void *arg),
                     void *arg);
+/* The number of slots of the registry's table, which follows the number of live handles (a
+ * test's view of it). */
+size_t mg__handle_capacity(void);
 
 #endif

@@ -106,9 +106,7 @@ static size_t mg__alloc_bucket(const void *p) {
   return (size_t)((x * 0x9e3779b97f4a7c15ull) >> 56) % MG__ALLOC_BUCKETS;
 }
 
-mg_status_t mg_mem_alloc(mg_comm_t *comm, size_t bytes, void **ptr) {
-  static const char fn[] = "mg_mem_alloc";
-  MG_CHECK(mg__comm_check(comm, fn));
+static mg_status_t mg__mem_alloc(mg_comm_t *comm, size_t bytes, void **ptr, const char *fn) {
   if (ptr == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: ptr is NULL", fn);
   if (bytes == 0) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: bytes is 0", fn);
   mg__alloc_t *rec = malloc(sizeof *rec);
@@ -134,6 +132,14 @@ mg_status_t mg_mem_alloc(mg_comm_t *comm, size_t bytes, void **ptr) {
   return MG_OK;
 }
 
+mg_status_t mg_mem_alloc(mg_comm_t *comm, size_t bytes, void **ptr) {
+  static const char fn[] = "mg_mem_alloc";
+  MG_CHECK(mg__comm_enter(comm, fn));
+  mg_status_t st = mg__mem_alloc(comm, bytes, ptr, fn);
+  mg__comm_leave(comm);
+  return st;
+}
+
 mg_status_t mg_mem_free(void *ptr) {
   if (ptr == NULL) return MG_OK;
   size_t b = mg__alloc_bucket(ptr);
@@ -155,9 +161,7 @@ mg_status_t mg_mem_free(void *ptr) {
   return st;
 }
 
-mg_status_t mg_memcpy(mg_comm_t *comm, void *dst, const void *src, size_t bytes) {
-  static const char fn[] = "mg_memcpy";
-  MG_CHECK(mg__comm_check(comm, fn));
+static mg_status_t mg__memcpy(mg_comm_t *comm, void *dst, const void *src, size_t bytes, const char *fn) {
   if (bytes == 0) return MG_OK;
   if (dst == NULL || src == NULL)
     return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: %s is NULL with %zu bytes to copy", fn,
@@ -176,6 +180,14 @@ mg_status_t mg_memcpy(mg_comm_t *comm, void *dst, const void *src, size_t bytes)
   return st;
 }
 
+mg_status_t mg_memcpy(mg_comm_t *comm, void *dst, const void *src, size_t bytes) {
+  static const char fn[] = "mg_memcpy";
+  MG_CHECK(mg__comm_enter(comm, fn));
+  mg_status_t st = mg__memcpy(comm, dst, src, bytes, fn);
+  mg__comm_leave(comm);
+  return st;
+}
+
 /* ---- registrations ------------------------------------------------------------------------ */
 
 struct mg_reg {
@@ -186,17 +198,8 @@ struct mg_reg {
   struct mg_reg *next;  /* comm->regs */
 };
 
-/* Errors after which a communicator cannot be trusted (a collective registration that timed
- * out leaves the backend mid-call); the others are the caller's. */
-static int mg__reg_breaks(mg_status_t st) {
-  return st < 0 && st != MG_ERR_INVALID_ARGUMENT && st != MG_ERR_INVALID_USAGE &&
-         st != MG_ERR_NOT_SUPPORTED && st != MG_ERR_OUT_OF_MEMORY;
-}
-
-mg_status_t mg_comm_register(mg_comm_t *comm, void *buf, size_t bytes, int flags,
-                             mg_reg_t **reg) {
-  static const char fn[] = "mg_comm_register";
-  MG_CHECK(mg__comm_check_ready(comm, fn));
+static mg_status_t mg__register(mg_comm_t *comm, void *buf, size_t bytes, int flags,
+                             mg_reg_t **reg, const char *fn) {
   mg_status_t st = MG_OK;
   if (reg == NULL || buf == NULL)
     st = mg__error(MG_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, reg == NULL ? "reg" : "buf");
@@ -219,7 +222,7 @@ mg_status_t mg_comm_register(mg_comm_t *comm, void *buf, size_t bytes, int flags
   r->buf = buf;
   r->bytes = bytes;
   pthread_mutex_lock(&comm->lock);
-  st = mg__comm_check_ready(comm, fn); /* an abort may have come meanwhile */
+  st = mg__comm_check_state(comm, fn); /* an abort may have come meanwhile */
   if (st == MG_OK && flags == MG_REGISTER_SYMMETRIC) {
     const uintptr_t a = (uintptr_t)buf;
     for (const struct mg_reg *o = comm->regs; o != NULL && st == MG_OK; o = o->next) {
@@ -237,7 +240,7 @@ mg_status_t mg_comm_register(mg_comm_t *comm, void *buf, size_t bytes, int flags
     r->next = comm->regs;
     comm->regs = r;
     mg__known_add(buf, bytes, comm->device, comm); /* the backend checked it */
-  } else if (mg__reg_breaks(st)) {
+  } else if (mg__comm_breaks(st)) {
     mg__comm_fail(comm, st);
   } else {
     mg__comm_save_error(comm);
@@ -251,9 +254,16 @@ mg_status_t mg_comm_register(mg_comm_t *comm, void *buf, size_t bytes, int flags
   return MG_OK;
 }
 
-mg_status_t mg_comm_deregister(mg_comm_t *comm, mg_reg_t *reg) {
-  static const char fn[] = "mg_comm_deregister";
-  MG_CHECK(mg__comm_check(comm, fn));
+mg_status_t mg_comm_register(mg_comm_t *comm, void *buf, size_t bytes, int flags,
+                             mg_reg_t **reg) {
+  static const char fn[] = "mg_comm_register";
+  MG_CHECK(mg__comm_enter_ready(comm, fn));
+  mg_status_t st = mg__register(comm, buf, bytes, flags, reg, fn);
+  mg__comm_leave(comm);
+  return st;
+}
+
+static mg_status_t mg__deregister(mg_comm_t *comm, mg_reg_t *reg, const char *fn) {
   if (reg == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: reg is NULL", fn);
   pthread_mutex_lock(&comm->lock);
   struct mg_reg **pp = &comm->regs;
@@ -273,6 +283,14 @@ mg_status_t mg_comm_deregister(mg_comm_t *comm, mg_reg_t *reg) {
   }
   if (st < 0) mg__comm_save_error(comm);
   pthread_mutex_unlock(&comm->lock);
+  return st;
+}
+
+mg_status_t mg_comm_deregister(mg_comm_t *comm, mg_reg_t *reg) {
+  static const char fn[] = "mg_comm_deregister";
+  MG_CHECK(mg__comm_enter(comm, fn));
+  mg_status_t st = mg__deregister(comm, reg, fn);
+  mg__comm_leave(comm);
   return st;
 }
 

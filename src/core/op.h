@@ -11,8 +11,7 @@
 
 /* Checks every argument of op against contract 2 (see mgcomm.h, "Operations"); clears the buffers
  * the calling rank does not use; captures the reduction op; copies all_to_allv's arrays into
- * op->v (freed by mg__op_release). Errors name fn and the argument. The public operations use
- * its inlined form, mg__op_check (argcheck.h). */
+ * op->v (freed by mg__op_release). Errors name fn and the argument. */
 mg_status_t mg__op_validate(mg__op_t *op, const size_t *const v_in[4], const char *fn);
 /* Captures op->redop.op (built-in, or a custom op of op->comm for op->dtype) into op->redop. */
 mg_status_t mg__redop_capture(mg__op_t *op, const char *fn);

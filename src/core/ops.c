@@ -2,26 +2,24 @@
  * ops.c -- the public operations: each builds an operation record with NCCL's argument meaning,
  * checks it and posts it (group.c). Nothing else happens here.
  */
-#include "core/argcheck.h"
 #include "base/log.h"
+#include "core/comm.h"
 #include "core/op.h"
 #include "core/stream.h"
 
 /* Checks op (the communicator, every argument, the stream, then what only the backend can) and
- * posts it. Always inlined: each operation below has its own copy, in which op->kind is a
- * constant and the checks of the other kinds fold away (argcheck.h). v_in: all_to_allv's four
- * arrays, else NULL. */
-static inline __attribute__((always_inline)) mg_status_t
-mg__post(mg__op_t *op, const size_t *const v_in[4], const char *fn) {
-  const mg__opkind_t kind = op->kind; /* a constant, known before any call */
-  mg_status_t st = mg__comm_check_ready(op->comm, fn);
+ * posts it, inside the communicator (comm.h). v_in: all_to_allv's four arrays, else NULL. */
+static mg_status_t mg__post(mg__op_t *op, const size_t *const v_in[4], const char *fn) {
+  mg_comm_t *comm = op->comm;
+  mg_status_t st = mg__comm_enter_ready(comm, fn);
   if (st < 0) return mg__post_refused(op, st, 0);
-  mg__log_set_rank(op->comm->rank);
-  st = mg__op_check(op, kind, v_in, fn);
+  mg__log_set_rank(comm->rank);
+  st = mg__op_validate(op, v_in, fn);
   if (st >= 0 && op->stream != NULL && mg__hstreams_any()) st = mg__op_stream(op, fn);
-  if (st >= 0) st = op->comm->backend->check_op(op, fn);
-  if (st < 0) return mg__post_refused(op, st, 1);
-  return mg__post_checked(op, fn);
+  if (st >= 0) st = comm->backend->check_op(op, fn);
+  st = st < 0 ? mg__post_refused(op, st, 1) : mg__post_checked(op, fn);
+  mg__comm_leave(comm);
+  return st;
 }
 
 #define MG__OP(kind_, comm_, send_, recv_, count_, dtype_, redop_, root_, stream_) \

@@ -38,10 +38,8 @@ mg_status_t mg__redop_capture(mg__op_t *op, const char *fn) {
   return st;
 }
 
-mg_status_t mg_op_create_premul_sum(mg_comm_t *comm, const void *scalar, mg_dtype_t dtype,
-                                    mg_scalar_residence_t residence, mg_op_t *op) {
-  static const char fn[] = "mg_op_create_premul_sum";
-  MG_CHECK(mg__comm_check_ready(comm, fn));
+static mg_status_t mg__op_create_premul_sum(mg_comm_t *comm, const void *scalar, mg_dtype_t dtype,
+                                    mg_scalar_residence_t residence, mg_op_t *op, const char *fn) {
   mg_status_t st = MG_OK;
   if (scalar == NULL || op == NULL)
     st = mg__error(MG_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, scalar == NULL ? "scalar" : "op");
@@ -82,9 +80,16 @@ mg_status_t mg_op_create_premul_sum(mg_comm_t *comm, const void *scalar, mg_dtyp
   return MG_OK;
 }
 
-mg_status_t mg_op_destroy(mg_comm_t *comm, mg_op_t op) {
-  static const char fn[] = "mg_op_destroy";
-  MG_CHECK(mg__comm_check(comm, fn));
+mg_status_t mg_op_create_premul_sum(mg_comm_t *comm, const void *scalar, mg_dtype_t dtype,
+                                    mg_scalar_residence_t residence, mg_op_t *op) {
+  static const char fn[] = "mg_op_create_premul_sum";
+  MG_CHECK(mg__comm_enter_ready(comm, fn));
+  mg_status_t st = mg__op_create_premul_sum(comm, scalar, dtype, residence, op, fn);
+  mg__comm_leave(comm);
+  return st;
+}
+
+static mg_status_t mg__op_destroy(mg_comm_t *comm, mg_op_t op, const char *fn) {
   if ((int)op < MG_OP_BUILTIN_COUNT)
     return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: op %d is %s, not a custom op", fn, (int)op,
                      (int)op < 0 ? "negative" : "built in");
@@ -100,4 +105,12 @@ mg_status_t mg_op_destroy(mg_comm_t *comm, mg_op_t op) {
   if (!atomic_load(&comm->aborting)) comm->backend->redop_destroy(comm, &c->redop);
   free(c);
   return MG_OK;
+}
+
+mg_status_t mg_op_destroy(mg_comm_t *comm, mg_op_t op) {
+  static const char fn[] = "mg_op_destroy";
+  MG_CHECK(mg__comm_enter(comm, fn));
+  mg_status_t st = mg__op_destroy(comm, op, fn);
+  mg__comm_leave(comm);
+  return st;
 }

@@ -77,7 +77,7 @@ static void mg__request_free_mem(mg_request_t *req) {
 }
 
 void mg__request_discard(mg_request_t *req) {
-  mg__handle_unregister(req);
+  (void)mg__handle_take(req, MG__HANDLE_REQUEST);
   mg__request_free_mem(req);
 }
 
@@ -255,12 +255,10 @@ void mg__request_poll(mg_request_t *req, int inline_cb) {
 
 /* ---- mg_record -------------------------------------------------------------------------------- */
 
-/* mg_record and mg_record_timed (timed: the mark can be timed against another). */
-static mg_status_t mg__record(mg_comm_t *comm, mg_stream_t stream, int timed, mg_request_t **out,
-                              const char *fn) {
-  MG_CHECK(mg__comm_check(comm, fn));
+static mg_status_t mg__record_in(mg_comm_t *comm, mg_stream_t stream, int timed,
+                                 mg_request_t **out, const char *fn) {
   /* A comm in the error state still records: the request reports the stream's error. */
-  if (atomic_load(&comm->state) != MG_COMM_ERROR) MG_CHECK(mg__comm_check_ready(comm, fn));
+  if (atomic_load(&comm->state) != MG_COMM_ERROR) MG_CHECK(mg__comm_check_state(comm, fn));
   if (out == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: req is NULL", fn);
   if (!(comm->backend->caps & MG__CAP_MARKS))
     return mg__error(MG_ERR_NOT_SUPPORTED, "%s: the %s backend does not track completion on its "
@@ -300,6 +298,15 @@ static mg_status_t mg__record(mg_comm_t *comm, mg_stream_t stream, int timed, mg
   }
   *out = req;
   return MG_OK;
+}
+
+/* mg_record and mg_record_timed (timed: the mark can be timed against another). */
+static mg_status_t mg__record(mg_comm_t *comm, mg_stream_t stream, int timed, mg_request_t **out,
+                              const char *fn) {
+  MG_CHECK(mg__comm_enter(comm, fn));
+  mg_status_t st = mg__record_in(comm, stream, timed, out, fn);
+  mg__comm_leave(comm);
+  return st;
 }
 
 mg_status_t mg_record(mg_comm_t *comm, mg_stream_t stream, mg_request_t **req) {
@@ -342,15 +349,6 @@ static mg_status_t mg__outcome(const mg_request_t *req) {
   if (req->status < 0) return mg__error(req->status, "%s", req->msg ? req->msg : "");
   return req->status;
 }
-
-static void mg__comm_enter_cb(void *p, void *arg) { atomic_fetch_add(&((mg_comm_t *)p)->users, 1); }
-
-/* Queries or waits on req's mark with its communicator kept alive (MG_OK), or tells that the
- * communicator is gone (then the request was ended by its abort). */
-static int mg__comm_enter(mg_comm_t *comm) {
-  return mg__handle_with(comm, MG__HANDLE_COMM, mg__comm_enter_cb, NULL);
-}
-static void mg__comm_leave(mg_comm_t *comm) { atomic_fetch_sub(&comm->users, 1); }
 
 /* Sleeps on req's condition variable until it is done or `until` (absolute mg__now() time). */
 static void mg__sleep_until(mg_request_t *req, double until) {
@@ -415,7 +413,7 @@ mg_status_t mg_request_wait(mg_request_t *req, double timeout_s) {
     }
     double stop = until < req->deadline ? until : req->deadline;
     if (req->kind == MG__REQ_RECORD && req->strategy != MG_COMPLETION_HOSTFN) {
-      if (!mg__comm_enter(req->comm)) {
+      if (!mg__comm_hold(req->comm)) {
         mg__sleep_until(req, stop); /* gone: its abort has completed the request */
         continue;
       }
@@ -454,7 +452,7 @@ mg_status_t mg_request_test(mg_request_t *req, mg_status_t *status) {
     st = mg__error(MG_ERR_INVALID_ARGUMENT, "%s: status is NULL", fn);
   if (st == MG_OK) {
     if (atomic_load_explicit(&req->state, memory_order_acquire) == MG__REQ_PENDING) {
-      if (req->kind == MG__REQ_RECORD && mg__comm_enter(req->comm)) {
+      if (req->kind == MG__REQ_RECORD && mg__comm_hold(req->comm)) {
         mg__request_poll(req, 0);
         mg__comm_leave(req->comm);
       }

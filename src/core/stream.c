@@ -237,9 +237,7 @@ static mg_status_t mg__comm_worker(mg_comm_t *comm, const char *fn) {
   return st;
 }
 
-mg_status_t mg_comm_stream(mg_comm_t *comm, mg_stream_t *out) {
-  static const char fn[] = "mg_comm_stream";
-  MG_CHECK(mg__comm_check_ready(comm, fn));
+static mg_status_t mg__comm_stream(mg_comm_t *comm, mg_stream_t *out, const char *fn) {
   if (out == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: stream is NULL", fn);
   if (!(comm->backend->caps & MG__CAP_STREAM))
     return mg__error(MG_ERR_NOT_SUPPORTED,
@@ -252,9 +250,15 @@ mg_status_t mg_comm_stream(mg_comm_t *comm, mg_stream_t *out) {
   return st;
 }
 
-mg_status_t mg_stream_create(mg_comm_t *comm, mg_stream_t *out) {
-  static const char fn[] = "mg_stream_create";
-  MG_CHECK(mg__comm_check_ready(comm, fn));
+mg_status_t mg_comm_stream(mg_comm_t *comm, mg_stream_t *out) {
+  static const char fn[] = "mg_comm_stream";
+  MG_CHECK(mg__comm_enter_ready(comm, fn));
+  mg_status_t st = mg__comm_stream(comm, out, fn);
+  mg__comm_leave(comm);
+  return st;
+}
+
+static mg_status_t mg__stream_create(mg_comm_t *comm, mg_stream_t *out, const char *fn) {
   if (out == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: stream is NULL", fn);
   if (comm->backend->id != MG_BACKEND_HOST)
     return mg__error(MG_ERR_NOT_SUPPORTED,
@@ -280,6 +284,14 @@ mg_status_t mg_stream_create(mg_comm_t *comm, mg_stream_t *out) {
   }
   *out = s;
   return MG_OK;
+}
+
+mg_status_t mg_stream_create(mg_comm_t *comm, mg_stream_t *out) {
+  static const char fn[] = "mg_stream_create";
+  MG_CHECK(mg__comm_enter_ready(comm, fn));
+  mg_status_t st = mg__stream_create(comm, out, fn);
+  mg__comm_leave(comm);
+  return st;
 }
 
 mg_status_t mg_stream_destroy(mg_stream_t stream) {

@@ -461,15 +461,18 @@ void mg__trace_autodump_write(mg__trace_snap_t *snap) {
 
 mg_status_t mg_comm_dump_trace(mg_comm_t *comm, const char *path) {
   static const char fn[] = "mg_comm_dump_trace";
-  MG_CHECK(mg__comm_check(comm, fn));
   if (path == NULL || path[0] == '\0')
     return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: path is NULL or empty", fn);
+  MG_CHECK(mg__comm_enter(comm, fn));
   mg__trace_snap_t *s = mg__trace_snapshot(comm, "request");
+  mg_status_t st;
   if (s == NULL) {
     mg__error_prefix("%s", fn);
-    return comm->trace == NULL ? MG_ERR_NOT_SUPPORTED : MG_ERR_OUT_OF_MEMORY;
+    st = comm->trace == NULL ? MG_ERR_NOT_SUPPORTED : MG_ERR_OUT_OF_MEMORY;
+  } else {
+    st = mg__trace_write(s, path, fn);
+    mg__trace_snap_free(s);
   }
-  mg_status_t st = mg__trace_write(s, path, fn);
-  mg__trace_snap_free(s);
+  mg__comm_leave(comm);
   return st;
 }

@@ -14,7 +14,7 @@
  * stays while such communicators exist.
  *
  * It never blocks in a backend, and never calls one under its lock: a scan takes references on
- * the requests it found and raises their communicators' `users` count under mg__wd.lock, then
+ * the requests it found and raises their communicators' `refs` count under mg__wd.lock, then
  * calls the non-blocking methods (mark_query, async_error) without it. A CUDA host function that
  * signals a mark takes mg__wd.lock (to unlist the request), so that lock is never held across a
  * CUDA or NCCL call (CUDA may hold its own locks while a host function runs). An expiry aborts a
@@ -279,9 +279,9 @@ void mg__wd_abort(mg_comm_t *comm, const mg__gen_t *gen_src, uint64_t below, con
   }
 }
 
-/* Communicators a scan uses outside mg__wd.lock: their `users` count is raised under the lock,
+/* Communicators a scan uses outside mg__wd.lock: their `refs` count is raised under the lock,
  * where a listed request's or a guarded communicator is alive (destroy unlists its requests and
- * its guard first, under the lock, and then waits for `users` to drop). check: 1 poll its
+ * its guard first, under the lock, and then waits for `refs` to drop). check: 1 poll its
  * asynchronous error, 2 its blocking call passed its deadline (bits). */
 typedef struct {
   struct mg__wd_held {
@@ -305,7 +305,7 @@ static int mg__held_add(mg__held_t *h, mg_comm_t *comm, int check) {
     h->v = v;
     h->cap = cap;
   }
-  atomic_fetch_add(&comm->users, 1);
+  atomic_fetch_add(&comm->refs, 1);
   h->v[h->n].comm = comm;
   h->v[h->n].check = check;
   h->n++;
@@ -313,7 +313,7 @@ static int mg__held_add(mg__held_t *h, mg_comm_t *comm, int check) {
 }
 
 static void mg__held_release(mg__held_t *h) {
-  for (int i = 0; i < h->n; i++) atomic_fetch_sub(&h->v[i].comm->users, 1);
+  for (int i = 0; i < h->n; i++) mg__comm_leave(h->v[i].comm);
   free(h->v);
   h->v = NULL;
   h->n = h->cap = 0;

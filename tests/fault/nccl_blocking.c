@@ -195,6 +195,16 @@ static void mode_norevoke(void) {
   printf("  mg_comm_abort returned after %.3f s; the call is still inside NCCL\n", dt);
   ASSERT(dt < 1.5);
   ASSERT_EQ(sim("inside", 0), 1);
+  /* Destroy waits for the call inside for the communicator's timeout (1 s), then refuses and
+   * leaves the communicator, aborted, for a later destroy: nothing is freed under the call. */
+  const double t_destroy = now();
+  ASSERT_EQ(mg_comm_destroy(comms[0]), MG_ERR_INVALID_USAGE);
+  const double dd = now() - t_destroy;
+  printf("  mg_comm_destroy refused after %.3f s: %s\n", dd, mg_last_error());
+  ASSERT_CONTAINS(mg_last_error(), "1 call is still inside");
+  ASSERT_IN_F(dd, 0.9, 2.5);
+  ASSERT_OK(mg_comm_state(comms[0], &state));
+  ASSERT_EQ(state, MG_COMM_ABORTED);
   /* The thread never returns: leave without joining it (no leak report for what it holds). */
   fflush(stdout);
   _exit(0);
