@@ -5,8 +5,7 @@
  * docs/world.md; tools/mgcomm/trace.c reads it).
  */
 #include <errno.h>
-#include <sched.h>
-#include <stdatomic.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,71 +30,54 @@ static const char *mg__tr_state_name(int s) {
   return "unknown";
 }
 
-/* One operation, on one cache line (the ring is line-aligned): an operation writes one entry.
- * Its id is not stored: the entry of id sits at (id - 1) % cap and holds it while
- * next_id - id < cap. The operations themselves keep their slot (op->trace_slot), and the ring
- * its next one (head), so that an operation divides nothing. */
+/* One operation. Its id is not stored: the entry of id sits at (id - 1) % cap and holds it
+ * while next_id - id < cap. An operation keeps its slot (op->trace_slot) for its start and end. */
 typedef struct mg__trace_ent {
   uint64_t seq;    /* the operation's sequence number (per peer for send/recv) */
   uint64_t count;
   uintptr_t stream;
   double t_enq, t_start, t_end; /* mg__now() seconds; 0 until it happened */
-  int32_t root, status;
-  uint8_t kind, dtype, state;   /* state 0: slot never used */
-  uint8_t pad_[5];
+  int root;
+  mg_status_t status;           /* MG_INPROGRESS until it ended */
+  mg__opkind_t kind;
+  mg_dtype_t dtype;
+  int state;                    /* MG__TR_*; 0: slot never used */
 } mg__trace_ent_t;
-_Static_assert(sizeof(mg__trace_ent_t) == 64, "a flight-recorder entry is one cache line");
 
 struct mg__trace {
-  /* A spin lock, not a mutex: every operation takes it twice, for a few stores, and the header
-   * then fits the line that enqueue and end both touch. Only snapshots and stall descriptions
-   * hold it longer (a copy of the ring), and those are rare. A leaf. */
-  atomic_int lock;
+  pthread_mutex_t lock; /* a leaf: everything below; held for a few stores, or a copy of ent */
   uint32_t cap;
   uint64_t next_id;     /* entries made so far */
-  uint32_t head;        /* the slot of the next entry: next_id % cap */
   uint64_t enq1, done1; /* collectives: last enqueued / completed sequence number + 1 */
-  _Alignas(64) mg__trace_ent_t ent[];
+  mg__trace_ent_t *ent; /* [cap] */
 };
-
-static __attribute__((noinline, cold)) void mg__tr_lock_wait(mg__trace_t *t) {
-  int spins = 0;
-  do
-    while (atomic_load_explicit(&t->lock, memory_order_relaxed))
-      if (++spins > 100) sched_yield(); /* its holder was preempted, or copies the ring */
-  while (atomic_exchange_explicit(&t->lock, 1, memory_order_acquire));
-}
-
-/* The wait is out of line: an operation's enqueue and end, which find the lock free, then need
- * no registers saved. */
-static inline void mg__tr_lock(mg__trace_t *t) {
-  if (atomic_exchange_explicit(&t->lock, 1, memory_order_acquire)) mg__tr_lock_wait(t);
-}
-
-static void mg__tr_unlock(mg__trace_t *t) {
-  atomic_store_explicit(&t->lock, 0, memory_order_release);
-}
 
 /* ---- the ring ------------------------------------------------------------------------------ */
 
 mg_status_t mg__trace_create(mg_comm_t *comm, int entries) {
   comm->trace = NULL;
   if (entries <= 0) return MG_OK;
-  const size_t bytes = sizeof(mg__trace_t) + (size_t)entries * sizeof(mg__trace_ent_t);
-  mg__trace_t *t = aligned_alloc(64, bytes); /* a multiple of 64: both parts are */
-  if (t == NULL)
+  mg__trace_t *t = calloc(1, sizeof *t);
+  mg__trace_ent_t *ent = calloc((size_t)entries, sizeof *ent);
+  if (t == NULL || ent == NULL) {
+    free(t);
+    free(ent);
     return mg__error(MG_ERR_OUT_OF_MEMORY, "cannot allocate a flight recorder of %d entries",
                      entries);
-  memset(t, 0, bytes);
-  atomic_init(&t->lock, 0);
+  }
+  pthread_mutex_init(&t->lock, NULL);
   t->cap = (uint32_t)entries;
+  t->ent = ent;
   comm->trace = t;
   return MG_OK;
 }
 
 void mg__trace_destroy(mg_comm_t *comm) {
-  if (comm->trace == NULL) return;
-  free(comm->trace);
+  mg__trace_t *t = comm->trace;
+  if (t == NULL) return;
+  pthread_mutex_destroy(&t->lock);
+  free(t->ent);
+  free(t);
   comm->trace = NULL;
 }
 
@@ -112,10 +94,9 @@ static mg__trace_ent_t *mg__tr_entry(mg__trace_t *t, const mg__op_t *op) {
 void mg__trace_enqueue(mg__op_t *op, int started, double now) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL) return;
-  mg__tr_lock(t);
+  pthread_mutex_lock(&t->lock);
   const uint64_t id = ++t->next_id;
-  const uint32_t slot = t->head;
-  t->head = slot + 1 == t->cap ? 0 : slot + 1;
+  const uint32_t slot = (uint32_t)((id - 1) % t->cap);
   mg__trace_ent_t *e = &t->ent[slot];
   e->seq = op->seq;
   e->count = op->count;
@@ -123,13 +104,13 @@ void mg__trace_enqueue(mg__op_t *op, int started, double now) {
   e->t_enq = now;
   e->t_start = started ? now : 0;
   e->t_end = 0;
-  e->kind = (uint8_t)op->kind;
-  e->dtype = (uint8_t)op->dtype;
+  e->kind = op->kind;
+  e->dtype = op->dtype;
   e->root = op->root;
   e->state = started ? MG__TR_STARTED : MG__TR_ENQUEUED;
   e->status = MG_INPROGRESS;
   if (mg__opkind_is_collective(op->kind)) t->enq1 = op->seq + 1;
-  mg__tr_unlock(t);
+  pthread_mutex_unlock(&t->lock);
   op->trace_id = id;
   op->trace_slot = slot;
 }
@@ -138,20 +119,20 @@ void mg__trace_start(const mg__op_t *op) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL || op->trace_id == 0) return;
   double now = mg__now();
-  mg__tr_lock(t);
+  pthread_mutex_lock(&t->lock);
   mg__trace_ent_t *e = mg__tr_entry(t, op);
   if (e != NULL) {
     e->t_start = now;
     e->state = MG__TR_STARTED;
   }
-  mg__tr_unlock(t);
+  pthread_mutex_unlock(&t->lock);
 }
 
 void mg__trace_end(const mg__op_t *op) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL || op->trace_id == 0) return;
   double now = mg__now();
-  mg__tr_lock(t);
+  pthread_mutex_lock(&t->lock);
   mg__trace_ent_t *e = mg__tr_entry(t, op);
   if (e != NULL) {
     if (e->t_start == 0) e->t_start = now; /* failed before it started */
@@ -161,7 +142,7 @@ void mg__trace_end(const mg__op_t *op) {
   }
   if (op->status >= 0 && mg__opkind_is_collective(op->kind) && op->seq + 1 > t->done1)
     t->done1 = op->seq + 1;
-  mg__tr_unlock(t);
+  pthread_mutex_unlock(&t->lock);
 }
 
 /* ---- describing a stall ---------------------------------------------------------------------- */
@@ -177,8 +158,8 @@ static size_t mg__cat(char *buf, size_t len, size_t o, const char *fmt, ...) {
   return n < 0 ? o : o + (size_t)n;
 }
 
-static const char *mg__dt(int dtype) {
-  const char *n = mg_dtype_name((mg_dtype_t)dtype);
+static const char *mg__dt(mg_dtype_t dtype) {
+  const char *n = mg_dtype_name(dtype);
   return n ? n : "?";
 }
 
@@ -198,19 +179,19 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
   mg__trace_t *t = comm->trace;
   mg__trace_ent_t pend = {0}, p2p = {0}, last = {0};
   if (t != NULL) {
-    mg__tr_lock(t);
+    pthread_mutex_lock(&t->lock);
     uint64_t first = t->next_id > t->cap ? t->next_id - t->cap + 1 : 1;
     for (uint64_t id = first; id <= t->next_id; id++) {
       mg__trace_ent_t *e = mg__tr_slot(t, id);
       last = *e;
       if (e->state == MG__TR_COMPLETED || e->state == MG__TR_FAILED) continue;
-      if (mg__opkind_is_collective((mg__opkind_t)e->kind)) {
+      if (mg__opkind_is_collective(e->kind)) {
         if (pend.state == 0) pend = *e;
       } else if (p2p.state == 0) {
         p2p = *e;
       }
     }
-    mg__tr_unlock(t);
+    pthread_mutex_unlock(&t->lock);
   }
   /* A backend whose operations finish on the device after they were issued (NCCL) marks them
    * completed when issued: what the device may still be running is then the last operation
@@ -218,7 +199,7 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
   const int issued = pend.state == 0 && p2p.state == 0 && last.state != 0 &&
                      (comm->backend->caps & MG__CAP_ASYNC) != 0 && last.status >= 0;
   if (issued) {
-    if (mg__opkind_is_collective((mg__opkind_t)last.kind))
+    if (mg__opkind_is_collective(last.kind))
       pend = last;
     else
       p2p = last;
@@ -239,7 +220,7 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
     if (last.state == MG__TR_FAILED)
       mg__cat(buf, len, o, "; its last operation, %s #%llu (%s x %llu), failed with %s",
               mg__opkind_name(last.kind), (unsigned long long)last.seq, mg__dt(last.dtype),
-              (unsigned long long)last.count, mg_status_name((mg_status_t)last.status));
+              (unsigned long long)last.count, mg_status_name(last.status));
     return;
   }
   o = mg__cat(buf, len, o, "%s #%llu (%s x %llu)%s", mg__opkind_name(pend.kind),
@@ -340,13 +321,13 @@ mg__trace_snap_t *mg__trace_snapshot(mg_comm_t *comm, const char *reason) {
     for (int r = 0; r < comm->nranks; r++)
       s->peer_known[r] = mg__peer_progress(comm, r, &s->peers[r]) == MG_OK;
   }
-  mg__tr_lock(t);
+  pthread_mutex_lock(&t->lock);
   s->recorded = t->next_id;
   s->enq1 = t->enq1;
   s->done1 = t->done1;
   uint64_t first = t->next_id > t->cap ? t->next_id - t->cap + 1 : 1;
   for (uint64_t id = first; id <= t->next_id; id++) s->ent[s->n++] = *mg__tr_slot(t, id);
-  mg__tr_unlock(t);
+  pthread_mutex_unlock(&t->lock);
   return s;
 }
 
@@ -411,7 +392,7 @@ mg_status_t mg__trace_write(const mg__trace_snap_t *s, const char *path, const c
   fprintf(f, "%s],\n  \"entries\": [", s->npeers ? "\n  " : "");
   for (size_t i = 0; i < s->n; i++) {
     const mg__trace_ent_t *e = &s->ent[i];
-    const int coll = mg__opkind_is_collective((mg__opkind_t)e->kind);
+    const int coll = mg__opkind_is_collective(e->kind);
     fprintf(f, "%s\n    {\"id\": %llu, \"seq\": %llu, \"kind\": \"%s\", \"collective\": %s, ",
             i ? "," : "", (unsigned long long)(s->recorded - s->n + 1 + i),
             (unsigned long long)e->seq,
@@ -424,7 +405,7 @@ mg_status_t mg__trace_write(const mg__trace_snap_t *s, const char *path, const c
     mg__json_time(f, "t_start", e->t_start, ", ");
     mg__json_time(f, "t_end", e->t_end, ", ");
     fprintf(f, "\"state\": \"%s\", \"status\": \"%s\"}", mg__tr_state_name(e->state),
-            e->status == MG_INPROGRESS ? "" : mg_status_name((mg_status_t)e->status));
+            e->status == MG_INPROGRESS ? "" : mg_status_name(e->status));
   }
   fprintf(f, "%s]\n}\n", s->n ? "\n  " : "");
   int bad = ferror(f);

@@ -6,7 +6,8 @@
  *
  * An entry goes ENQUEUED (numbered, queued on a host stream) -> STARTED (handed to the backend)
  * -> COMPLETED or FAILED. On the host backend with a NULL stream the three happen in one call.
- * The ring's lock is a leaf: it is taken under comm->lock and comm->seq_lock, never the other way.
+ * The ring's lock (a mutex) is a leaf: it is taken under comm->lock and comm->seq_lock, never the
+ * other way.
  */
 #ifndef MG_CORE_TRACE_H
 #define MG_CORE_TRACE_H
@@ -29,7 +30,7 @@ void mg__trace_end(const mg__op_t *op);
 /* Where comm stands, for a timeout message: "all_reduce #42 (float32 x 1048576): ranks 0,1,3
  * waiting, rank 2 last enqueued #41 (all_gather)" for the oldest unfinished collective, from the
  * ring and the progress the ranks publish; "no operation pending" when there is none. The caller
- * guarantees that comm stays valid; never blocks. */
+ * guarantees that comm stays valid; takes no lock but the ring's (a leaf, held for a copy). */
 void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len);
 
 /* The part of a dump that needs comm (copied under the ring's lock), and writing it. */
