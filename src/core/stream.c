@@ -1,7 +1,7 @@
 /*
- * stream.c -- rank workers, host streams and the host backend's marks (stream.h).
+ * stream.c -- rank workers, host streams and their markers (stream.h).
  *
- * Divisions: workers; host streams (create, destroy, sync); submitting operations; marks.
+ * Divisions: workers; host streams (create, destroy, sync); submitting operations; markers.
  *
  * Lock order: a worker's lock and a stream's lock are leaves: nothing else is taken under them,
  * and nothing runs under them but queue and counter updates. Items run with no lock held.
@@ -450,93 +450,77 @@ mg_status_t mg__stream_submit(mg__op_t *const *ops, int n) {
   return MG_OK;
 }
 
-/* ---- marks ------------------------------------------------------------------------------------ */
+/* ---- markers ------------------------------------------------------------------------------- */
 
-/* A marker in a host stream, shared by its queue item and its mark (two references). */
-typedef struct {
+/* Shared by its queue item and its owner (two references). */
+struct mg__marker {
   mg__item_t item;
   struct mg_stream *s;
   atomic_int refs;
-  atomic_int reached;  /* 1 once the worker ran the item; status and msg are then set */
-  atomic_int armed;    /* mark_notify armed and not yet signalled */
+  atomic_int reached;   /* 1 once the worker ran the item; status, msg and t_reached are set */
+  atomic_int armed;     /* mg__marker_arm armed it and the callback has not been taken */
   mg_status_t status;
-  char *msg;
-  double t_reached;    /* mg__now() when the worker ran the item; set before `reached` */
-  mg__mark_t *mark;    /* for the signal (alive while armed: the core holds it) */
-} mg__hmark_tok_t;
+  char *msg;            /* status's message, or NULL */
+  double t_reached;     /* mg__now() when the worker ran the item */
+  void (*cb)(void *arg, mg_status_t status, const char *msg); /* mg__marker_arm's */
+  void *cb_arg;
+};
 
-typedef struct {
-  mg__hmark_tok_t *tok; /* NULL: NULL stream, reached at once */
-  double t_reached;     /* NULL stream: mg__now() at mark_record */
-} mg__hmark_t;
-_Static_assert(sizeof(mg__hmark_t) == MG__HMARK_PRIV_SIZE, "host_backend.c's mark_priv_size");
-
-static mg__hmark_t *mg__hm(mg__mark_t *m) { return (mg__hmark_t *)m->priv; }
-
-static void mg__tok_unref(mg__hmark_tok_t *t) {
-  if (atomic_fetch_sub(&t->refs, 1) != 1) return;
-  mg__hs_unref(t->s);
-  free(t->msg);
-  free(t);
+void mg__marker_unref(mg__marker_t *mk) {
+  if (atomic_fetch_sub(&mk->refs, 1) != 1) return;
+  mg__hs_unref(mk->s);
+  free(mk->msg);
+  free(mk);
 }
 
-static void mg__tok_run(mg__item_t *it) {
-  mg__hmark_tok_t *t = (mg__hmark_tok_t *)it;
-  struct mg_stream *s = t->s;
+static void mg__marker_run(mg__item_t *it) {
+  mg__marker_t *mk = (mg__marker_t *)it;
+  struct mg_stream *s = mk->s;
   pthread_mutex_lock(&s->lock);
-  t->status = s->err;
-  if (s->err < 0) t->msg = strdup(s->errmsg); /* NULL: the status goes without its message */
-  t->t_reached = mg__now();
+  mk->status = s->err;
+  if (s->err < 0) mk->msg = strdup(s->errmsg); /* NULL: the status goes without its message */
+  mk->t_reached = mg__now();
   s->done++;
-  atomic_store_explicit(&t->reached, 1, memory_order_release);
+  atomic_store_explicit(&mk->reached, 1, memory_order_release);
   if (s->waiters > 0) pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->lock);
-  if (atomic_exchange(&t->armed, 0)) mg__mark_signal(t->mark, t->status, t->msg);
-  mg__tok_unref(t);
+  if (atomic_exchange(&mk->armed, 0)) mk->cb(mk->cb_arg, mk->status, mk->msg);
+  mg__marker_unref(mk);
 }
 
-mg_status_t mg__hmark_record(mg__mark_t *m) {
-  mg__hmark_t *hm = mg__hm(m);
-  hm->tok = NULL;
-  if (m->stream == NULL) {
-    hm->t_reached = mg__now(); /* what came before on stream NULL ran inside its calls */
-    return MG_OK;
-  }
-  struct mg_stream *s = mg__hstream_lookup(m->stream);
-  if (s == NULL || s->comm != m->comm)
+mg_status_t mg__marker_push(mg_comm_t *comm, mg_stream_t stream, mg__marker_t **out,
+                            const void **wowner) {
+  struct mg_stream *s = mg__hstream_lookup(stream);
+  if (s == NULL || s->comm != comm)
     return mg__error(MG_ERR_INVALID_ARGUMENT,
                      "stream %p is not a host stream of this communicator (rank %d)",
-                     (void *)m->stream, m->comm->rank);
-  mg__hmark_tok_t *t = calloc(1, sizeof *t);
-  if (t == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "cannot allocate a stream marker");
-  t->item.run = mg__tok_run;
-  t->s = s;
-  t->mark = m;
-  atomic_init(&t->refs, 2);
-  m->wowner = mg__worker_owner(s->w);
-  hm->tok = t;
+                     (void *)stream, comm->rank);
+  mg__marker_t *mk = calloc(1, sizeof *mk);
+  if (mk == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "cannot allocate a stream marker");
+  mk->item.run = mg__marker_run;
+  mk->s = s;
+  atomic_init(&mk->refs, 2);
+  *out = mk;
+  *wowner = mg__worker_owner(s->w);
   /* Under seq_lock, as operations are queued: the marker follows everything submitted before. */
-  pthread_mutex_lock(&m->comm->seq_lock);
+  pthread_mutex_lock(&comm->seq_lock);
   mg__hs_enq(s);
-  mg__worker_push(s->w, &t->item);
-  pthread_mutex_unlock(&m->comm->seq_lock);
+  mg__worker_push(s->w, &mk->item);
+  pthread_mutex_unlock(&comm->seq_lock);
   return MG_OK;
 }
 
-mg_status_t mg__hmark_query(mg__mark_t *m) {
-  mg__hmark_tok_t *t = mg__hm(m)->tok;
-  if (t == NULL) return MG_OK;
-  if (!atomic_load_explicit(&t->reached, memory_order_acquire)) return MG_INPROGRESS;
-  if (t->status < 0) return mg__error(t->status, "%s", t->msg ? t->msg : "");
-  return MG_OK;
+int mg__marker_reached(const mg__marker_t *mk, mg_status_t *status, const char **msg,
+                       double *t) {
+  if (!atomic_load_explicit(&mk->reached, memory_order_acquire)) return 0;
+  if (status != NULL) *status = mk->status;
+  if (msg != NULL) *msg = mk->msg;
+  if (t != NULL) *t = mk->t_reached;
+  return 1;
 }
 
-mg_status_t mg__hmark_doomed(mg__mark_t *m) {
-  mg__hmark_tok_t *t = mg__hm(m)->tok;
-  if (t == NULL || atomic_load_explicit(&t->reached, memory_order_acquire)) return MG_OK;
-  /* The worker runs items in order: a sticky error set before the marker ran came from an item
-   * before it, and the marker will report it. */
-  struct mg_stream *s = t->s;
+mg_status_t mg__marker_stream_error(const mg__marker_t *mk) {
+  struct mg_stream *s = mk->s;
   pthread_mutex_lock(&s->lock);
   mg_status_t st = s->err;
   if (st < 0) mg__error(st, "%s", s->errmsg);
@@ -544,52 +528,27 @@ mg_status_t mg__hmark_doomed(mg__mark_t *m) {
   return st;
 }
 
-mg_status_t mg__hmark_notify(mg__mark_t *m) {
-  mg__hmark_tok_t *t = mg__hm(m)->tok;
-  if (t == NULL) {
-    mg__mark_signal(m, MG_OK, NULL);
-    return MG_OK;
-  }
-  atomic_store(&t->armed, 1);
-  /* Reached before it was armed: whoever takes `armed` back signals, exactly once. */
-  if (atomic_load_explicit(&t->reached, memory_order_acquire) && atomic_exchange(&t->armed, 0))
-    mg__mark_signal(m, t->status, t->msg);
-  return MG_OK;
-}
-
-mg_status_t mg__hmark_wait(mg__mark_t *m, double deadline) {
-  mg__hmark_tok_t *t = mg__hm(m)->tok;
-  if (t == NULL) return MG_OK;
-  struct mg_stream *s = t->s;
+int mg__marker_wait(const mg__marker_t *mk, double deadline) {
+  struct mg_stream *s = mk->s;
+  const mg_comm_t *comm = s->comm; /* alive: the caller keeps it */
   pthread_mutex_lock(&s->lock);
   s->waiters++;
-  while (!atomic_load(&t->reached) && mg__now() < deadline && !atomic_load(&m->comm->aborting)) {
+  while (!atomic_load(&mk->reached) && mg__now() < deadline && !atomic_load(&comm->aborting)) {
     /* Woken by the worker; the abort is seen within the nap's length. */
     struct timespec ts = mg__abstime(fmin(deadline - mg__now(), 0.01));
     (void)pthread_cond_timedwait(&s->cv, &s->lock, &ts);
   }
   s->waiters--;
   pthread_mutex_unlock(&s->lock);
-  if (atomic_load(&t->reached)) return mg__hmark_query(m);
-  if (atomic_load(&m->comm->aborting))
-    return mg__error(MG_ERR_ABORTED, "rank %d: the communicator was aborted", m->comm->rank);
-  return mg__error(MG_ERR_TIMED_OUT, "rank %d: the stream did not reach the mark in time",
-                   m->comm->rank);
+  return atomic_load(&mk->reached);
 }
 
-void mg__hmark_release(mg__mark_t *m) {
-  mg__hmark_tok_t *t = mg__hm(m)->tok;
-  if (t != NULL) mg__tok_unref(t);
-}
-
-/* When the host engine reached a mark: the worker's clock for a host stream, the record's for
- * stream NULL. Both are reached (their requests completed), so t_reached is set. */
-static double mg__hmark_time(mg__mark_t *m) {
-  const mg__hmark_tok_t *t = mg__hm(m)->tok;
-  return t != NULL ? t->t_reached : mg__hm(m)->t_reached;
-}
-
-mg_status_t mg__hmark_elapsed(mg__mark_t *start, mg__mark_t *end, double *seconds) {
-  *seconds = mg__hmark_time(end) - mg__hmark_time(start);
-  return MG_OK;
+void mg__marker_arm(mg__marker_t *mk, void (*cb)(void *arg, mg_status_t status, const char *msg),
+                    void *arg) {
+  mk->cb = cb;
+  mk->cb_arg = arg;
+  atomic_store(&mk->armed, 1);
+  /* Reached before it was armed: whoever takes `armed` back calls, exactly once. */
+  if (atomic_load_explicit(&mk->reached, memory_order_acquire) && atomic_exchange(&mk->armed, 0))
+    cb(arg, mk->status, mk->msg);
 }

@@ -6,7 +6,8 @@
  * host streams of a communicator, or by the world for its rank. A host stream is a handle on its
  * communicator's worker with its own progress counters and sticky error; operations on it are
  * numbered when they are submitted and run on the worker through the same launch path as direct
- * calls (group.c).
+ * calls (group.c). A marker is a point in a host stream; the host backend's marks (host_mark.c)
+ * are made of them.
  */
 #ifndef MG_CORE_STREAM_H
 #define MG_CORE_STREAM_H
@@ -53,18 +54,33 @@ const mg_comm_t *mg__hstream_comm(const struct mg_stream *hs);
  * an error with nothing queued. */
 mg_status_t mg__stream_submit(mg__op_t *const *ops, int n);
 
-/* The host backend's marks (its mark_* methods): NULL stream is reached at once; a host stream
- * gets a marker item that is reached when the worker runs it. */
-mg_status_t mg__hmark_record(mg__mark_t *mark);
-mg_status_t mg__hmark_query(mg__mark_t *mark);
-mg_status_t mg__hmark_doomed(mg__mark_t *mark);
-mg_status_t mg__hmark_notify(mg__mark_t *mark);
-mg_status_t mg__hmark_wait(mg__mark_t *mark, double deadline);
-void mg__hmark_release(mg__mark_t *mark);
-/* end's time minus start's: the mg__now() at which the host engine reached each (the worker
- * ran the marker; for stream NULL, mark_record). */
-mg_status_t mg__hmark_elapsed(mg__mark_t *start, mg__mark_t *end, double *seconds);
-/* Bytes of mark->priv the host marks use (a marker and a time). */
-#define MG__HMARK_PRIV_SIZE (sizeof(void *) + sizeof(double))
+/* Markers: points in a host stream, for the host backend's marks. A marker is an item queued on
+ * the stream's worker behind everything submitted to the stream before it; it is reached when
+ * the worker runs it, with the stream's sticky error at that point. */
+typedef struct mg__marker mg__marker_t;
+/* Queues a marker on `stream`, which must be a live host stream of comm. *out holds the caller's
+ * reference (mg__marker_unref); *wowner is the identity of the worker's set (the thread that
+ * reaches the marker: it must never wait for it). MG_OK; MG_ERR_INVALID_ARGUMENT when stream is
+ * not a host stream of comm; MG_ERR_OUT_OF_MEMORY. */
+mg_status_t mg__marker_push(mg_comm_t *comm, mg_stream_t stream, mg__marker_t **out,
+                            const void **wowner);
+/* 1 once the worker reached mk, with the stream's sticky error then (*status, MG_OK if none), its
+ * message (*msg, NULL if none or when memory ran out; owned by mk) and the mg__now() time of
+ * reaching it (*t); 0 before (nothing set). Any of the three may be NULL. Never blocks. */
+int mg__marker_reached(const mg__marker_t *mk, mg_status_t *status, const char **msg,
+                       double *t);
+/* The sticky error of mk's stream so far: MG_OK, or the error with its message set as the
+ * thread's. A leaf lock. */
+mg_status_t mg__marker_stream_error(const mg__marker_t *mk);
+/* Waits until mk is reached (1), or until deadline passes or its communicator is aborting (0).
+ * The caller keeps the communicator alive. */
+int mg__marker_wait(const mg__marker_t *mk, double deadline);
+/* Once per marker: cb(arg, status, msg) is called once when mk is reached, on the worker, or
+ * from this call when it is reached already (status and msg as mg__marker_reached gives them;
+ * msg is valid during the call only). */
+void mg__marker_arm(mg__marker_t *mk, void (*cb)(void *arg, mg_status_t status, const char *msg),
+                    void *arg);
+/* Drops the caller's reference (the queue item holds the other until the worker ran it). */
+void mg__marker_unref(mg__marker_t *mk);
 
 #endif

@@ -30,4 +30,18 @@ static inline mg__hcomm_t *mg__hcomm(const mg_comm_t *comm) { return (mg__hcomm_
 /* host_coll.c: runs ops[0..n) of one group to completion (contract of mg__backend_t.launch). */
 mg_status_t mg__host_launch(mg__op_t *const *ops, int n);
 
+/* host_mark.c: the table's mark_* methods. A mark on stream NULL is reached at once; on a host
+ * stream, when the stream's worker reaches it. */
+mg_status_t mg__hmark_record(mg__mark_t *mark);
+mg_status_t mg__hmark_query(mg__mark_t *mark);
+mg_status_t mg__hmark_doomed(mg__mark_t *mark);
+mg_status_t mg__hmark_notify(mg__mark_t *mark);
+mg_status_t mg__hmark_wait(mg__mark_t *mark, double deadline);
+void mg__hmark_release(mg__mark_t *mark);
+/* end's time minus start's: the mg__now() at which the host engine reached each (the worker
+ * ran the marker; for stream NULL, mark_record). */
+mg_status_t mg__hmark_elapsed(mg__mark_t *start, mg__mark_t *end, double *seconds);
+/* Bytes of mark->priv the host marks use (a marker and a time). */
+#define MG__HMARK_PRIV_SIZE (sizeof(void *) + sizeof(double))
+
 #endif

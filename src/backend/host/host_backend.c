@@ -15,7 +15,6 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "core/op.h"
-#include "core/stream.h"
 #include "core/trace.h"
 
 static const char mg__hid_magic[8] = MG__HOST_ID_MAGIC;
