@@ -231,7 +231,12 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
             comm->backend->name);
     return;
   }
-  const uint64_t want = pend.seq + 1;
+  o = mg__cat(buf, len, o, ": ");
+  if (o < len) mg__trace_ranks(comm, pend.seq, issued, buf + o, len - o);
+}
+
+void mg__trace_ranks(mg_comm_t *comm, uint64_t seq, int issued, char *buf, size_t len) {
+  const uint64_t want = seq + 1;
   char waiting[256] = "";
   size_t w = 0;
   int nwait = 0;
@@ -251,15 +256,16 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
     } else if (p.enqueued1 == 0) {
       ot = mg__cat(others, sizeof others, ot, ", rank %d has not enqueued any collective", r);
     } else {
-      ot = mg__cat(others, sizeof others, ot, ", rank %d last enqueued #%llu (%s)", r,
-                   (unsigned long long)(p.enqueued1 - 1), mg__opkind_name(p.kind));
+      ot = mg__cat(others, sizeof others, ot, ", rank %d last enqueued #%llu (%s %s x %llu)", r,
+                   (unsigned long long)(p.enqueued1 - 1), mg__opkind_name(p.kind),
+                   mg__dt(p.dtype), (unsigned long long)p.count);
     }
   }
   if (nwait > 0)
-    o = mg__cat(buf, len, o, ": rank%s %s %s%s", nwait > 1 ? "s" : "", waiting,
-                issued ? "enqueued it" : "waiting", others);
+    mg__cat(buf, len, 0, "rank%s %s %s%s", nwait > 1 ? "s" : "", waiting,
+            issued ? "enqueued it" : "waiting", others);
   else
-    o = mg__cat(buf, len, o, ":%s", others + 1);
+    mg__cat(buf, len, 0, "%s", others[0] ? others + 2 : "every rank is past it");
 }
 
 /* ---- snapshots and the JSON dump ------------------------------------------------------------ */

@@ -32,6 +32,11 @@ void mg__trace_end(const mg__op_t *op);
  * ring and the progress the ranks publish; "no operation pending" when there is none. The caller
  * guarantees that comm stays valid; takes no lock but the ring's (a leaf, held for a copy). */
 void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len);
+/* Where every rank of comm stands against collective #seq, from the progress the ranks publish:
+ * "ranks 0,1 waiting, rank 2 last enqueued #41 (all_gather float32 x 8)" ("enqueued it" for
+ * `waiting` when issued: a backend whose operations finish on the device). The one place that
+ * names the late ranks: the timeout messages of the backends and of the watchdog use it. */
+void mg__trace_ranks(mg_comm_t *comm, uint64_t seq, int issued, char *buf, size_t len);
 
 /* The part of a dump that needs comm (copied under the ring's lock), and writing it. */
 typedef struct mg__trace_snap mg__trace_snap_t;

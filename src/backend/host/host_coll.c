@@ -27,6 +27,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/params.h"
+#include "core/trace.h"
 #include "loader/fault.h"
 
 /* ---- execution state ---------------------------------------------------------------------- */
@@ -129,33 +130,11 @@ static int mg__hx_fail(mg__hx_t *x, mg_status_t st, int culprit) {
 
 /* The timeout message of a collective: who is waiting in it, and where the others are. */
 static int mg__coll_timeout(mg__hx_t *x) {
-  char d[160], who[1024];
-  size_t o = 0;
-  const uint64_t mine = x->op->seq + 1;
-  char waiting[256] = "";
-  size_t w = 0;
-  for (int r = 0; r < x->n && o < sizeof who - 200; r++) {
-    const mg__hshm_rank_t *rb = &x->s->ranks[r];
-    const mg__hshm_desc_t *d0 = &rb->desc[0], *d1 = &rb->desc[1];
-    const mg__hshm_desc_t *dl = atomic_load(&d0->seq1) > atomic_load(&d1->seq1) ? d0 : d1;
-    uint64_t q = atomic_load(&dl->seq1);
-    if (q == mine) {
-      if (w < sizeof waiting - 8) w += (size_t)snprintf(waiting + w, sizeof waiting - w, "%s%d", w ? "," : "", r);
-      continue;
-    }
-    if (q == 0)
-      o += (size_t)snprintf(who + o, sizeof who - o, ", rank %d has not entered any collective", r);
-    else
-      o += (size_t)snprintf(who + o, sizeof who - o, ", rank %d last enqueued #%llu (%s %s x %llu)",
-                            r, (unsigned long long)(q - 1),
-                            mg__opkind_name((mg__opkind_t)atomic_load(&dl->kind)),
-                            mg_dtype_name((mg_dtype_t)atomic_load(&dl->dtype)),
-                            (unsigned long long)atomic_load(&dl->count));
-  }
-  mg__error(MG_ERR_TIMED_OUT, "%s timed out after %g s at step %llu of %llu: rank%s %s waiting%s",
+  char d[160], where[1024];
+  mg__trace_ranks(x->comm, x->op->seq, 0, where, sizeof where);
+  mg__error(MG_ERR_TIMED_OUT, "%s timed out after %g s at step %llu of %llu: %s",
             mg__desc(x->op, d, sizeof d), x->comm->timeout_s, (unsigned long long)x->k + 1,
-            (unsigned long long)(x->nsteps == UINT64_MAX ? 0 : x->nsteps), w > 1 ? "s" : "",
-            waiting, who);
+            (unsigned long long)(x->nsteps == UINT64_MAX ? 0 : x->nsteps), where);
   return mg__hx_fail(x, MG_ERR_TIMED_OUT, MG__CAUSE_TIMEOUT);
 }
 

@@ -35,6 +35,7 @@
 
 #include "backend/nccl/nccl.h"
 #include "base/clock.h"
+#include "core/trace.h"
 
 /* ---- waiting -------------------------------------------------------------------------------- */
 
@@ -131,12 +132,16 @@ mg_status_t mg__nccl_wait(mg_comm_t *const *comms, int n, double deadline, const
 }
 
 mg_status_t mg__nccl_call_error(mg_comm_t *comm, mg__ncclResult_t r, const char *what) {
-  if (atomic_load(&comm->call_expired))
+  if (atomic_load(&comm->call_expired)) {
+    char where[768];
+    mg__trace_describe(comm, where, sizeof where);
     return mg__error(MG_ERR_TIMED_OUT,
                      "%s: NCCL had not returned after %g s, and the watchdog aborted the "
                      "communicator; NCCL waits on the host for a peer that has not posted the "
                      "matching call (the first operation between two ranks), or for room in its "
-                     "queue behind a GPU that does not progress", what, comm->timeout_s);
+                     "queue behind a GPU that does not progress; %s", what, comm->timeout_s,
+                     where);
+  }
   if (atomic_load(&comm->aborting))
     return mg__error(MG_ERR_ABORTED,
                      "%s: the communicator was aborted while NCCL held this call", what);
