@@ -52,6 +52,26 @@
 #define ASSERT_GT(a, b) ASSERT_INT(a, >, b)
 #define ASSERT_GE(a, b) ASSERT_INT(a, >=, b)
 
+/* The same for doubles (durations and clock values, in seconds): a failure shows the measured
+ * value and the bound, where ASSERT_INT would truncate them. */
+#define ASSERT_DBL(a, op, b)                                                            \
+  do {                                                                                  \
+    double mg_a_ = (double)(a), mg_b_ = (double)(b);                                    \
+    if (!(mg_a_ op mg_b_)) FAIL("%s %s %s: %.6g vs %.6g", #a, #op, #b, mg_a_, mg_b_);   \
+  } while (0)
+#define ASSERT_LT_F(a, b) ASSERT_DBL(a, <, b)
+#define ASSERT_LE_F(a, b) ASSERT_DBL(a, <=, b)
+#define ASSERT_GT_F(a, b) ASSERT_DBL(a, >, b)
+#define ASSERT_GE_F(a, b) ASSERT_DBL(a, >=, b)
+/* lo <= a < hi, for a time that must be neither early nor late. */
+#define ASSERT_IN_F(a, lo, hi)                                                          \
+  do {                                                                                  \
+    double mg_a_ = (double)(a), mg_lo_ = (double)(lo), mg_hi_ = (double)(hi);           \
+    if (!(mg_a_ >= mg_lo_ && mg_a_ < mg_hi_))                                           \
+      FAIL("%s in [%s, %s): %.6g not in [%.6g, %.6g)", #a, #lo, #hi, mg_a_, mg_lo_,     \
+           mg_hi_);                                                                     \
+  } while (0)
+
 #define ASSERT_STR_EQ(a, b)                                                             \
   do {                                                                                  \
     const char *mg_a_ = (a), *mg_b_ = (b);                                              \

@@ -27,6 +27,7 @@
 #include "backend/host/host.h"
 #include "base/clock.h"
 #include "core/trace.h"
+#include "progress_wait.h"
 #include "test.h"
 
 static mg_unique_id_t uid;
@@ -57,7 +58,7 @@ static void *init_thread(void *arg) {
   ASSERT_EQ(st, MG_ERR_TIMED_OUT);
   ASSERT(comm == NULL);
   ASSERT_CONTAINS(mg_last_error(), "rank 2 of 3");
-  ASSERT(dt >= 0.9 && dt < 2.0);
+  ASSERT_IN_F(dt, 0.9, 2.0);
   return NULL;
 }
 
@@ -85,7 +86,7 @@ static void *coll_thread(void *arg) {
   ASSERT_CONTAINS(m, "all_reduce #1 (int64 x 1)");
   ASSERT_CONTAINS(m, "ranks 0,1 waiting");
   ASSERT_CONTAINS(m, "rank 2 last enqueued #0 (all_gather int64 x 1)");
-  ASSERT(dt >= 0.9 && dt < 2.0);
+  ASSERT_IN_F(dt, 0.9, 2.0);
   mg_comm_state_t state;
   ASSERT_OK(mg_comm_state(comms[r], &state));
   ASSERT_EQ(state, MG_COMM_ERROR);
@@ -117,6 +118,7 @@ static void test_killed_rank(void) {
     int64_t v = r, out;
     for (int i = 0; i < 17; i++) ASSERT_OK(mg_all_reduce(&v, &out, 1, MG_INT64, MG_SUM, comm, NULL));
     if (r == 2) {
+      test_wait_enqueued(comm, 2, 17); /* ranks 0 and 1 are in #17 */
       ASSERT_EQ(write(pipefd[1], "x", 1), 1); /* tell the parent to kill me now */
       pause();
       _exit(3);
@@ -127,13 +129,12 @@ static void test_killed_rank(void) {
     ASSERT_EQ(st, MG_ERR_REMOTE);
     ASSERT_CONTAINS(mg_last_error(), "rank 2 (pid ");
     ASSERT_CONTAINS(mg_last_error(), ") exited during all_reduce #17 (int64 x 1)");
-    ASSERT(dt < 1.5); /* includes the parent's reaction to the pipe */
+    ASSERT_LT_F(dt, 1.5); /* includes the parent's reaction to the pipe */
     ASSERT_OK(mg_comm_destroy(comm));
     _exit(0);
   }
   char ch;
   ASSERT_EQ(read(pipefd[0], &ch, 1), 1);
-  usleep(200000); /* ranks 0 and 1 are now waiting in #17 */
   ASSERT_EQ(kill(pids[2], SIGKILL), 0);
   /* Rank 2 is not reaped before the others finished: a zombie must also count as dead. */
   test_wait_ranks(pids, 2);
@@ -148,7 +149,7 @@ static void *blocked_thread(void *arg) {
   double t0 = mg__now();
   mg_status_t st = mg_all_reduce(&v, &out, 1, MG_FLOAT32, MG_SUM, comm, NULL);
   ASSERT_EQ(st, MG_ERR_ABORTED);
-  ASSERT(mg__now() - t0 < 2.0);
+  ASSERT_LT_F(mg__now() - t0, 2.0);
   return NULL;
 }
 
@@ -157,11 +158,11 @@ static void test_abort_blocked(void) {
   ASSERT_OK(mg_comm_init_all(&cfg, 2, NULL, comms));
   pthread_t t;
   pthread_create(&t, NULL, blocked_thread, comms[0]); /* rank 1 never joins the all_reduce */
-  usleep(300000);
+  test_wait_enqueued(comms[0], 1, 0);
   double t0 = mg__now();
   ASSERT_OK(mg_comm_abort(comms[0]));
   double dt = mg__now() - t0;
-  ASSERT(dt < 0.5);
+  ASSERT_LT_F(dt, 0.5);
   pthread_join(t, NULL);
   mg_comm_state_t state;
   ASSERT_OK(mg_comm_state(comms[0], &state));
@@ -177,7 +178,7 @@ static void test_abort_blocked(void) {
   if (st == MG_OK) {
     t0 = mg__now();
     ASSERT_STATUS(MG_ERR_REMOTE, mg_all_reduce(&v, &out, 1, MG_FLOAT32, MG_SUM, comms[1], NULL));
-    ASSERT(mg__now() - t0 < 1.0);
+    ASSERT_LT_F(mg__now() - t0, 1.0);
   }
   ASSERT_CONTAINS(mg_last_error(), "rank 0 aborted");
   /* What a request expiring now on rank 1 would say: nothing pending, and why. */
@@ -221,14 +222,15 @@ static void test_revoke_blocked(void) {
   ASSERT_OK(mg_comm_init_all(&cfg, 3, NULL, comms));
   pthread_t t[2];
   for (int r = 0; r < 2; r++) pthread_create(&t[r], NULL, revoked_thread, (void *)(intptr_t)r);
-  usleep(300000); /* both wait for rank 2 */
+  test_wait_enqueued(comms[0], 2, 0); /* both wait for rank 2 */
   double t0 = mg__now();
   ASSERT_OK(mg_comm_revoke(comms[0]));
-  ASSERT(mg__now() - t0 < 0.5);
+  ASSERT_LT_F(mg__now() - t0, 0.5);
   for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
   ASSERT_EQ(revoke_st[0], MG_ERR_ABORTED);
   ASSERT_EQ(revoke_st[1], MG_ERR_REMOTE);
-  ASSERT(revoke_dt[0] < 1.0 && revoke_dt[1] < 1.5);
+  ASSERT_LT_F(revoke_dt[0], 1.0);
+  ASSERT_LT_F(revoke_dt[1], 1.5);
   mg_comm_state_t state;
   ASSERT_OK(mg_comm_state(comms[0], &state));
   ASSERT_EQ(state, MG_COMM_ERROR);

@@ -41,6 +41,7 @@
 
 #include "base/clock.h"
 #include "loader/fault.h"
+#include "progress_wait.h"
 #include "test.h"
 
 #define MG_ERROR_BUF 1024
@@ -50,6 +51,17 @@ static mg_config_t config(double timeout) {
   cfg.backend = MG_BACKEND_HOST;
   cfg.timeout_s = timeout;
   return cfg;
+}
+
+static atomic_int holding; /* hold_cb has begun (the test resets it before each use) */
+
+/* Waits until hold_cb holds a worker. */
+static void wait_holding(void) {
+  const double t0 = mg__now();
+  while (!atomic_load(&holding)) {
+    ASSERT_LT_F(mg__now() - t0, 10.0);
+    usleep(1000);
+  }
 }
 
 /* The flight-recorder folder the test was given (MGCOMM_TRACE_DIR), emptied. */
@@ -133,7 +145,7 @@ static void test_never_submits(void) {
     ASSERT_OK(mg_request_free(req[r]));
   }
   double dt = mg__now() - t0;
-  ASSERT(dt >= 0.9 && dt < 2.0);
+  ASSERT_IN_F(dt, 0.9, 2.0);
   ASSERT_EQ(count_dumps(dir), 2); /* ranks 0 and 1, automatically */
   ASSERT_OK(mg_comm_dump_trace(comms[2], dir)); /* the silent rank, as its job would */
   const char *o = run_trace(dir);
@@ -151,7 +163,9 @@ static void test_never_submits(void) {
 
 /* ---- watchdog ---- */
 
+/* Holds the worker that runs it for arg microseconds; holding is 1 from its start. */
 static void hold_cb(mg_request_t *req, mg_status_t status, void *arg) {
+  atomic_store(&holding, 1);
   usleep((useconds_t)(uintptr_t)arg);
   ASSERT_OK(mg_request_free(req));
 }
@@ -167,9 +181,10 @@ static void test_watchdog(mg_on_timeout_t policy) {
   ASSERT_OK(mg_all_reduce(&v[0], &out[0], 1, MG_INT64, MG_SUM, comms[0], streams[0]));
   mg_request_t *hold;
   ASSERT_OK(mg_record(comms[0], streams[0], &hold));
+  atomic_store(&holding, 0);
   ASSERT_OK(mg_request_on_complete(hold, hold_cb, (void *)(uintptr_t)2500000));
   ASSERT_OK(mg_all_reduce(&v[1], &out[1], 1, MG_INT64, MG_SUM, comms[1], NULL)); /* #0 */
-  usleep(100000); /* rank 0's worker is now in the callback */
+  wait_holding(); /* rank 0's worker is now in the callback */
   double t0 = mg__now();
   mg_request_t *req[2];
   for (int r = 0; r < 2; r++) { /* #1: rank 0's cannot start before the callback returns */
@@ -178,7 +193,7 @@ static void test_watchdog(mg_on_timeout_t policy) {
   }
   ASSERT_STATUS(MG_ERR_TIMED_OUT, mg_request_wait(req[0], 0));
   double dt = mg__now() - t0;
-  ASSERT(dt >= 0.9 && dt < 2.0);
+  ASSERT_IN_F(dt, 0.9, 2.0);
   const char *m = mg_last_error();
   ASSERT_CONTAINS(m, "mg_record on rank 0 of 2 timed out after 1 s waiting for all_reduce #1 "
                      "(int64 x 1): ranks 0,1 waiting");
@@ -191,7 +206,7 @@ static void test_watchdog(mg_on_timeout_t policy) {
   } else {
     ASSERT_EQ(st, MG_ERR_TIMED_OUT);
   }
-  ASSERT(mg__now() - t0 < 2.0);
+  ASSERT_LT_F(mg__now() - t0, 2.0);
   mg_comm_state_t cs;
   ASSERT_OK(mg_comm_state(comms[0], &cs));
   ASSERT_EQ(cs, policy == MG_ON_TIMEOUT_ABORT ? MG_COMM_ABORTED : MG_COMM_ERROR);
@@ -232,7 +247,7 @@ static void test_mismatch(int counts) {
     ASSERT_OK(mg_request_free(req[r]));
   }
   ASSERT(named >= 1);
-  ASSERT(mg__now() - t0 < 2.0);
+  ASSERT_LT_F(mg__now() - t0, 2.0);
   for (int r = 0; r < 3; r++) ASSERT_OK(mg_comm_dump_trace(comms[r], dir));
   const char *o = run_trace(dir);
   ASSERT_CONTAINS(o, "first divergence at collective #0: all_reduce (int64 x 1) enqueued by ranks 0,2");
@@ -276,6 +291,7 @@ static void test_killed_rank(void) {
     ASSERT_OK(mg_stream_sync(s, 0));
     ASSERT_EQ(out, 3);
     if (r == 2) {
+      test_wait_enqueued(comm, 2, 9); /* ranks 0 and 1 are in #9 */
       ASSERT_EQ(write(pipefd[1], "x", 1), 1); /* kill me now */
       pause();
       _exit(3);
@@ -287,7 +303,7 @@ static void test_killed_rank(void) {
     ASSERT_STATUS(MG_ERR_REMOTE, mg_request_wait(req, 0));
     ASSERT_CONTAINS(mg_last_error(), "rank 2 (pid ");
     ASSERT_CONTAINS(mg_last_error(), "exited during all_reduce #9 (int64 x 1)");
-    ASSERT(mg__now() - t0 < 2.0);
+    ASSERT_LT_F(mg__now() - t0, 2.0);
     ASSERT_OK(mg_request_free(req));
     /* Recovery in the process: the survivors shrink and go on. */
     int dead = 2;
@@ -307,7 +323,6 @@ static void test_killed_rank(void) {
   }
   char ch;
   ASSERT_EQ(read(pipefd[0], &ch, 1), 1);
-  usleep(200000);
   ASSERT_EQ(kill(pids[2], SIGKILL), 0);
   test_wait_ranks(pids, 2);
   test_wait_killed(pids[2]);
@@ -339,16 +354,17 @@ static void test_world_timeout(void) {
   void *yp[2] = {&y[0], &y[1]};
   mg_request_t *hold, *late;
   ASSERT_OK(mg_world_recv(w, 1, &y[1], 1, MG_INT64, 0, &hold));
+  atomic_store(&holding, 0);
   ASSERT_OK(mg_request_on_complete(hold, hold_cb, (void *)(uintptr_t)4000000));
   ASSERT_OK(mg_world_send(w, 0, &x[0], 1, MG_INT64, 1, &late)); /* completes hold on worker 1 */
   ASSERT_OK(mg_request_wait(late, 0));
   ASSERT_OK(mg_request_free(late));
-  usleep(100000);
+  wait_holding(); /* worker 1 is in the callback */
   double t0 = mg__now();
   ASSERT_OK(mg_world_all_reduce(w, xp, yp, 1, MG_INT64, MG_SUM, &late));
   ASSERT_STATUS(MG_ERR_TIMED_OUT, mg_request_wait(late, 0));
   double dt = mg__now() - t0;
-  ASSERT(dt >= 0.9 && dt < 2.0);
+  ASSERT_IN_F(dt, 0.9, 2.0);
   ASSERT_CONTAINS(mg_last_error(), "mg_world_all_reduce (int64 x 1) timed out");
   ASSERT_CONTAINS(mg_last_error(), "rank 1 has not completed its part");
   ASSERT_OK(mg_request_free(late));
@@ -447,7 +463,7 @@ static void *abort_thread(void *arg) {
   usleep(200000);
   double t0 = mg__now();
   ASSERT_OK(mg_comm_abort(abort_me));
-  ASSERT(mg__now() - t0 < 0.5);
+  ASSERT_LT_F(mg__now() - t0, 0.5);
   return NULL;
 }
 

@@ -272,7 +272,7 @@ static void mode_inject(void) {
   ASSERT_CONTAINS(mg_last_error(), "ncclCommInitRankConfig failed: ncclSystemError (2)");
   ASSERT(d[0] == NULL && d[1] == NULL);
   printf("  injected: %s (%.3f s)\n", mg_last_error(), gu_now() - t1);
-  ASSERT_LT(gu_now() - t1, SHORT_TIMEOUT_S + 10);
+  ASSERT_LT_F(gu_now() - t1, SHORT_TIMEOUT_S + 10);
   /* The world is rebuilt and correct. */
   make_all(c, GU_TIMEOUT_S);
   check_all_reduce(c, sb, rb, 1024, "rebuilt after the injected failures");
@@ -300,8 +300,8 @@ static void mode_inittimeout(void) {
   ASSERT_CONTAINS(mg_last_error(), "ncclCommInitRankConfig");
   ASSERT_CONTAINS(mg_last_error(), "had not finished after 3 s");
   printf("  timed out after %.3f s: %s\n", dt, mg_last_error());
-  ASSERT_GE(dt, SHORT_TIMEOUT_S);
-  ASSERT_LT(dt, SHORT_TIMEOUT_S + 1);
+  ASSERT_GE_F(dt, SHORT_TIMEOUT_S);
+  ASSERT_LT_F(dt, SHORT_TIMEOUT_S + 1);
   mg_comm_t *c[N];
   make_all(c, GU_TIMEOUT_S);
   void *sb[N], *rb[N];
@@ -330,8 +330,8 @@ static void mode_withheld(void) {
     ASSERT_CONTAINS(mg_last_error(), "recv #0 from rank 1");
     ASSERT_CONTAINS(mg_last_error(), "had not finished after 3 s");
     printf("  timed out after %.3f s: %s\n", dt, mg_last_error());
-    ASSERT_GE(dt, SHORT_TIMEOUT_S);
-    ASSERT_LT(dt, SHORT_TIMEOUT_S + 1);
+    ASSERT_GE_F(dt, SHORT_TIMEOUT_S);
+    ASSERT_LT_F(dt, SHORT_TIMEOUT_S + 1);
     mg_comm_state_t state;
     ASSERT_OK(mg_comm_state(c[0], &state));
     ASSERT_EQ(state, MG_COMM_ERROR);
@@ -385,7 +385,7 @@ static void mode_abort(void) {
   ASSERT_OK(a.st);
   printf("  abort from another thread returned after %.3f s; the stream drained %.3f s after the "
          "wait began\n", a.took_s, waited);
-  ASSERT_LT(a.took_s, 10);
+  ASSERT_LT_F(a.took_s, 10);
   mg_comm_state_t state;
   ASSERT_OK(mg_comm_state(c[0], &state));
   ASSERT_EQ(state, MG_COMM_ABORTED);
@@ -424,7 +424,7 @@ static void mode_watchdog(void) {
   printf("  timed out after %.3f s: %s\n", dt, mg_last_error());
   ASSERT_CONTAINS(mg_last_error(), "all_reduce #1");
   ASSERT_CONTAINS(mg_last_error(), "rank 1 last enqueued #0 (all_reduce)");
-  ASSERT(dt >= SHORT_TIMEOUT_S - 0.05 && dt < SHORT_TIMEOUT_S + 1);
+  ASSERT_IN_F(dt, SHORT_TIMEOUT_S - 0.05, SHORT_TIMEOUT_S + 1);
   ASSERT_OK(mg_request_free(req));
   /* on_timeout abort: the watchdog aborted rank 0, whose stream drains. */
   mg_comm_state_t state;
@@ -510,7 +510,7 @@ static void mode_world(void) {
   printf("  timed out after %.3f s: %s\n", dt, mg_last_error());
   ASSERT_CONTAINS(mg_last_error(), "rank 1");
   ASSERT_CONTAINS(mg_last_error(), "recv");
-  ASSERT(dt >= SHORT_TIMEOUT_S - 0.05 && dt < SHORT_TIMEOUT_S + 1);
+  ASSERT_IN_F(dt, SHORT_TIMEOUT_S - 0.05, SHORT_TIMEOUT_S + 1);
   mg_request_t *none = NULL;
   ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_world_all_reduce(w, (const void *const *)sb, rb, 1,
                                                           MG_FLOAT32, MG_SUM, &none));
@@ -550,8 +550,8 @@ static void mode_world(void) {
   if (st != MG_ERR_ABORTED) FAIL("expected MG_ERR_ABORTED, got %s: %s", mg_status_name(st), mg_last_error());
   printf("  mg_world_abort from another thread returned after %.3f s; the wait ended after "
          "%.3f s: %s\n", a.took_s, dt, mg_last_error());
-  ASSERT_LT(a.took_s, 10);
-  ASSERT(dt < SHORT_TIMEOUT_S);
+  ASSERT_LT_F(a.took_s, 10);
+  ASSERT_LT_F(dt, SHORT_TIMEOUT_S);
   ASSERT_OK(mg_request_free(req));
   ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_world_all_reduce(w, (const void *const *)sb, rb, 1,
                                                           MG_FLOAT32, MG_SUM, &none));

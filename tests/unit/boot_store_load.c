@@ -88,6 +88,6 @@ int main(void) {
   double ops = (double)CLIENTS * OPS;
   printf("boot_store_load: %d clients x %d operations in %.3f s: %.0f operations/s\n", CLIENTS, OPS,
          took, ops / took);
-  ASSERT(took < 60.0);
+  ASSERT_LT_F(took, 60.0);
   return 0;
 }

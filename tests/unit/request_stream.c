@@ -148,7 +148,7 @@ static void test_strategy(mg_completion_t strategy) {
     double t0 = mg__now();
     while (st == MG_INPROGRESS) {
       ASSERT_OK(mg_request_test(reqs[1], &st));
-      ASSERT(mg__now() - t0 < 5);
+      ASSERT_LT_F(mg__now() - t0, 5);
     }
     ASSERT_EQ(st, MG_OK);
     for (int r = 0; r < 2; r++) ASSERT_OK(mg_request_free(reqs[r]));
@@ -165,7 +165,7 @@ static void test_strategy(mg_completion_t strategy) {
   double t0 = mg__now();
   while (atomic_load(&cb_calls) < 2) {
     usleep(1000);
-    ASSERT(mg__now() - t0 < 5); /* the watchdog's check (sync: its interval) ends them */
+    ASSERT_LT_F(mg__now() - t0, 5); /* the watchdog's check (sync: its interval) ends them */
   }
   usleep(20000);
   ASSERT_EQ(atomic_load(&cb_calls), 2);
@@ -251,7 +251,7 @@ static void test_callbacks(void) {
   double t0 = mg__now();
   while (atomic_load(&cb_calls) == 0) {
     usleep(1000);
-    ASSERT(mg__now() - t0 < 5);
+    ASSERT_LT_F(mg__now() - t0, 5);
   }
   ASSERT_OK(mg_request_free(req));
   /* Detached while pending: the callback still runs once. */
@@ -268,7 +268,7 @@ static void test_callbacks(void) {
   t0 = mg__now();
   while (atomic_load(&cb_calls) == 0) {
     usleep(1000);
-    ASSERT(mg__now() - t0 < 5);
+    ASSERT_LT_F(mg__now() - t0, 5);
   }
   usleep(20000);
   ASSERT_EQ(atomic_load(&cb_calls), 1);
@@ -281,7 +281,7 @@ static void test_callbacks(void) {
   t0 = mg__now();
   while (!atomic_load(&worker_cb_ok)) {
     usleep(1000);
-    ASSERT(mg__now() - t0 < 5);
+    ASSERT_LT_F(mg__now() - t0, 5);
   }
   /* Callbacks that submit new work on their own stream, 50 rounds on each rank. */
   atomic_store(&chain_left, 100);
@@ -290,7 +290,7 @@ static void test_callbacks(void) {
   t0 = mg__now();
   while (atomic_load(&chain_left) > 0) {
     usleep(1000);
-    ASSERT(mg__now() - t0 < 20);
+    ASSERT_LT_F(mg__now() - t0, 20);
   }
   for (int r = 0; r < 2; r++) ASSERT_OK(mg_stream_sync(streams[r], 0));
   teardown();
@@ -405,7 +405,7 @@ static void test_concurrent(void) {
   for (int t = 0; t < NREC; t++) {
     while (atomic_load(&done_count[t]) < PER_THREAD) {
       usleep(1000);
-      ASSERT(mg__now() - t0 < 30);
+      ASSERT_LT_F(mg__now() - t0, 30);
     }
   }
   usleep(50000);
@@ -434,9 +434,9 @@ static void test_elapsed(void) {
   ASSERT_OK(mg_request_wait(b, 0));
   ASSERT_OK(mg_request_elapsed(a, b, &sec));
   printf("  stream NULL, 20 ms apart: %.6f s\n", sec);
-  ASSERT(sec >= 0.020 && sec < 1.0);
+  ASSERT_IN_F(sec, 0.020, 1.0);
   ASSERT_OK(mg_request_elapsed(b, a, &sec));
-  ASSERT(sec <= -0.020);
+  ASSERT_LE_F(sec, -0.020);
   ASSERT_OK(mg_request_free(a));
   ASSERT_OK(mg_request_free(b));
 
@@ -455,7 +455,7 @@ static void test_elapsed(void) {
   ASSERT_EQ(pthread_join(th, NULL), 0);
   ASSERT_OK(mg_request_elapsed(a, b, &sec));
   printf("  host stream, an all_reduce that waits 50 ms for its peer: %.6f s\n", sec);
-  ASSERT(sec >= 0.045 && sec < 2.0);
+  ASSERT_IN_F(sec, 0.045, 2.0);
   ASSERT_EQ(y, 6);
 
   /* Misuse: each refused, nothing written. */
