@@ -6,7 +6,7 @@
  * This header includes nothing from CUDA, NCCL or NVSHMEM; those libraries are loaded at run
  * time. It compiles as C11 and as C++.
  *
- * Conventions that hold for every function below (ARCHITECTURE.md section 3):
+ * Conventions that hold for every function below:
  *  - Every function that can fail returns mg_status_t: MG_OK (0), MG_INPROGRESS (> 0), or an
  *    error (< 0). The detail of the last error of the calling thread is in mg_last_error().
  *  - Outputs are written only on success, unless a function says otherwise.
@@ -15,6 +15,9 @@
  *    touched.
  *  - Every wait has a deadline: the call's own, else the communicator's timeout_s, else
  *    MGCOMM_TIMEOUT (600 s by default). Expiry is MG_ERR_TIMED_OUT, never a hang.
+ *  - Thread safety: a function may be called from any thread, concurrently with others, unless
+ *    its comment says otherwise; calls on one communicator or one store are serialised by the
+ *    library. Group state and mg_last_error() belong to the calling thread.
  *
  * Divisions of this file: export macro and version; status codes and errors; data types and
  * reduction operations; configuration; communicators; operations and groups; custom ops;
@@ -152,8 +155,8 @@ MG_EXTERN mg_status_t mg_dtype_from_name(const char *name, mg_dtype_t *out);
  *    NaN;
  *  - MG_MAX and MG_MIN propagate NaN on the host backend: if any rank's element is NaN, the
  *    result element is NaN (unlike C's fmax/fmin, which drop it), and max(-0, +0) is +0, min
- *    is -0. NCCL's GPU kernels do not document their NaN rule; the GPU tests compare only
- *    NaN-free inputs for max and min.
+ *    is -0. NCCL does not document a NaN rule for its max and min: on the NCCL backend the
+ *    result of MG_MAX or MG_MIN over NaN inputs is NCCL's and is not specified here.
  * The host backend reduces in rank order (((x0 op x1) op x2) ...), so its results are bitwise
  * reproducible from run to run. */
 typedef enum mg_op {
@@ -194,8 +197,8 @@ MG_EXTERN mg_status_t mg_backend_resolve(mg_backend_t requested, mg_backend_t *o
 #define MG_UNDEF_INT INT_MIN
 #define MG_CONFIG_VERSION 4
 
-/* How a request learns that a stream has passed the point it waits for (mg_record), the seeds'
- * three strategies. All are bounded by the request's deadline (the watchdog). */
+/* How a request learns that a stream has passed the point it waits for (mg_record): one of three
+ * strategies. All are bounded by the request's deadline (the watchdog). */
 typedef enum mg_completion {
   MG_COMPLETION_DEFAULT = 0, /* MGCOMM_COMPLETION (hostfn unless set) */
   MG_COMPLETION_HOSTFN = 1,  /* the stream calls back: cuLaunchHostFunc on the NCCL backend, the
@@ -288,6 +291,16 @@ typedef struct mg_config {
  *
  * Thread safety: a communicator may be used from any thread; calls on one communicator are
  * serialised by the library. Group state (mg_group_begin/end) belongs to the calling thread.
+ *
+ * NCCL mode: by default a communicator's operations run on a blocking NCCL communicator, at
+ * NCCL's own speed. Such a call may wait inside NCCL on the host; the library's watchdog bounds
+ * it: a call still inside past its deadline has its communicator revoked and aborted, and returns
+ * MG_ERR_TIMED_OUT. With NCCL older than 2.28.7 (no ncclCommRevoke) a call stuck inside NCCL on
+ * the host cannot be interrupted: it returns when NCCL does. config->nccl_blocking = 0 (when the
+ * field is unset, MGCOMM_NCCL_BLOCKING=0) chooses nonblocking NCCL communicators instead: every
+ * call returns within its deadline, at a cost of tens of microseconds per operation. NCCL older
+ * than 2.18 (no ncclCommSplit) always gets nonblocking ones. Creating a communicator is bounded
+ * in both modes.
  */
 typedef struct mg_comm mg_comm_t;
 
@@ -376,9 +389,16 @@ MG_EXTERN mg_status_t mg_comm_abort(mg_comm_t *comm);
  * MG_ERR_TIMED_OUT (NCCL did not become quiescent in time: comm is revoked, abort it). */
 MG_EXTERN mg_status_t mg_comm_revoke(mg_comm_t *comm);
 
-/* Releases comm. Not finalized and not aborted: the communicator is aborted first (pending
- * operations end with MG_ERR_ABORTED). NULL is MG_OK. After the call the handle is invalid, and
- * so are its registrations and custom ops.
+/* Releases comm. NULL is MG_OK. Destroy first takes the handle: a call on comm that starts after
+ * that is refused with MG_ERR_INVALID_USAGE. A communicator that was not finalized is then aborted
+ * (pending operations end with MG_ERR_ABORTED). Destroy waits, within the communicator's
+ * timeout_s, for the calls in progress on other threads to return. If one is still inside after
+ * that (an NCCL call that cannot be interrupted), destroy returns MG_ERR_INVALID_USAGE ("still
+ * inside"): comm stays valid and aborted, and destroy may be called again once that call has
+ * returned. Otherwise the handle is invalid after the call, and so are its registrations and
+ * custom ops. Other errors: MG_ERR_INVALID_USAGE for a bad handle, a comm that another thread is
+ * destroying, or a call from a callback running on the communicator's own worker. Thread-safe:
+ * may be called from any thread, also while other threads are inside calls on comm.
  * NCCL backend: a graceful end is mg_comm_finalize (every rank; it waits, within the deadline,
  * for the work issued) and then destroy, which is then local. Destroy without finalize aborts
  * (ncclCommAbort: local, bounded) instead of calling ncclCommDestroy, which would be a
@@ -905,7 +925,7 @@ MG_EXTERN mg_status_t mg_world_size(const mg_world_t *world, int *nranks);
 MG_EXTERN mg_status_t mg_world_generation(const mg_world_t *world, uint64_t *generation);
 
 /* What the world can do, from the loader: the backend, versions of the libraries it uses, and
- * the features they have. */
+ * the features they have. MG_ERR_INVALID_ARGUMENT for a NULL info. */
 typedef struct mg_world_info {
   mg_backend_t backend;
   int nranks;
@@ -918,7 +938,7 @@ typedef struct mg_world_info {
 MG_EXTERN mg_status_t mg_world_info(const mg_world_t *world, mg_world_info_t *info);
 /* *can_access = 1 when rank from can read rank to's buffers directly: the two devices are peers
  * (cuDeviceCanAccessPeer) or the same; always 1 on the host backend. MG_ERR_INVALID_ARGUMENT for
- * a rank out of range. */
+ * a rank out of range or a NULL can_access; otherwise the errors of mg_device_can_access_peer. */
 MG_EXTERN mg_status_t mg_world_can_access_peer(const mg_world_t *world, int from, int to,
                                                int *can_access);
 
@@ -1009,7 +1029,8 @@ MG_EXTERN mg_status_t mg_world_group_end(mg_world_t *world, mg_request_t **req);
  * "all_reduce #42 (float32 x 1048576): ranks 0,1,3 waiting, rank 2 last enqueued #41
  * (all_gather)". On a timeout the communicator dumps its ring into MGCOMM_TRACE_DIR when that is
  * set; `mgcomm trace <dir>` merges the dumps of all ranks and names the first operation where
- * they diverge. docs/world.md describes the JSON.
+ * they diverge. A dump is one JSON object ("format": "mgcomm-trace", "version": 1) with the
+ * communicator's id, rank and size, the peers' last known progress, and the ring's entries.
  */
 
 /* Writes comm's ring as JSON to path; when path is an existing directory, to
@@ -1070,16 +1091,19 @@ typedef struct mg_library_info {
 /* Loads lib if that was not tried yet (once per process; the search spawns no process) and
  * describes the outcome. A library that is absent is not an error here: info->loaded is 0 and
  * info->error says why. MG_ERR_INVALID_ARGUMENT for an unknown lib or NULL info.
- * Search order (docs/loader.md): MGCOMM_<LIB>_LIBRARY alone when set (an explicit path that
- * fails is reported, never replaced by another copy); NCCL_HOME / NVSHMEM_HOME, then CUDA_HOME
- * (lib, lib64); the dynamic linker's default; /usr/local/cuda; Python wheels (NCCL, NVSHMEM). */
+ * Search order: MGCOMM_<LIB>_LIBRARY alone when set (an explicit path that fails is reported,
+ * never replaced by another copy); NCCL_HOME / NVSHMEM_HOME, then CUDA_HOME (lib, lib64); the
+ * dynamic linker's default; /usr/local/cuda; Python wheels (NCCL, NVSHMEM). */
 MG_EXTERN mg_status_t mg_library_info(mg_library_t lib, mg_library_info_t *info);
 /* Candidate number index (0 <= index < info.attempts) of lib's search, in search order: the path
  * tried and the outcome ("loaded", or the dlerror() text). MG_ERR_INVALID_ARGUMENT otherwise. */
 MG_EXTERN mg_status_t mg_library_attempt(mg_library_t lib, int index, const char **path,
                                          const char **outcome);
 
-/* Features that depend on the loaded library's version and symbols (ARCHITECTURE.md, contract 8). */
+/* Features that depend on the loaded library's version and symbols. A feature is available when
+ * its library is loaded, is at least min_version and exports every symbol the feature needs. A
+ * call that needs a feature the loaded library lacks returns MG_ERR_NOT_SUPPORTED naming the
+ * version that has it. */
 typedef enum mg_feature {
   MG_FEATURE_NCCL_AVG = 0,          /* MG_AVG, NCCL >= 2.10 */
   MG_FEATURE_NCCL_PREMUL_SUM = 1,   /* custom PreMulSum ops, NCCL >= 2.11 */
