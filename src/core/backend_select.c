@@ -1,6 +1,6 @@
 /*
  * backend_select.c -- which backends are built in, and which one MG_BACKEND_AUTO means here
- * (ARCHITECTURE.md section 5): NCCL when a GPU and libnccl are usable, else host. MGCOMM_BACKEND
+ * (mgcomm.h, mg_backend_t): NCCL when a GPU and libnccl are usable, else host. MGCOMM_BACKEND
  * overrides; an override that cannot run is an error, never a silent fallback.
  */
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * dtype.h -- the size of a data type, inline: every operation asks (argcheck.c).
+ * dtype.h -- the size of a data type, which every operation asks for (argcheck.c).
  */
 #ifndef MG_CORE_DTYPE_H
 #define MG_CORE_DTYPE_H
@@ -10,7 +10,7 @@
 #include "mgcomm.h"
 
 /* Bytes of one element of dtype, 0 when dtype is not a data type: log2 of the size, four bits
- * per type, in one constant (no table to load). */
+ * per type, packed in one 64-bit value. */
 #define MG__DTYPE_LOG2(t, l) ((uint64_t)(l) << (4 * (t)))
 #define MG__DTYPE_LOG2_SIZES                                                                    \
   (MG__DTYPE_LOG2(MG_INT8, 0) | MG__DTYPE_LOG2(MG_UINT8, 0) | MG__DTYPE_LOG2(MG_INT32, 2) |     \

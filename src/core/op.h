@@ -9,7 +9,7 @@
 
 #include "core/backend.h"
 
-/* Checks every argument of op against contract 2 (see mgcomm.h, "Operations"); clears the buffers
+/* Checks every argument of op against the rules of mgcomm.h's "Operations"; clears the buffers
  * the calling rank does not use; captures the reduction op; copies all_to_allv's arrays into
  * op->v (freed by mg__op_release). Errors name fn and the argument. */
 mg_status_t mg__op_validate(mg__op_t *op, const size_t *const v_in[4], const char *fn);
