@@ -39,7 +39,7 @@ void mg__device_ctx_release(mg__CUdevice dev);
 mg_status_t mg__device_ctx_enter(mg__CUcontext ctx, mg__CUcontext *saved);
 void mg__device_ctx_leave(mg__CUcontext ctx, mg__CUcontext saved);
 
-/* ---- Pointer and stream checks (memcheck.c; ARCHITECTURE.md contract 2) */
+/* ---- Pointer and stream checks (memcheck.c; the rules are mgcomm.h's "Operations") */
 
 /* What the driver knows about one address (cuPointerGetAttributes). */
 typedef struct mg__ptr_attr {

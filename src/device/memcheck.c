@@ -1,6 +1,6 @@
 /*
- * memcheck.c -- checks of buffers and streams before anything is enqueued on a GPU
- * (ARCHITECTURE.md contract 2): one cuPointerGetAttributes call per buffer gives its memory
+ * memcheck.c -- checks of buffers and streams before anything is enqueued on a GPU (the rules
+ * are mgcomm.h's "Operations"): one cuPointerGetAttributes call per buffer gives its memory
  * space, its device and the allocation that holds it; one cuStreamGetCtx call per stream gives
  * its context. The decision itself (mg__device_check_buffer) is a pure function.
  */

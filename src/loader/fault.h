@@ -9,8 +9,8 @@
  *    calling the library; a fired PTR symbol (nvshmem_malloc) returns NULL.
  *  - internal points, named "<area>.<what>" ("host.corrupt"): code that wants one calls
  *    MG_FAULT_POINT("host.corrupt"), which is 0 normally and the rule's code when a rule
- *    fires; the code decides what the number means. MG_FAULT_POINT is the constant 0 in release
- *    builds, so the point and its branch compile away.
+ *    fires; the code decides what the number means. In release builds MG_FAULT_POINT is the
+ *    constant 0: no internal point can fire there.
  *
  * A rule is name:nth:code[:count]: calls are counted per rule from the moment it is set; calls
  * nth .. nth+count-1 fire (count 1 when omitted; count 0 = every call from nth on). A name that

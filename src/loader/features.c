@@ -1,7 +1,7 @@
 /*
- * features.c -- the feature table (ARCHITECTURE.md contract 8, mg_feature_t): a feature is
- * available when its library is loaded, at least min_version, and exports every symbol the
- * feature needs. Computed once, after the library's load; a query is then one bit test.
+ * features.c -- the feature table (mg_feature_t): a feature is available when its library is
+ * loaded, at least min_version, and exports every symbol the feature needs. Computed once, after
+ * the library's load; a query is then one bit test.
  */
 #include <pthread.h>
 #include <stdatomic.h>

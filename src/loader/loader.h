@@ -113,8 +113,10 @@ typedef struct mg__lib_report {
 
 const mg__lib_report_t *mg__lib_report(mg_library_t lib);
 
-/* ---- Features (ARCHITECTURE.md contract 8): available when the library is loaded, its version
- * is at least min_version and it exports every symbol the feature needs. */
+/* ---- Features (mg_feature_t): available when the library is loaded, its version is at least
+ * min_version and it exports every symbol the feature needs. A call that needs a missing one
+ * fails through mg__feature_require: MG_ERR_NOT_SUPPORTED, or MG_ERR_BACKEND_UNAVAILABLE when
+ * the library is not loaded. */
 typedef struct mg__feature_desc {
   const char *name;               /* "fp8" */
   mg_library_t lib;

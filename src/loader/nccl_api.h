@@ -96,7 +96,7 @@ typedef struct {
   size_t size;              /* sizeof this struct */
   unsigned int magic;       /* MG__NCCL_CONFIG_MAGIC */
   unsigned int version;     /* NCCL version code the caller was written against */
-  int blocking;             /* 0: nonblocking communicator (contract 4) */
+  int blocking;             /* 0: nonblocking communicator (calls answer ncclInProgress) */
   int cgaClusterSize;
   int minCTAs;
   int maxCTAs;

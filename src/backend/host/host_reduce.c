@@ -6,10 +6,10 @@
  * entry point.
  *
  * Every kernel works on blocks of HR_BLOCK elements: it combines the block of each source, in
- * srcs order, into an accumulator that lives on the stack (so it stays in L1 and the compiler
- * knows it aliases nothing), then writes the block out. All sources of a block are read before
- * its dst is written, which is what makes dst == srcs[j] safe. The element loops are written
- * branch-free (selects, not ifs) so that -O3 vectorises them.
+ * srcs order, into an accumulator on the stack (small, and apart from dst and every source),
+ * then writes the block out. All sources of a block are read before its dst is written, which is
+ * what makes dst == srcs[j] safe. The element loops are branch-free (selects, not ifs), so that
+ * they vectorise.
  *
  * The conversions round subnormal results with a float addition, so they (like the float
  * arithmetic itself) assume the default floating-point environment: round to nearest, no
@@ -41,9 +41,9 @@ static inline float hr_float(uint32_t u) {
 /* ---------------------------------------------------------------------------------------------
  * Scalar conversions. Decoding is exact. Encoding rounds to nearest even; a NaN becomes the
  * type's canonical NaN (0x7FFF, 0x7F), as CUDA's conversions do. Each encoder computes the
- * normal, subnormal and special results and selects one, to stay vectorisable (the file is
- * built with -fno-trapping-math, which lets the compiler turn such selects into vector blends
- * although their float operations may raise exception flags; nothing here reads those flags).
+ * normal, subnormal and special results and selects one, to stay vectorisable. The results not
+ * selected may raise floating-point exception flags; nothing here reads them (the file is built
+ * with -fno-trapping-math).
  */
 
 /* The magnitude bits are moved into float position, where a float's exponent is 127 - 15 = 112

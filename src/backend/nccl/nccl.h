@@ -9,7 +9,7 @@
  * functions, the library's own streams), nccl_progress.c (comm tags, and the progress the ranks
  * of this process publish to each other).
  *
- * Two NCCL communicators per rank in blocking mode (the default, ARCHITECTURE.md contract 4):
+ * Two NCCL communicators per rank in blocking mode (the default):
  * `lc`, nonblocking, for what must stay bounded and abortable while it waits for peers (init,
  * split, shrink, finalize: each NCCL call that may answer ncclInProgress is followed by
  * mg__nccl_wait, which polls ncclCommGetAsyncError against the deadline and the abort flag), and

@@ -3,7 +3,7 @@
  * ids, init (one rank, or every rank of this process in one NCCL group), split, shrink,
  * finalize, abort, destroy, the asynchronous error, custom ops.
  *
- * Lifecycle rules (seed-system.md section 16, anchors.md section 3):
+ * Lifecycle rules:
  *  - each rank has a nonblocking lifecycle communicator (lc); a call that answers
  *    ncclInProgress is followed by mg__nccl_wait (deadline, abort flag); an init that does not
  *    complete in time is ncclCommAbort-ed and reported as MG_ERR_TIMED_OUT;
@@ -22,7 +22,7 @@
  *    only once NCCL has freed the communicator's memory, which can wait for the kernels of the
  *    other GPUs of the process; with every communicator of the process aborting on its own
  *    thread, each stops its kernels before any free waits for them, and abort returns at once
- *    (contract 4) on any thread, the watchdog's included.
+ *    (mg_comm_abort never blocks) on any thread, the watchdog's included.
  * Divisions: per-rank setup; availability and ids; init; split and shrink; the rest of the
  * lifecycle; custom ops; the table.
  */

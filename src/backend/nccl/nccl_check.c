@@ -1,6 +1,6 @@
 /*
- * nccl_check.c -- what only the NCCL backend can check before an operation is enqueued
- * (ARCHITECTURE.md contract 2; the core has checked everything else): the dtype and op against
+ * nccl_check.c -- what only the NCCL backend can check before an operation is enqueued (the core
+ * has checked everything else; the rules are mgcomm.h's "Operations"): the dtype and op against
  * the loaded NCCL and the device, then each buffer's memory space, device and extent, and the
  * stream's context. A buffer inside memory of mg_mem_alloc or a live registration of the
  * communicator is checked against mgcomm's own record of it (core/mem.c); any other takes one

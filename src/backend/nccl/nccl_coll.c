@@ -21,8 +21,8 @@
  * it (NCCL copies the op into each operation when it is called), so that destroying a custom op
  * never affects an operation already posted.
  *
- * Errors in the middle of a group still end the group (seed defect 16.6): NCCL records a failed
- * call and its ncclGroupEnd then drops the whole group, which fails every operation of it.
+ * Errors in the middle of a group still end the group: NCCL records a failed call and its
+ * ncclGroupEnd then drops the whole group, which fails every operation of it.
  *
  * Divisions: waiting; issuing one operation; the launch.
  */
@@ -118,7 +118,7 @@ static mg_status_t mg__nccl_poll(mg_comm_t *const *comms, int n, double deadline
 }
 
 /* 1 when NCCL's first answer is that the launch's one communicator has issued everything: then
- * the wait costs one query, made inline. Otherwise mg__nccl_poll asks again (NCCL's errors are
+ * the wait costs one query, made here. Otherwise mg__nccl_poll asks again (NCCL's errors are
  * sticky) and waits. */
 static inline int mg__nccl_issued(mg_comm_t *const *comms, int n) {
   mg__ncclResult_t state = MG__ncclInProgress;
@@ -366,8 +366,8 @@ static int mg__nccl_comms_of(mg__op_t *const *ops, int n, mg_comm_t **comms, dou
   return ncomms;
 }
 
-/* The launch of n operations; always inlined, so that mg__nccl_launch has a copy for one
- * operation in which the loops over the batch fold away. */
+/* The launch of n operations, for one operation (mg__nccl_launch) or a group
+ * (mg__nccl_launch_batch). */
 static inline __attribute__((always_inline)) mg_status_t mg__nccl_launch_n(mg__op_t *const *ops,
                                                                            int n) {
   mg__ncclRedOp_t rops_inline[MG__NCCL_INLINE_OPS];
@@ -463,7 +463,7 @@ out:
   return st;
 }
 
-/* Groups: out of the hot section, which keeps the code of one operation on fewer pages. */
+/* Groups: apart from the launch of one operation, the common case. */
 static __attribute__((noinline)) mg_status_t mg__nccl_launch_batch(mg__op_t *const *ops, int n) {
   return mg__nccl_launch_n(ops, n);
 }

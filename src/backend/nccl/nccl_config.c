@@ -3,7 +3,7 @@
  *
  * NCCL reads min(config->size, its own sizeof) bytes and ignores the fields that
  * config->version predates, so a field the loaded NCCL does not know would be dropped without a
- * word. Contract 8 wants a status instead: a field set for an NCCL that lacks it is
+ * word. mgcomm reports it instead: a field set for an NCCL that lacks it is
  * MG_ERR_NOT_SUPPORTED naming the version that has it. The versions are those of the first
  * nccl.h that declares each field.
  */
