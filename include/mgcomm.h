@@ -238,8 +238,8 @@ typedef enum mg_on_timeout {
  * written next to it: setting a field that the loaded NCCL does not have is MG_ERR_NOT_SUPPORTED
  * at init (or split, shrink), naming the version that has it. The strings are read during that
  * call only. Split and shrink with a NULL config inherit the parent's. The host backend ignores
- * them. NCCL's `blocking` is mgcomm's own field, nccl_blocking (MG_CONFIG_VERSION 4), since mgcomm
- * bounds the waits of both modes itself (docs/nccl.md). */
+ * them. NCCL's `blocking` is mgcomm's own field, nccl_blocking, since mgcomm bounds the waits of
+ * both modes itself. */
 typedef struct mg_config {
   size_t size;          /* sizeof(mg_config_t), set by MG_CONFIG_INIT */
   unsigned int version; /* MG_CONFIG_VERSION, set by MG_CONFIG_INIT */
@@ -271,10 +271,12 @@ typedef struct mg_config {
   /* NCCL backend (MG_CONFIG_VERSION 4). */
   int nccl_blocking; /* operations on a blocking NCCL communicator: 1 (the default) as PyTorch
                         does, at raw NCCL's speed; an operation that NCCL holds on the host past
-                        its deadline is released by the watchdog, which revokes (NCCL >= 2.28.7)
-                        the communicator. 0: nonblocking, each launch on a thread of NCCL's
-                        (tens of us per operation) but the call itself never blocks.
-                        MG_UNDEF_INT = MGCOMM_NCCL_BLOCKING. Creation is bounded in both. */
+                        its deadline is released by the watchdog, which revokes the
+                        communicator (NCCL >= 2.28.7; with an older NCCL such a call cannot be
+                        interrupted and returns only when NCCL lets it). 0: nonblocking, each
+                        launch on a thread of NCCL's (tens of us per operation) but the call
+                        itself never blocks. MG_UNDEF_INT = MGCOMM_NCCL_BLOCKING. Creation is
+                        bounded in both. */
 } mg_config_t;
 
 #define MG_CONFIG_INIT                                                                    \
