@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # compare.sh -- mgcomm bench against a peer on the same ranks, in the same call, and a table of
-# ratios per size (ARCHITECTURE.md section 8: measure against the peer in the same run).
+# ratios per size (the project measures against the peer in the same run, on the same machine).
 #
 #   bench/compare.sh [-t N | -g N] [-R repeats] [--keep DIR] [bench options]
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# host_cost.sh -- what one mgcomm call costs the calling thread over raw NCCL (the issue's
-# "host-side cost per call", 8-byte all_reduce), measured in one device call:
+# host_cost.sh -- what one mgcomm call costs the calling thread over raw NCCL (the host-side
+# cost of an 8-byte all_reduce), measured in one device call:
 #   1. builds bench/nccl_perf of this tree as a user gets the library (Release, no test seam:
 #      MGCOMM_TESTING=OFF) into $BUILD (default build-hostcost); with -A DIR, also the source
 #      tree in DIR (an earlier commit, e.g. `git archive <commit> | tar -x -C DIR`, kept in a

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # nccl_vs_nccl_tests.sh -- mgcomm's NCCL backend next to nccl-tests, on the same GPUs, in the same
-# call, with the same NCCL library (ARCHITECTURE.md section 8), for one device call:
+# call, with the same NCCL library, for one device call:
 #   1. builds mgcomm as `make install` does (Release, no test seam), into $BUILD (default
 #      build-gpu; kept when it is already there), and
 #      nccl-tests from the source in $NCCL_TESTS_SRC (default .peer/nccl-tests: fetched
