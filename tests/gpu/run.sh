@@ -10,8 +10,8 @@
 # Exit code: 0 when every test passed or skipped, 1 otherwise. SOURCE_COMMIT names the commit in
 # the summary where the copy on the GPU machine has no git history.
 #
-# Multicast stays off (ARCHITECTURE.md section 7): these variables are exported for everything
-# below, and mgcomm never calls cuMulticastCreate.
+# Multicast stays off (it can take the shared machines' GPUs down): these variables are exported
+# for everything below, and mgcomm never calls cuMulticastCreate.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 

@@ -104,7 +104,7 @@ static int mode_expect(void) {
   ASSERT_STR_EQ(r->attempts[0].path, file);
   ASSERT_EQ(r->version, want);
   check_features(want);
-  /* The three the issue names, spelled out. */
+  /* FP8, shrink and revoke, spelled out. */
   int modern = want >= MG__NCCL_VERSION(2, 28, 7);
   ASSERT_EQ(mg__feature(MG_FEATURE_NCCL_FP8), want >= MG__NCCL_VERSION(2, 24, 0));
   ASSERT_EQ(mg__feature(MG_FEATURE_NCCL_SHRINK), want >= MG__NCCL_VERSION(2, 27, 0));

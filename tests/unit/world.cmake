@@ -10,7 +10,7 @@ set(MG_WORLD_SRC ${CMAKE_CURRENT_SOURCE_DIR}/world.c)
 foreach(t ops groups callbacks misuse abort stale)
   mg_test(NAME world_${t} EXE world SOURCES ${MG_WORLD_SRC} ARGS ${t} LABELS host world)
 endforeach()
-# The issue's load: 8 submitting threads x 10,000 world operations.
+# A heavy load: 8 submitting threads x 10,000 world operations.
 mg_test(NAME world_exactly_once EXE world ARGS exactly_once 8 10000 TIMEOUT 600 LABELS host world)
 # `mgcomm trace` on hand-made dumps (the fault tests run it on real ones).
 mg_cli_test(NAME trace_cli COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/trace_cli.sh)
