@@ -56,7 +56,7 @@ void mg__op_number(mg__op_t *op, int started, double now) {
 /* The distinct communicators of ops[0..n), n > 1, in increasing address order (the lock order)
  * into a new array *out; their number, or -1 when memory runs out. */
 static int mg__launch_comms(mg__op_t **ops, int n, mg_comm_t ***out) {
-  mg_comm_t **comms = malloc(sizeof *comms * (size_t)n);
+  mg_comm_t **comms = malloc(sizeof *comms * (unsigned)n);
   if (comms == NULL) return -1;
   for (int i = 0; i < n; i++) comms[i] = ops[i]->comm;
   qsort(comms, (size_t)n, sizeof *comms, mg__ptr_cmp);
@@ -70,7 +70,7 @@ static int mg__launch_comms(mg__op_t **ops, int n, mg_comm_t ***out) {
 /* Hands ops[0..n), n > 1, to their backends: one launch per backend, keeping the order of the
  * operations. The first failure is returned. */
 static mg_status_t mg__launch_by_backend(mg__op_t **ops, int n) {
-  mg__op_t **batch = malloc(sizeof *batch * (size_t)n);
+  mg__op_t **batch = malloc(sizeof *batch * (unsigned)n);
   if (batch == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "mg_group_end: out of memory");
   mg_status_t st = MG_OK;
   for (int i = 0; i < n; i++) {
@@ -203,7 +203,7 @@ static mg_status_t mg__dispatch(mg__op_t **ops, int n) {
   for (int i = 0; i < n; i++) ns += ops[i]->hstream != NULL;
   if (ns == 0) return mg__launch(ops, n, 0);
   if (ns == n) return mg__stream_submit(ops, n);
-  mg__op_t **split = malloc(sizeof *split * (size_t)n);
+  mg__op_t **split = malloc(sizeof *split * (unsigned)n);
   if (split == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "mg_group_end: out of memory");
   int a = 0, b = ns;
   for (int i = 0; i < n; i++) split[ops[i]->hstream != NULL ? a++ : b++] = ops[i];
