@@ -58,6 +58,11 @@
   X(CHECK_POINTERS, INT, "1", 0, 1, "",                                                        \
     "NCCL backend: 1 checks every buffer with cuPointerGetAttributes before it is enqueued "   \
     "(memory space, device, extent) and the stream's context; 0 skips these checks")          \
+  X(CHECK_COLLECTIVES, INT, "0", 0, 1, "",                                                     \
+    "Debugging aid, every backend: 1 makes the ranks compare each collective's kind, count, "  \
+    "dtype, op, root and sequence number before it runs (one small all_gather per "            \
+    "collective) and refuse a mismatch with MG_ERR_INVALID_USAGE naming every rank's call; "   \
+    "read when a communicator is made; set it alike on every rank")                            \
   X(NCCL_BLOCKING, INT, "1", 0, 1, "",                                                         \
     "NCCL backend: 1 runs operations on blocking NCCL communicators (raw NCCL's speed; the "   \
     "watchdog revokes one that NCCL holds past its deadline), 0 on nonblocking ones")          \

@@ -6,7 +6,8 @@
  * checks only what only it can know (memory spaces, library versions). A backend is a versioned
  * table of functions plus capability bits; per-communicator backend state is "subclassed" by
  * size (comm_priv_size bytes after the core's struct, at comm->priv). The core never calls a
- * NULL method: optional methods are announced by capability bits.
+ * NULL method: optional methods are announced by capability bits, or may be NULL where their
+ * comment says so.
  *
  * Every directory under src/backend/ has the same file set: <name>_backend.c (the table, init,
  * split, teardown), <name>_coll.c (operations), plus transport files of its own.
@@ -137,10 +138,25 @@ typedef struct mg__progress {
   int root;
 } mg__progress_t;
 
+/* ---- the collective check (MGCOMM_CHECK_COLLECTIVES; core/collcheck.c) ---------------------
+ * Before a checked collective runs, the ranks of its communicator exchange a record of what each
+ * called: an all_gather of MG__CHECK_BYTES per rank on that communicator, made by the backend's
+ * check_exchange. */
+#define MG__CHECK_BYTES 40
+typedef struct mg__xchg {
+  mg_comm_t *comm;
+  const void *mine;   /* this rank's record, MG__CHECK_BYTES */
+  void *all;          /* every rank's record in rank order, nranks x MG__CHECK_BYTES */
+  uint64_t seq;       /* sequence number of the collective it precedes (numbered already) */
+  double deadline;    /* absolute (mg__now()) time by which the exchange must complete */
+  mg_status_t status; /* set by check_exchange */
+} mg__xchg_t;
+
 /* The first 8 bytes of every host-backend unique id: the other backends refuse such ids. */
 #define MG__HOST_ID_MAGIC "MGHOST1"
 
-#define MG__BACKEND_VERSION 3
+/* 4: check_exchange was added. */
+#define MG__BACKEND_VERSION 4
 
 enum {
   MG__CAP_SPLIT = 1u << 0,   /* comm_split is provided */
@@ -284,6 +300,20 @@ typedef struct mg__backend {
    * with comm (NCCL: a non-blocking CUDA stream of the device's primary context). Called only by
    * the thread that owns comm (a world's rank worker). MG_OK or the error. */
   mg_status_t (*comm_stream)(mg_comm_t *comm, mg_stream_t *out);
+
+  /* ---- the collective check ---- */
+  /* Optional (NULL: MGCOMM_CHECK_COLLECTIVES checks nothing on this backend). One round of the
+   * check: for each of xs[0..n) (at most one per communicator), an all_gather
+   * of MG__CHECK_BYTES from x->mine into x->all over the ranks of x->comm. Every rank of a
+   * communicator makes the same exchanges between the same collectives, so an exchange is
+   * ordered on its communicator as a collective would be (host: the next steps; NCCL: the next
+   * call on the operations communicator). All of them progress together: one thread may drive
+   * every rank of a communicator (a group over mg_comm_init_all). Returns when all completed
+   * (their data is in x->all), or the first error: MG_ERR_TIMED_OUT at x->deadline, MG_ERR_ABORTED,
+   * MG_ERR_REMOTE, the library's error; x->status is set for each. Called by mg__launch with
+   * the communicators' locks held, after numbering; what the ranks publish of their progress
+   * (peer_progress, the flight recorder) stays as it was. */
+  mg_status_t (*check_exchange)(mg__xchg_t *const *xs, int n);
 } mg__backend_t;
 
 extern const mg__backend_t mg__backend_host;

@@ -113,6 +113,8 @@ mg_status_t mg__comm_alloc(const mg__backend_t *backend, const mg_config_t *conf
   comm->config.backend = backend->id;
   comm->timeout_s =
       comm->config.timeout_s > 0 ? comm->config.timeout_s : mg__param_double(MG_PARAM_TIMEOUT);
+  comm->check_colls =
+      backend->check_exchange != NULL && mg__param_int(MG_PARAM_CHECK_COLLECTIVES) == 1;
   const mg_config_t *c = &comm->config;
   if (c->completion != MG_COMPLETION_DEFAULT) {
     comm->completion = c->completion;

@@ -43,6 +43,9 @@ struct mg_comm {
   int rank;
   int nranks;
   int device;                     /* CUDA ordinal, -1 on host */
+  int check_colls;                /* 1: collectives are checked (core/collcheck.c):
+                                     MGCOMM_CHECK_COLLECTIVES=1 when the comm was made, and the
+                                     backend has check_exchange */
   const mg__backend_t *backend;
   void *priv;                     /* backend state, comm_priv_size bytes */
   struct mg__trace *trace;        /* flight recorder (core/trace.c); NULL when off */

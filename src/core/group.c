@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "core/collcheck.h"
 #include "core/comm.h"
 #include "base/log.h"
 #include "core/op.h"
@@ -113,10 +114,11 @@ static void mg__launch_timed_out(mg__op_t **ops, int n,
 }
 
 /* Posts ops[0..n) as one batch: locks their communicators, numbers the operations (unless a host
- * stream numbered them when they were queued: `numbered`), hands them to their backends, records
- * failures on the communicators and in the flight recorder, and dumps the recorder of a
- * communicator whose operation timed out into MGCOMM_TRACE_DIR (snapshots taken under the locks,
- * written after). */
+ * stream numbered them when they were queued: `numbered`), checks the collectives of
+ * communicators made with MGCOMM_CHECK_COLLECTIVES=1 (collcheck.c), hands them to their
+ * backends, records failures on the communicators and in the flight recorder, and dumps the
+ * recorder of a communicator whose operation timed out into MGCOMM_TRACE_DIR (snapshots taken
+ * under the locks, written after). */
 static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
   if (n == 0) return MG_OK;
   mg_comm_t *one[1] = {ops[0]->comm};
@@ -138,9 +140,11 @@ static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
   const int launched = st == MG_OK;
   if (launched) {
     double now = mg__now();
+    int check = 0;
     for (int i = 0; i < n; i++) {
       mg__op_t *op = ops[i];
       mg_comm_t *c = op->comm;
+      check |= c->check_colls;
       op->deadline = now + c->timeout_s;
       op->status = MG_INPROGRESS;
       if (numbered) {
@@ -151,7 +155,9 @@ static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
         pthread_mutex_unlock(&c->seq_lock);
       }
     }
-    st = n == 1 ? ops[0]->comm->backend->launch(ops, 1) : mg__launch_by_backend(ops, n);
+    if (check) st = mg__collcheck(ops, n); /* MGCOMM_CHECK_COLLECTIVES: refused on every rank */
+    if (st == MG_OK)
+      st = n == 1 ? ops[0]->comm->backend->launch(ops, 1) : mg__launch_by_backend(ops, n);
   }
   int timed_out = 0;
   for (int i = 0; i < n; i++) {

@@ -30,6 +30,9 @@ static inline mg__hcomm_t *mg__hcomm(const mg_comm_t *comm) { return (mg__hcomm_
 /* host_coll.c: runs ops[0..n) of one group to completion (contract of mg__backend_t.launch). */
 mg_status_t mg__host_launch(mg__op_t *const *ops, int n);
 
+/* host_check.c: the table's check_exchange (an all_gather of each record through the engine). */
+mg_status_t mg__host_check_exchange(mg__xchg_t *const *xs, int n);
+
 /* host_mark.c: the table's mark_* methods. A mark on stream NULL is reached at once; on a host
  * stream, when the stream's worker reaches it. */
 mg_status_t mg__hmark_record(mg__mark_t *mark);

@@ -365,4 +365,5 @@ const mg__backend_t mg__backend_host = {
     .op_enqueued = h_op_enqueued,
     .peer_progress = h_peer_progress,
     .comm_tag = h_comm_tag,
+    .check_exchange = mg__host_check_exchange,
 };

@@ -7,7 +7,7 @@
  * enqueued), nccl_config.c (mg_config_t's NCCL fields into ncclConfig_t, by version),
  * nccl_mem.c (allocation, copies, registration), nccl_mark.c (completion: events, host
  * functions, the library's own streams), nccl_progress.c (comm tags, and the progress the ranks
- * of this process publish to each other).
+ * of this process publish to each other), nccl_check_coll.c (the collective check's exchange).
  *
  * Two NCCL communicators per rank in blocking mode (the default):
  * `lc`, nonblocking, for what must stay bounded and abortable while it waits for peers (init,
@@ -61,6 +61,13 @@ typedef struct mg__ncomm {
   pthread_t revoke_th;      /* the interrupt's ncclCommRevoke of nc (mg-revoke<rank>) */
   int revoke_started;       /* 1: revoke_th runs or ran; joined before nc is freed */
   int revoked;              /* nc was revoked (by the interrupt or mg_comm_revoke) */
+  /* The collective check's (nccl_check_coll.c), made on its first exchange, freed by destroy:
+   * (nranks + 1) records of device memory (this rank's, then every rank's), the same of
+   * page-locked host memory (what the copies read and write, so that they never block), and a
+   * non-blocking stream. */
+  mg__CUdeviceptr chk_dev;
+  void *chk_host;
+  mg__CUstream chk_stream;
 } mg__ncomm_t;
 
 static inline mg__ncomm_t *mg__ncomm(const mg_comm_t *comm) { return (mg__ncomm_t *)comm->priv; }
@@ -88,6 +95,11 @@ mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n);
  * that answered r: MG_ERR_TIMED_OUT when the watchdog stopped it, MG_ERR_ABORTED when an abort
  * did, NCCL's error otherwise; the message starts with `what` (the call, the operation). */
 mg_status_t mg__nccl_call_error(mg_comm_t *comm, mg__ncclResult_t r, const char *what);
+
+/* nccl_check_coll.c: the table's check_exchange (ncclAllGather of the records on nc), and the
+ * release of what it made (destroy, with the comm's context current). */
+mg_status_t mg__nccl_check_exchange(mg__xchg_t *const *xs, int n);
+void mg__nccl_check_release(mg_comm_t *comm);
 
 /* nccl_check.c */
 /* The backend's check_op: dtype and op against the loaded NCCL and the device; then, unless

@@ -631,6 +631,7 @@ static void n_destroy(mg_comm_t *comm) {
   if (nx->copy_stream != NULL) (void)mg__cuda.StreamDestroy(nx->copy_stream);
   if (nx->own_stream != NULL) (void)mg__cuda.StreamDestroy(nx->own_stream);
   nx->copy_stream = nx->own_stream = NULL;
+  mg__nccl_check_release(comm);
   if (entered) mg__device_ctx_leave(nx->ctx, saved);
   mg__ncomm_release(comm);
 }
@@ -714,4 +715,5 @@ const mg__backend_t mg__backend_nccl = {
     .peer_progress = mg__nccl_peer_progress,
     .comm_tag = mg__nccl_comm_tag,
     .comm_stream = mg__nccl_comm_stream,
+    .check_exchange = mg__nccl_check_exchange,
 };
