@@ -87,6 +87,13 @@ static int mg__csig_same(const mg__csig_t *a, const mg__csig_t *b) {
          (a->count == b->count || a->kind == MG_OPK_ALL_TO_ALLV);
 }
 
+/* 1 when the message shows a and b as one call: the same call, or neither a record. */
+static int mg__csig_alike(const mg__csig_t *a, const mg__csig_t *b) {
+  if (a->magic != MG__CSIG_MAGIC || b->magic != MG__CSIG_MAGIC)
+    return a->magic != MG__CSIG_MAGIC && b->magic != MG__CSIG_MAGIC;
+  return mg__csig_same(a, b);
+}
+
 /* ---- the message ----------------------------------------------------------------------------- */
 
 /* Appends to buf[0..len) at *at, keeping it terminated. */
@@ -113,7 +120,8 @@ static void mg__csig_desc(const mg__csig_t *s, char *buf, size_t len) {
   const char *dt = mg_dtype_name((mg_dtype_t)s->dtype);
   mg__cat(buf, len, &at, "%s #%llu (%s", mg__opkind_name((mg__opkind_t)s->kind),
           (unsigned long long)s->seq, dt != NULL ? dt : "?");
-  if (s->kind != MG_OPK_ALL_TO_ALLV) mg__cat(buf, len, &at, " x %llu", (unsigned long long)s->count);
+  if (s->kind != MG_OPK_ALL_TO_ALLV)
+    mg__cat(buf, len, &at, " x %llu", (unsigned long long)s->count);
   if (s->op == MG__CSIG_PREMUL) mg__cat(buf, len, &at, ", op premul_sum");
   else if (s->op >= 0) {
     const char *on = mg_op_name((mg_op_t)s->op);
@@ -197,7 +205,7 @@ static int mg__csig_judge(const mg__csig_t *all, int n, char *msg, size_t len) {
   if (bad_magic) mg__cat(msg, len, &at, "%swhat was exchanged", sep);
   mg__cat(msg, len, &at, "):");
   /* Every distinct call once, with the ranks that made it; at most 6 of them. */
-  unsigned char *done = calloc((size_t)n, 1), *in = calloc((size_t)n, 1);
+  unsigned char *done = calloc((unsigned)n, 1), *in = calloc((unsigned)n, 1);
   if (done == NULL || in == NULL) {
     free(done);
     free(in);
@@ -210,13 +218,9 @@ static int mg__csig_judge(const mg__csig_t *all, int n, char *msg, size_t len) {
         left++;
         continue;
       }
-      memset(in, 0, (size_t)n);
+      memset(in, 0, (unsigned)n);
       for (int q = r; q < n; q++)
-        if (!done[q] && (q == r || (all[q].magic == all[r].magic &&
-                                    (all[r].magic != MG__CSIG_MAGIC || mg__csig_same(&all[r], &all[q]))))) {
-          in[q] = 1;
-          done[q] = 1;
-        }
+        if (!done[q] && mg__csig_alike(&all[r], &all[q])) in[q] = done[q] = 1;
       char ranks[128], d[160];
       int k;
       mg__rank_list(in, n, ranks, sizeof ranks, &k);
@@ -274,7 +278,7 @@ static mg_status_t mg__collcheck_round(mg__xchg_t **xs, int n, mg__op_t **of) {
     int k = 0;
     for (int j = i; j < n; j++) k += xs[j]->comm->backend == be;
     if (k < n - i) { /* several backends: this one's exchanges only */
-      sub = k == 1 ? one : malloc(sizeof *sub * (size_t)k);
+      sub = k == 1 ? one : malloc(sizeof *sub * (unsigned)k);
       if (sub == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "collective check: out of memory");
       k = 0;
       for (int j = i; j < n; j++)
@@ -302,19 +306,20 @@ mg_status_t mg__collcheck(mg__op_t *const *ops, int n) {
     if (mg__checked(ops[i])) m++, all_recs += ops[i]->comm->nranks;
   if (m == 0) return MG_OK;
 
-  /* One block: for each checked op its record, its exchange, its place among its comm's
-   * checked ops (its round), the op; then every rank's records of all of them. */
-  const size_t head = sizeof(mg__csig_t) * (size_t)m + sizeof(mg__xchg_t) * (size_t)m +
-                      sizeof(mg__xchg_t *) * (size_t)m + sizeof(mg__op_t *) * (size_t)m +
-                      sizeof(int) * 2 * (size_t)m;
-  const size_t pad = (head + _Alignof(mg__csig_t) - 1) / _Alignof(mg__csig_t) * _Alignof(mg__csig_t);
-  unsigned char *block = malloc(pad + sizeof(mg__csig_t) * (size_t)all_recs);
+  /* One block: for each checked op its record, its exchange, the op, a round's exchanges and
+   * their ops, its round (its place among its comm's checked ops), whether its comm stopped;
+   * then every rank's records of all of them. */
+  const size_t head = (sizeof(mg__csig_t) + sizeof(mg__xchg_t) + 3 * sizeof(void *) +
+                       2 * sizeof(int)) * (unsigned)m;
+  const size_t align = _Alignof(mg__csig_t), pad = (head + align - 1) / align * align;
+  unsigned char *block = malloc(pad + sizeof(mg__csig_t) * (unsigned)all_recs);
   if (block == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "collective check: out of memory");
   mg__csig_t *mine = (mg__csig_t *)block;
   mg__xchg_t *x = (mg__xchg_t *)(mine + m);
-  mg__xchg_t **round_x = (mg__xchg_t **)(x + m);
-  mg__op_t **of = (mg__op_t **)(round_x + m), **round_of = NULL;
-  int *round = (int *)(of + m), *stopped = round + m;
+  mg__op_t **of = (mg__op_t **)(x + m);
+  mg__xchg_t **round_x = (mg__xchg_t **)(of + m);
+  mg__op_t **round_of = (mg__op_t **)(round_x + m);
+  int *round = (int *)(round_of + m), *stopped = round + m;
   mg__csig_t *all = (mg__csig_t *)(block + pad);
 
   int k = 0, at = 0;
@@ -330,10 +335,7 @@ mg_status_t mg__collcheck(mg__op_t *const *ops, int n) {
     at += op->comm->nranks;
     k++;
   }
-  round_of = malloc(sizeof *round_of * (size_t)m);
-  mg_status_t st = round_of != NULL ? MG_OK
-                                    : mg__error(MG_ERR_OUT_OF_MEMORY, "collective check: out of "
-                                                "memory");
+  mg_status_t st = MG_OK;
   char first[MG__ERROR_LEN] = "";
   for (int j = 0; st == MG_OK; j++) {
     int nx = 0;
@@ -350,7 +352,6 @@ mg_status_t mg__collcheck(mg__op_t *const *ops, int n) {
     }
   }
   if (st == MG_OK && first[0] != '\0') st = mg__error(MG_ERR_INVALID_USAGE, "%s", first);
-  free(round_of);
   free(block);
   return st;
 }

@@ -324,7 +324,8 @@ static void sim_expect(float v) {
     float h[COUNT];
     sim_sync(r);
     ASSERT_OK(mg_memcpy(scomms[r], h, sbuf[r], sizeof h));
-    if (h[0] != v || h[COUNT - 1] != v) FAIL("rank %d: %g, expected %g", r, (double)h[0], (double)v);
+    if (h[0] != v || h[COUNT - 1] != v)
+      FAIL("rank %d: %g, expected %g", r, (double)h[0], (double)v);
   }
 }
 

@@ -58,8 +58,8 @@ mg_status_t mg__host_check_exchange(mg__xchg_t *const *xs, int n) {
   } inline_items[4], *items = inline_items;
   mg__op_t *inline_p[4] = {NULL}, **p = inline_p;
   if (n > 4) {
-    items = malloc(sizeof *items * (size_t)n);
-    p = malloc(sizeof *p * (size_t)n);
+    items = malloc(sizeof *items * (unsigned)n);
+    p = malloc(sizeof *p * (unsigned)n);
     if (items == NULL || p == NULL) {
       free(items);
       free(p);

@@ -118,8 +118,8 @@ static mg_status_t mg__nchk_wait(mg__xchg_t *const *xs, int n) {
 mg_status_t mg__nccl_check_exchange(mg__xchg_t *const *xs, int n) {
   enum { INLINE = 8 };
   mg__op_t inline_ops[INLINE], *inline_p[INLINE] = {NULL};
-  mg__op_t *ops = n <= INLINE ? inline_ops : calloc((size_t)n, sizeof *ops);
-  mg__op_t **p = n <= INLINE ? inline_p : malloc(sizeof *p * (size_t)n);
+  mg__op_t *ops = n <= INLINE ? inline_ops : calloc((unsigned)n, sizeof *ops);
+  mg__op_t **p = n <= INLINE ? inline_p : malloc(sizeof *p * (unsigned)n);
   mg_status_t st = MG_OK;
   if (ops == NULL || p == NULL)
     st = mg__error(MG_ERR_OUT_OF_MEMORY, "NCCL backend: out of memory for the collective check");
