@@ -38,6 +38,7 @@ typedef struct mg__trace_ent {
   uintptr_t stream;
   double t_enq, t_start, t_end; /* mg__now() seconds; 0 until it happened */
   int root;
+  int op;                       /* reductions: the built-in op, or -2 for a PreMulSum; else -1 */
   mg_status_t status;           /* MG_INPROGRESS until it ended */
   mg__opkind_t kind;
   mg_dtype_t dtype;
@@ -107,6 +108,7 @@ void mg__trace_enqueue(mg__op_t *op, int started, double now) {
   e->kind = op->kind;
   e->dtype = op->dtype;
   e->root = op->root;
+  e->op = !mg__opkind_is_reduction(op->kind) ? -1 : op->redop.premul ? -2 : (int)op->redop.op;
   e->state = started ? MG__TR_STARTED : MG__TR_ENQUEUED;
   e->status = MG_INPROGRESS;
   if (mg__opkind_is_collective(op->kind)) t->enq1 = op->seq + 1;
@@ -406,6 +408,8 @@ mg_status_t mg__trace_write(const mg__trace_snap_t *s, const char *path, const c
     fprintf(f, "\"dtype\": \"%s\", \"count\": %llu, \"root\": %d, \"peer\": %d, ",
             mg__dt(e->dtype), (unsigned long long)e->count, coll ? e->root : -1,
             coll ? -1 : e->root);
+    if (e->op == -1) fprintf(f, "\"op\": null, ");
+    else fprintf(f, "\"op\": \"%s\", ", e->op == -2 ? "premul_sum" : mg_op_name((mg_op_t)e->op));
     fprintf(f, "\"stream\": \"0x%llx\", ", (unsigned long long)e->stream);
     mg__json_time(f, "t_enqueue", e->t_enq, ", ");
     mg__json_time(f, "t_start", e->t_start, ", ");

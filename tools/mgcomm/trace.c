@@ -2,7 +2,8 @@
  * trace.c -- `mgcomm trace <dir>`: merges the flight-recorder dumps of every rank
  * (mg_comm_dump_trace, MGCOMM_TRACE_DIR) and names, for each communicator, the first collective
  * where the ranks diverge: a rank that never enqueued it, or a rank that enqueued another kind,
- * count, dtype or root under that sequence number.
+ * count, dtype, op or root under that sequence number (and which of them differ); a rank whose
+ * later collectives are the others' shifted by one is named as one collective behind or ahead.
  *
  * Divisions: a small JSON reader (the dump format only needs objects, arrays, strings, numbers,
  * true/false/null); loading the dumps; the analysis; the command.
@@ -182,7 +183,7 @@ static const char *mg_jstr(const mg_json_t *o, const char *key) {
 
 typedef struct {
   long long seq;
-  char kind[32], dtype[32], state[16];
+  char kind[32], dtype[32], op[32], state[16]; /* op: reductions only ("" otherwise) */
   long long count;
   int root;
 } mg_tr_op_t;
@@ -286,6 +287,7 @@ static int mg_tr_load(const char *path, mg_tr_dump_t *d) {
     o->root = (int)mg_jnum(e, "root", -1);
     snprintf(o->kind, sizeof o->kind, "%s", mg_jstr(e, "kind"));
     snprintf(o->dtype, sizeof o->dtype, "%s", mg_jstr(e, "dtype"));
+    snprintf(o->op, sizeof o->op, "%s", mg_jstr(e, "op"));
     snprintf(o->state, sizeof o->state, "%s", mg_jstr(e, "state"));
   }
   qsort(d->ops, (size_t)d->nops, sizeof *d->ops, mg_tr_op_cmp);
@@ -312,16 +314,42 @@ static const mg_tr_op_t *mg_tr_find(const mg_tr_dump_t *d, long long seq) {
 
 /* ---- the analysis ------------------------------------------------------------------------------ */
 
-static void mg_tr_desc(const mg_tr_op_t *o, char *buf, size_t len) {
+/* "all_reduce (float32 x 4)", with ", op sum" when with_op and the dump has it. */
+static void mg_tr_desc(const mg_tr_op_t *o, int with_op, char *buf, size_t len) {
   snprintf(buf, len, "%s (%s x %lld", o->kind, o->dtype, o->count);
   size_t n = strlen(buf);
+  if (with_op && o->op[0]) snprintf(buf + n, len - n, ", op %s", o->op);
+  n = strlen(buf);
   if (o->root >= 0) snprintf(buf + n, len - n, ", root %d)", o->root);
   else snprintf(buf + n, len - n, ")");
 }
 
-static int mg_tr_same(const mg_tr_op_t *a, const mg_tr_op_t *b) {
-  return strcmp(a->kind, b->kind) == 0 && strcmp(a->dtype, b->dtype) == 0 &&
-         a->count == b->count && a->root == b->root;
+/* The fields in which a and b differ (MG_TR_D_*); 0 when they are the same call. Across kinds
+ * only the kind and the dtype are compared: count, op and root mean different things. */
+enum { MG_TR_D_KIND = 1, MG_TR_D_COUNT = 2, MG_TR_D_DTYPE = 4, MG_TR_D_OP = 8, MG_TR_D_ROOT = 16 };
+static int mg_tr_differ(const mg_tr_op_t *a, const mg_tr_op_t *b) {
+  int d = strcmp(a->dtype, b->dtype) != 0 ? MG_TR_D_DTYPE : 0;
+  if (strcmp(a->kind, b->kind) != 0) return d | MG_TR_D_KIND;
+  if (a->count != b->count) d |= MG_TR_D_COUNT;
+  if (strcmp(a->op, b->op) != 0) d |= MG_TR_D_OP;
+  if (a->root != b->root) d |= MG_TR_D_ROOT;
+  return d;
+}
+
+static int mg_tr_same(const mg_tr_op_t *a, const mg_tr_op_t *b) { return mg_tr_differ(a, b) == 0; }
+
+/* 1 when rank x's collectives from #from on are rank y's from #from + 1 on: every one that both
+ * dumps hold (at least one) is the same call. x is then one collective behind y (y called
+ * #from, which x did not), or, read the other way, y one ahead. */
+static int mg_tr_shifted(const mg_tr_dump_t *x, const mg_tr_dump_t *y, long long from) {
+  int matched = 0;
+  for (long long seq = from;; seq++) {
+    const mg_tr_op_t *a = mg_tr_find(x, seq), *b = mg_tr_find(y, seq + 1);
+    if (a == NULL || b == NULL) break;
+    if (!mg_tr_same(a, b)) return 0;
+    matched++;
+  }
+  return matched > 0;
 }
 
 /* Appends "r" to a comma-separated list. */
@@ -351,9 +379,11 @@ static void mg_tr_analyse(mg_tr_dump_t **d, int n) {
   /* Where each rank is: its own dump, else the most advanced view another rank had of it. */
   long long *enq = malloc(sizeof *enq * (size_t)nranks);
   const char **kind = calloc((size_t)nranks, sizeof *kind);
-  if (enq == NULL || kind == NULL) {
+  int *other = malloc(sizeof *other * (size_t)nranks); /* the ranks that differ at a seq */
+  if (enq == NULL || kind == NULL || other == NULL) {
     free(enq);
     free(kind);
+    free(other);
     free(by_rank);
     return;
   }
@@ -390,7 +420,8 @@ static void mg_tr_analyse(mg_tr_dump_t **d, int n) {
   int found = 0;
   for (long long seq = lo; seq <= hi && !found; seq++) {
     const mg_tr_op_t *ref = NULL;
-    char same[512] = "", missing[512] = "", missing_why[1024] = "", other[1024] = "";
+    int ref_rank = -1, differ = 0, nother = 0;
+    char same[512] = "", missing[512] = "", missing_why[1024] = "", shift[1024] = "";
     for (int r = 0; r < nranks; r++) {
       const mg_tr_op_t *o = by_rank[r] != NULL ? mg_tr_find(by_rank[r], seq) : NULL;
       if (o == NULL) {
@@ -405,33 +436,56 @@ static void mg_tr_analyse(mg_tr_dump_t **d, int n) {
                    enq[r], kind[r][0] ? " (" : "", kind[r], kind[r][0] ? ")" : "");
         continue;
       }
-      if (ref == NULL) ref = o;
-      if (mg_tr_same(o, ref)) {
+      if (ref == NULL) ref = o, ref_rank = r;
+      const int diff = mg_tr_differ(o, ref);
+      if (diff == 0) {
         mg_tr_list(same, sizeof same, r);
-      } else {
-        char od[160];
-        mg_tr_desc(o, od, sizeof od);
-        size_t m = strlen(other);
-        snprintf(other + m, sizeof other - m, "; rank %d enqueued %s", r, od);
+        continue;
       }
+      differ |= diff;
+      /* Described once every difference is known (the op is shown when the ops differ). */
+      other[nother++] = r;
+      const mg_tr_dump_t *x = by_rank[r], *y = by_rank[ref_rank];
+      size_t m = strlen(shift);
+      if (mg_tr_shifted(x, y, seq))
+        snprintf(shift + m, sizeof shift - m, "; rank %d looks one collective behind rank %d: "
+                 "its collectives from #%lld on are rank %d's from #%lld on (it did not call "
+                 "rank %d's #%lld)", r, ref_rank, seq, ref_rank, seq + 1, ref_rank, seq);
+      else if (mg_tr_shifted(y, x, seq))
+        snprintf(shift + m, sizeof shift - m, "; rank %d looks one collective ahead of rank %d: "
+                 "its collectives from #%lld on are rank %d's from #%lld on (it called #%lld, "
+                 "which rank %d did not)", r, ref_rank, seq + 1, ref_rank, seq, seq, ref_rank);
     }
-    if (ref == NULL || (missing[0] == '\0' && other[0] == '\0')) continue;
+    if (ref == NULL || (missing[0] == '\0' && nother == 0)) continue;
     found = 1;
+    const int with_op = (differ & MG_TR_D_OP) != 0;
     char rd[160];
-    mg_tr_desc(ref, rd, sizeof rd);
+    mg_tr_desc(ref, with_op, rd, sizeof rd);
     printf("first divergence at collective #%lld: %s enqueued by rank%s %s", seq, rd,
            strchr(same, ',') ? "s" : "", same);
-    if (other[0]) printf("%s (a mismatch of kind, count, dtype or root)", other);
+    for (int i = 0; i < nother; i++) {
+      char od[160];
+      mg_tr_desc(mg_tr_find(by_rank[other[i]], seq), with_op, od, sizeof od);
+      printf("; rank %d enqueued %s", other[i], od);
+    }
+    if (differ) {
+      static const char *const names[] = {"kind", "count", "dtype", "op", "root"};
+      const char *sep = " (they differ in ";
+      for (int b = 0; b < 5; b++)
+        if (differ & (1 << b)) printf("%s%s", sep, names[b]), sep = ", ";
+      printf(")");
+    }
     if (missing[0])
       printf("; rank%s %s never enqueued it%s", strchr(missing, ',') ? "s" : "", missing,
              missing_why);
-    printf("\n");
+    printf("%s\n", shift);
   }
   if (!found)
     printf("no divergence: the ranks agree on every collective they recorded (#%lld..#%lld)\n",
            lo, hi);
   free(enq);
   free(kind);
+  free(other);
   free(by_rank);
 }
 
@@ -450,8 +504,10 @@ int mg_cli_trace(int argc, char **argv) {
                "Merges the flight-recorder dumps in <dir> (mg_comm_dump_trace, or written on a\n"
                "timeout into MGCOMM_TRACE_DIR) and names, for each communicator, the first\n"
                "collective where the ranks diverge: a rank that never enqueued it, or one that\n"
-               "enqueued another kind, count, dtype or root. Exit 0 when the dumps were read\n"
-               "(diverging or not), 1 when none could be, 2 on a usage error.\n");
+               "enqueued another kind, count, dtype, op or root (it says which differ, and names\n"
+               "a rank whose later collectives are the others' shifted by one as one collective\n"
+               "behind or ahead). Exit 0 when the dumps were read (diverging or not), 1 when\n"
+               "none could be, 2 on a usage error.\n");
     return argc == 1 ? 0 : 2;
   }
   DIR *dir = opendir(argv[0]);
