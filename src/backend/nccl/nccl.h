@@ -110,9 +110,10 @@ mg_status_t mg__nccl_check_op(const mg__op_t *op, const char *fn);
 mg_status_t mg__nccl_check_types(mg_dtype_t dtype, const mg__redop_t *redop, int reduction,
                                  int cc_major, int cc_minor, const char *fn);
 
-/* nccl_backend.c: the backend's async_error: ncclCommGetAsyncError, unless another thread is
- * in NCCL for comm (it reports what NCCL says itself) or comm was aborted: then MG_OK. Never
- * blocks. */
+/* nccl_backend.c: the backend's async_error: MG_ERR_REMOTE when another rank of comm in this
+ * process was aborted or revoked (mg__nccl_peers_stopped); else ncclCommGetAsyncError, unless
+ * another thread is in NCCL for comm (it reports what NCCL says itself) or comm was aborted:
+ * then MG_OK. Never blocks. */
 mg_status_t mg__nccl_async_error(mg_comm_t *comm);
 
 /* nccl_mark.c */
@@ -139,8 +140,11 @@ uint64_t mg__nccl_tag_child(uint64_t parent, int shrink, uint64_t split_seq, uin
 /* Enters comm (rank, nranks and tag set, NCCL communicator made) into this process's progress
  * table; without memory it stays out (its peers' progress is then unknown, nothing fails). */
 void mg__nccl_progress_join(mg_comm_t *comm);
-/* Takes comm out of the table (destroy). */
+/* Takes comm out of the table (destroy); the slot keeps whether it left aborted or revoked. */
 void mg__nccl_progress_leave(mg_comm_t *comm);
+/* MG_ERR_REMOTE, naming it, when another rank of comm in this process was aborted or revoked
+ * (still there, or destroyed since); else MG_OK. Never blocks (the table's lock, a leaf). */
+mg_status_t mg__nccl_peers_stopped(mg_comm_t *comm);
 void mg__nccl_op_enqueued(const mg__op_t *op);
 mg_status_t mg__nccl_peer_progress(mg_comm_t *comm, int r, mg__progress_t *out);
 uint64_t mg__nccl_comm_tag(const mg_comm_t *comm);

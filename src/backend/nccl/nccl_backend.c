@@ -637,6 +637,8 @@ static void n_destroy(mg_comm_t *comm) {
 }
 
 mg_status_t mg__nccl_async_error(mg_comm_t *comm) {
+  /* A peer of this process that stopped: NCCL would not say so (nccl_progress.c). */
+  if (!atomic_load(&comm->aborting)) MG_CHECK(mg__nccl_peers_stopped(comm));
   /* NCCL is called for a communicator by one thread at a time. A call that holds the lock is
    * in NCCL now and reports what NCCL says itself, so this poll does not wait for it. */
   if (pthread_mutex_trylock(&comm->lock) != 0) return MG_OK;

@@ -81,6 +81,7 @@ static mg_status_t mg__nchk_wait(mg__xchg_t *const *xs, int n) {
         }
         if (r != MG__CUDA_ERROR_NOT_READY) st = mg__cu_error(r, "cuStreamQuery");
       }
+      if (st == MG_OK) st = mg__nccl_peers_stopped(comm); /* a peer that never comes */
       if (st == MG_OK && nx->nc != NULL) { /* NCCL's error: the stream never will pass */
         mg__ncclResult_t state = MG__ncclSuccess;
         mg__ncclResult_t r = mg__nccl.CommGetAsyncError(nx->nc, &state);

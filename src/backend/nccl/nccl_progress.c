@@ -15,6 +15,14 @@
  * Each rank's slot is written by the thread that numbers its collectives (op.h, mg__op_number)
  * and read by timeout messages and trace dumps, both under the table's lock.
  *
+ * The table also tells a rank that a peer of this process stopped: NCCL's abort and revoke are
+ * local, so a rank whose peer's communicator was aborted or revoked (by its program, or by its
+ * watchdog at a deadline) would wait for it until its own deadline. A slot points at its rank's
+ * comm->aborting while the rank is in the table and keeps, once it left, whether it left
+ * stopped; mg__nccl_peers_stopped reads them, and the backend's asynchronous error reports it
+ * (so the requests of the rank, and its mark queries and waits, fail with MG_ERR_REMOTE instead
+ * of timing out).
+ *
  * Lock order: mg__nprogs_lock (joining and leaving only), then a table's lock; nothing else is
  * taken under either.
  */
@@ -28,6 +36,10 @@
 typedef struct mg__nslot {
   mg__progress_t last;      /* the last collective enqueued (last.enqueued1 0: none) */
   int present;              /* a communicator of this process is this rank */
+  const atomic_int *aborting; /* present: that communicator's aborting flag (it lives while
+                                 the communicator is in the table) */
+  int stopped;              /* not present: MG__STOP_* the rank left with (it was aborted or
+                               revoked, then destroyed), 0 when it left normally */
 } mg__nslot_t;
 
 typedef struct mg__nprog {
@@ -72,6 +84,8 @@ void mg__nccl_progress_join(mg_comm_t *comm) {
     p->members++;
     pthread_mutex_lock(&p->lock);
     p->slot[comm->rank].present = 1;
+    p->slot[comm->rank].aborting = &comm->aborting;
+    p->slot[comm->rank].stopped = 0;
     pthread_mutex_unlock(&p->lock);
   }
   pthread_mutex_unlock(&mg__nprogs_lock);
@@ -89,6 +103,8 @@ void mg__nccl_progress_leave(mg_comm_t *comm) {
   pthread_mutex_lock(&mg__nprogs_lock);
   pthread_mutex_lock(&p->lock);
   p->slot[comm->rank].present = 0;
+  p->slot[comm->rank].aborting = NULL;
+  p->slot[comm->rank].stopped = atomic_load(&comm->aborting);
   pthread_mutex_unlock(&p->lock);
   if (--p->members == 0) {
     mg__nprog_t **at = &mg__nprogs;
@@ -125,6 +141,25 @@ mg_status_t mg__nccl_peer_progress(mg_comm_t *comm, int r, mg__progress_t *out) 
     return mg__error(MG_ERR_NOT_SUPPORTED, "rank %d is not in this process (the NCCL backend "
                      "shares progress between the ranks of one process only)", r);
   return MG_OK;
+}
+
+mg_status_t mg__nccl_peers_stopped(mg_comm_t *comm) {
+  mg__nprog_t *p = mg__ncomm(comm)->prog;
+  if (p == NULL) return MG_OK;
+  int who = -1, why = 0;
+  pthread_mutex_lock(&p->lock);
+  for (int r = 0; r < p->nranks && who < 0; r++) {
+    if (r == comm->rank) continue;
+    const mg__nslot_t *q = &p->slot[r];
+    why = q->present ? atomic_load(q->aborting) : q->stopped;
+    if (why != 0) who = r;
+  }
+  pthread_mutex_unlock(&p->lock);
+  if (who < 0) return MG_OK;
+  return mg__error(MG_ERR_REMOTE, "rank %d of %d (device %d): rank %d, in this process, %s its "
+                   "communicator: an operation that needs it never completes (NCCL tells a peer "
+                   "of no abort or revoke)", comm->rank, comm->nranks, comm->device, who,
+                   why == MG__STOP_REVOKE ? "revoked" : "aborted");
 }
 
 uint64_t mg__nccl_comm_tag(const mg_comm_t *comm) { return mg__ncomm(comm)->tag; }
