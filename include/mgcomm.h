@@ -452,6 +452,16 @@ MG_EXTERN size_t mg_comm_last_error(const mg_comm_t *comm, char *buf, size_t len
  *
  * Inside mg_group_begin/end the call only validates and records the operation; it runs at
  * mg_group_end.
+ *
+ * Debugging aid: a communicator made while MGCOMM_CHECK_COLLECTIVES=1 is in the environment (set
+ * it alike on every rank) has its ranks compare each collective's kind, count, dtype, op, root
+ * and sequence number before it runs; a mismatch, which would otherwise hang or fail later, is
+ * refused on every rank with MG_ERR_INVALID_USAGE and one message naming the collective's number,
+ * the ranks and what each called, nothing of it runs, and the communicator stays ready. Each
+ * collective of a group is checked; mg_send and mg_recv are not (a pair has no signature that
+ * every rank shares). The price is one small all_gather per collective on the same
+ * communicator, and on the NCCL backend a wait on the host for it, which also waits for the
+ * communicator's earlier operations.
  */
 
 /* recv[i] = op over ranks of send[i], i < count, on every rank. In place when send == recv. */
