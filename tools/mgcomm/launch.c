@@ -2,8 +2,8 @@
  * launch.c -- `mgcomm launch -n N [options] [--] program [args...]`: starts N processes of one
  * job on this machine, as `torchrun --standalone --nproc-per-node N` does, for mg_comm_init_env.
  *
- * Divisions: options; the job's environment; starting a rank; output tagging; signals and the
- * supervision loop; the entry point.
+ * Divisions: messages; options; the job's environment; starting a rank; output tagging; signals
+ * and the supervision loop; shared memory the job left; the entry point.
  *
  * Supervision: each rank runs in its own process group (so that a terminal's Ctrl-C reaches it
  * once, through the launcher, and reaches its own children too), with stdin on /dev/null, and
@@ -13,20 +13,36 @@
  * signal), the others get SIGTERM, and SIGKILL after the grace period. The launcher exits with
  * the first failure's status (its exit code, or 128 + its signal), else 0.
  *
+ * What the launcher signals is exactly what it started: the process groups of its ranks, those
+ * of ranks that already exited included (their children live on in them). A rank is forked with
+ * every signal blocked and unblocks them only after it has its own group and default handlers,
+ * so a signal sent to it early is never taken by the launcher's handler in the child. Once the
+ * job is being stopped, the launcher returns only when every one of those groups is empty
+ * (SIGKILL after the grace period for what is left). It is the subreaper of its job, so the
+ * orphaned children of dead ranks are reaped here, not left as zombies.
+ *
+ * Shared memory: ranks stopped while they wait in mg_comm_init_rank leave the host backend's
+ * segment (/dev/shm/mgcomm-<32 hex>) behind. Whenever the launcher signals the job to stop, it
+ * first freezes it (SIGSTOP) and notes the segments its processes map or hold open; at the end
+ * it removes those of them still there that no process uses.
+ *
  * Uses the public API only (mgcomm.h), and not even that much: a launcher needs no library state.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +52,35 @@
 
 #define MG_LAUNCH_MAX_RANKS 1024
 #define MG_LAUNCH_LINE_MAX 65536 /* a longer line is cut into pieces, each tagged */
+
+/* ---- messages ----------------------------------------------------------------------------- */
+
+static void write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return; /* our own output is gone (closed pipe): nothing else to do with it */
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+/* A message on stderr in one write(2), so that it never mixes with the ranks' lines (stderr is
+ * shared with them unless tagging). */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...) {
+  char b[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int len = vsnprintf(b, sizeof b, fmt, ap);
+  va_end(ap);
+  if (len < 0) return;
+  if ((size_t)len >= sizeof b) { /* cut: still one line */
+    len = (int)sizeof b - 1;
+    b[len - 1] = '\n';
+  }
+  write_all(2, b, (size_t)len);
+}
 
 /* ---- options ------------------------------------------------------------------------------ */
 
@@ -116,15 +161,15 @@ static int parse_opts(int argc, char **argv, mg_launch_opts_t *o) {
       char *end = NULL;
       long n = v ? strtol(v, &end, 10) : 0;
       if (v == NULL || *v == '\0' || *end != '\0' || n < 1 || n > MG_LAUNCH_MAX_RANKS) {
-        fprintf(stderr, "mgcomm launch: -n wants a number of processes in 1..%d, not '%s'\n",
-                MG_LAUNCH_MAX_RANKS, v ? v : "");
+        say("mgcomm launch: -n wants a number of processes in 1..%d, not '%s'\n",
+            MG_LAUNCH_MAX_RANKS, v ? v : "");
         return 2;
       }
       o->nproc = (int)n;
     } else if (is_opt(a, "--store", NULL)) {
       o->store = opt_value(argc, argv, &i, "--store", NULL);
       if (o->store == NULL) {
-        fprintf(stderr, "mgcomm launch: --store wants host:port\n");
+        say("mgcomm launch: --store wants host:port\n");
         return 2;
       }
     } else if (is_opt(a, "--grace", NULL)) {
@@ -132,21 +177,21 @@ static int parse_opts(int argc, char **argv, mg_launch_opts_t *o) {
       char *end = NULL;
       double g = v ? strtod(v, &end) : -1;
       if (v == NULL || *v == '\0' || *end != '\0' || !(g >= 0 && g <= 3600)) {
-        fprintf(stderr, "mgcomm launch: --grace wants seconds in 0..3600, not '%s'\n", v ? v : "");
+        say("mgcomm launch: --grace wants seconds in 0..3600, not '%s'\n", v ? v : "");
         return 2;
       }
       o->grace_s = g;
     } else {
-      fprintf(stderr, "mgcomm launch: unknown option '%s' (see mgcomm launch --help)\n", a);
+      say("mgcomm launch: unknown option '%s' (see mgcomm launch --help)\n", a);
       return 2;
     }
   }
   if (o->nproc == 0) {
-    fprintf(stderr, "mgcomm launch: -n N is required (see mgcomm launch --help)\n");
+    say("mgcomm launch: -n N is required (see mgcomm launch --help)\n");
     return 2;
   }
   if (i >= argc) {
-    fprintf(stderr, "mgcomm launch: no program to run (see mgcomm launch --help)\n");
+    say("mgcomm launch: no program to run (see mgcomm launch --help)\n");
     return 2;
   }
   o->argv = argv + i;
@@ -191,8 +236,7 @@ static int job_setup(const mg_launch_opts_t *o, mg_launch_job_t *job) {
     if (colon == NULL || hlen == 0 || colon[1] == '\0' || *end != '\0' || port < 1 ||
         port > 65535 || hlen >= sizeof job->master_addr ||
         (bracketed && (hlen < 3 || o->store[hlen - 1] != ']'))) {
-      fprintf(stderr, "mgcomm launch: --store '%s' is not host:port ([v6]:port for IPv6)\n",
-              o->store);
+      say("mgcomm launch: --store '%s' is not host:port ([v6]:port for IPv6)\n", o->store);
       return 2;
     }
     snprintf(job->store, sizeof job->store, "%s", o->store);
@@ -204,8 +248,7 @@ static int job_setup(const mg_launch_opts_t *o, mg_launch_job_t *job) {
   } else {
     int port = free_port();
     if (port < 0) {
-      fprintf(stderr, "mgcomm launch: cannot find a free port on 127.0.0.1: %s\n",
-              strerror(errno));
+      say("mgcomm launch: cannot find a free port on 127.0.0.1: %s\n", strerror(errno));
       return 1;
     }
     snprintf(job->store, sizeof job->store, "127.0.0.1:%d", port);
@@ -220,7 +263,7 @@ static int job_setup(const mg_launch_opts_t *o, mg_launch_job_t *job) {
       ssize_t n = getrandom(r + got, sizeof r - got, 0);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
-        fprintf(stderr, "mgcomm launch: no randomness for the job token: %s\n", strerror(errno));
+        say("mgcomm launch: no randomness for the job token: %s\n", strerror(errno));
         return 1;
       }
       got += (size_t)n;
@@ -234,6 +277,9 @@ static int job_setup(const mg_launch_opts_t *o, mg_launch_job_t *job) {
 
 typedef struct {
   pid_t pid;          /* 0 once reaped */
+  pid_t pgid;         /* its process group (its pid), kept after it exits, for its children;
+                         0 before it has one and once the group is found empty (an empty group
+                         never fills again: nothing can join a group that does not exist) */
   int out_fd, err_fd; /* tagging: read ends of its stdout and stderr pipes, -1 when closed */
   char *line[2];      /* tagging: the partial line of each stream */
   size_t line_len[2];
@@ -249,19 +295,23 @@ static void set_env_int(const char *name, int v) {
   (void)setenv(name, b, 1);
 }
 
-/* In the child: never returns. */
+/* In the child: never returns. It starts with every signal blocked (the launcher forks so):
+ * until its handlers are the defaults and it is in its own group, a signal meant for it stays
+ * pending, and is taken by the default action once `mask` (the launcher's own) is restored. */
 static void run_rank(const mg_launch_opts_t *o, const mg_launch_job_t *job, int rank, int out_w,
-                     int err_w, pid_t launcher) {
-  /* Die with the launcher; if it already died (the race before prctl), go now. */
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher) _exit(127);
-  /* Also done by the parent; whichever runs first makes the group, so either may fail. */
-  (void)setpgid(0, 0);
+                     int err_w, pid_t launcher, const sigset_t *mask) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = SIG_DFL;
   int sigs[] = {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP};
   for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++)
     (void)sigaction(sigs[k], &sa, NULL); /* valid signals and a valid action: cannot fail */
+  /* Also done by the parent; whichever runs second finds the group made, and either may fail
+   * (the parent with EACCES once we have exec'd). */
+  (void)setpgid(0, 0);
+  /* Die with the launcher; if it already died (the race before prctl), go now. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher) _exit(127);
+  (void)sigprocmask(SIG_SETMASK, mask, NULL); /* a valid set: cannot fail */
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devnull >= 0) (void)dup2(devnull, 0); /* failing, stdin stays the launcher's: harmless */
   if (out_w >= 0 && dup2(out_w, 1) < 0) _exit(127);
@@ -286,16 +336,6 @@ static void run_rank(const mg_launch_opts_t *o, const mg_launch_job_t *job, int 
 }
 
 /* ---- output tagging ----------------------------------------------------------------------- */
-
-static void write_all(int fd, const char *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return; /* our own output is gone (closed pipe): nothing else to do with it */
-    p += w;
-    n -= (size_t)w;
-  }
-}
 
 /* Writes "[rank] " + line + "\n" in one write, so lines of different ranks never mix. */
 static void emit_line(int fd, int rank, const char *line, size_t len) {
@@ -332,6 +372,164 @@ static void pump(mg_rank_t *r, int rank, int s) {
   }
 }
 
+/* ---- shared memory the job left ---------------------------------------------------------- */
+
+/* The host backend's segment of a communicator is /dev/shm/mgcomm-<32 hex>, unlinked once every
+ * rank has mapped it (or by a rank that gives up waiting). Ranks killed while they wait in
+ * mg_comm_init_rank leave it. The launcher notes the segments that the job's processes (every
+ * process in a rank's group) map or hold open, each time just before it signals them to stop,
+ * and removes at the end those still there that no process uses. */
+
+#define MG_SHM_DIR "/dev/shm/"
+#define MG_SHM_NAME_LEN 39 /* "mgcomm-" and 32 hex digits */
+
+typedef struct {
+  char (*name)[MG_SHM_NAME_LEN + 1];
+  size_t n, cap;
+} mg_shm_set_t;
+
+static mg_shm_set_t job_shm; /* segments the job's processes were seen to use */
+
+/* Whether p starts with a segment name (followed by the end, a space or a newline). */
+static int shm_name_at(const char *p) {
+  if (strncmp(p, "mgcomm-", 7) != 0) return 0;
+  for (int k = 7; k < MG_SHM_NAME_LEN; k++)
+    if (!((p[k] >= '0' && p[k] <= '9') || (p[k] >= 'a' && p[k] <= 'f'))) return 0;
+  char end = p[MG_SHM_NAME_LEN];
+  return end == '\0' || end == ' ' || end == '\n';
+}
+
+static int shm_set_find(const mg_shm_set_t *s, const char *name) {
+  for (size_t i = 0; i < s->n; i++)
+    if (strncmp(s->name[i], name, MG_SHM_NAME_LEN) == 0) return (int)i;
+  return -1;
+}
+
+/* Adds name (a segment name at the start of a longer string) once. Out of memory: not noted,
+ * so not removed. */
+static void shm_set_add(mg_shm_set_t *s, const char *name) {
+  if (shm_set_find(s, name) >= 0) return;
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 16;
+    void *p = realloc(s->name, cap * sizeof *s->name);
+    if (p == NULL) return;
+    s->name = p;
+    s->cap = cap;
+  }
+  memcpy(s->name[s->n], name, MG_SHM_NAME_LEN);
+  s->name[s->n++][MG_SHM_NAME_LEN] = '\0';
+}
+
+/* Calls found(ctx, name) for every segment that process `pid` maps (its maps) or holds open
+ * (its fd links). -1 when its maps cannot be read: gone, or not ours to read. */
+static int shm_of_process(const char *pid, void (*found)(void *, const char *), void *ctx) {
+  char path[64], line[4096];
+  snprintf(path, sizeof path, "/proc/%s/maps", pid);
+  FILE *f = fopen(path, "re");
+  if (f == NULL) return -1;
+  while (fgets(line, sizeof line, f) != NULL) {
+    char *p = strstr(line, MG_SHM_DIR "mgcomm-");
+    if (p != NULL && shm_name_at(p + strlen(MG_SHM_DIR))) found(ctx, p + strlen(MG_SHM_DIR));
+  }
+  fclose(f); /* read only */
+  snprintf(path, sizeof path, "/proc/%s/fd", pid);
+  DIR *fds = opendir(path);
+  if (fds == NULL) return 0; /* exited since its maps were read */
+  struct dirent *e;
+  while ((e = readdir(fds)) != NULL) {
+    ssize_t len = readlinkat(dirfd(fds), e->d_name, line, sizeof line - 1);
+    if (len <= 0) continue;
+    line[len] = '\0';
+    const char *name = line + strlen(MG_SHM_DIR);
+    if (strncmp(line, MG_SHM_DIR, strlen(MG_SHM_DIR)) == 0 && shm_name_at(name)) found(ctx, name);
+  }
+  closedir(fds); /* read only */
+  return 0;
+}
+
+/* The process group of process `pid` (field 5 of /proc/<pid>/stat) and its state letter, or -1. */
+static pid_t proc_pgrp(const char *pid, char *state_out) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%s/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd); /* read only */
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+  int ppid, pgrp;
+  char state;
+  if (p == NULL || sscanf(p + 1, " %c %d %d", &state, &ppid, &pgrp) != 3) return -1;
+  *state_out = state;
+  return (pid_t)pgrp;
+}
+
+static void note_segment(void *ctx, const char *name) { shm_set_add(ctx, name); }
+
+/* Visits every process in the groups of the ranks: with note, notes in job_shm the segments it
+ * uses; returns how many are neither stopped nor dead. */
+static int job_processes(const mg_rank_t *ranks, int n, int note) {
+  DIR *proc = opendir("/proc");
+  if (proc == NULL) return 0;
+  int running = 0;
+  struct dirent *e;
+  while ((e = readdir(proc)) != NULL) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    char state = '?';
+    pid_t pg = proc_pgrp(e->d_name, &state);
+    for (int i = 0; pg > 0 && i < n; i++) {
+      if (ranks[i].pgid != pg) continue;
+      if (strchr("TtZX", state) == NULL) running++;
+      if (note) (void)shm_of_process(e->d_name, note_segment, &job_shm); /* unreadable: none */
+      break;
+    }
+  }
+  closedir(proc); /* read only */
+  return running;
+}
+
+typedef struct {
+  const mg_shm_set_t *set;
+  char *used;
+} mg_shm_use_t;
+
+static void mark_used(void *ctx, const char *name) {
+  mg_shm_use_t *u = ctx;
+  int i = shm_set_find(u->set, name);
+  if (i >= 0) u->used[i] = 1;
+}
+
+/* Removes the segments of job_shm still in /dev/shm that no process (that we can read) maps or
+ * holds open: once the job's groups are empty, only another process that opened the name
+ * since could, and none has a reason to. */
+static void shm_clean(void) {
+  if (job_shm.n == 0) return;
+  char *used = calloc(job_shm.n, 1);
+  DIR *proc = opendir("/proc");
+  if (used == NULL || proc == NULL) {
+    free(used);
+    if (proc != NULL) closedir(proc); /* read only */
+    return;
+  }
+  mg_shm_use_t u = {&job_shm, used};
+  struct dirent *e;
+  while ((e = readdir(proc)) != NULL)
+    if (e->d_name[0] >= '1' && e->d_name[0] <= '9')
+      (void)shm_of_process(e->d_name, mark_used, &u); /* gone or not ours: not a user */
+  closedir(proc); /* read only */
+  uid_t me = geteuid();
+  for (size_t i = 0; i < job_shm.n; i++) {
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, MG_SHM_DIR "%s", job_shm.name[i]);
+    if (used[i] || lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != me) continue;
+    if (unlink(path) == 0)
+      say("mgcomm launch: removed %s, left by ranks stopped in mg_comm_init_rank\n", path);
+  }
+  free(used);
+}
+
 /* ---- signals and the supervision loop ----------------------------------------------------- */
 
 static int sig_pipe[2] = {-1, -1};
@@ -356,21 +554,52 @@ static int exit_code_of(int status) {
   return 1;
 }
 
-static void signal_all(mg_rank_t *ranks, int n, int sig) {
-  for (int i = 0; i < n; i++)
-    if (ranks[i].pid > 0) (void)kill(-ranks[i].pid, sig); /* a group that just went: ESRCH */
+/* Sends sig to the process group of every rank, exited ranks' included (sig 0 sends nothing);
+ * returns how many groups still have members. */
+static int signal_groups(mg_rank_t *ranks, int n, int sig) {
+  int left = 0;
+  for (int i = 0; i < n; i++) {
+    if (ranks[i].pgid <= 0) continue;
+    if (kill(-ranks[i].pgid, sig) == 0 || errno != ESRCH)
+      left++; /* EPERM: members that changed their credentials; they are still there */
+    else
+      ranks[i].pgid = 0;
+  }
+  return left;
+}
+
+#define MG_LAUNCH_REAP_S 2.0   /* after SIGKILL: how long to wait for the groups to empty */
+#define MG_LAUNCH_FREEZE_S 0.2 /* how long to wait for the job's processes to take SIGSTOP */
+
+/* Sends sig, which may end the job, to every group. The job is frozen first (SIGSTOP, then a
+ * wait until each of its processes has stopped, MG_LAUNCH_FREEZE_S at most) and the segments its
+ * processes use are noted, so that none it makes escapes shm_clean; SIGCONT after sig lets sig
+ * act (a stopped process takes only SIGKILL). */
+static void stop_groups(mg_rank_t *ranks, int n, int sig) {
+  if (signal_groups(ranks, n, SIGSTOP) > 0) {
+    double until = now_s() + MG_LAUNCH_FREEZE_S;
+    while (job_processes(ranks, n, 0) > 0 && now_s() < until) {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL); /* an early wake-up only shortens the wait */
+    }
+    (void)job_processes(ranks, n, 1);
+  }
+  signal_groups(ranks, n, sig);
+  if (sig != SIGKILL) signal_groups(ranks, n, SIGCONT);
 }
 
 static int supervise(const mg_launch_opts_t *o, mg_rank_t *ranks) {
   int n = o->nproc, live = n, first = -1;
   int forwarded = 0;         /* SIGINT/SIGTERM received and forwarded */
-  double kill_at = 0;        /* when stragglers get SIGKILL; 0 = not stopping */
+  int stopping = 0;          /* the job is being stopped: return only once its groups are empty */
+  double kill_at = 0;        /* when what is left gets SIGKILL; 0 = not pending */
+  double killed_at = 0;      /* when SIGKILL was sent; 0 = not yet */
   double drain_until = 0;    /* after the last exit: how long to wait for output to end */
   struct pollfd *pfds = calloc((size_t)(1 + 2 * n), sizeof *pfds);
   int *who = calloc((size_t)(1 + 2 * n), sizeof *who);
   if (pfds == NULL || who == NULL) {
-    fprintf(stderr, "mgcomm launch: out of memory\n");
-    signal_all(ranks, n, SIGKILL);
+    say("mgcomm launch: out of memory\n");
+    stop_groups(ranks, n, SIGKILL);
     free(pfds);
     free(who);
     return 1;
@@ -389,7 +618,18 @@ static int supervise(const mg_launch_opts_t *o, mg_rank_t *ranks) {
     }
     open_pipes = (int)np - 1;
     double now = now_s();
-    if (live == 0) {
+    int groups_wait = 0; /* every rank exited, but a stopped job's groups still have members */
+    if (live == 0 && stopping) {
+      int left = signal_groups(ranks, n, 0);
+      if (left > 0 && (killed_at == 0 || now < killed_at + MG_LAUNCH_REAP_S)) {
+        groups_wait = 1;
+      } else if (left > 0) {
+        say("mgcomm launch: %d process group%s of the job still not empty %g s after SIGKILL\n",
+            left, left == 1 ? "" : "s", MG_LAUNCH_REAP_S);
+        stopping = 0;
+      }
+    }
+    if (live == 0 && !groups_wait) {
       /* Everybody exited: pass on what they printed last (a grandchild may hold a pipe open, so
        * not for ever). */
       if (open_pipes == 0) break;
@@ -397,35 +637,41 @@ static int supervise(const mg_launch_opts_t *o, mg_rank_t *ranks) {
       if (now >= drain_until) break;
     }
     double wake = kill_at > 0 ? kill_at : drain_until > 0 ? drain_until : 0;
+    if (groups_wait && (wake == 0 || wake > now + 0.05)) wake = now + 0.05; /* no SIGCHLD for
+                                                     members that are not our children */
     int timeout = wake > 0 ? (int)((wake - now) * 1000) + 1 : -1;
     if (wake > 0 && timeout < 0) timeout = 0;
     int rc = poll(pfds, np, timeout);
     if (rc < 0 && errno != EINTR) {
-      fprintf(stderr, "mgcomm launch: poll: %s\n", strerror(errno));
-      signal_all(ranks, n, SIGKILL);
+      say("mgcomm launch: poll: %s\n", strerror(errno));
+      stop_groups(ranks, n, SIGKILL);
+      stopping = 1;
       kill_at = 0;
+      if (killed_at == 0) killed_at = now_s();
     }
     if (rc > 0 && (pfds[0].revents & POLLIN)) {
       unsigned char sigs[64];
       ssize_t got = read(sig_pipe[0], sigs, sizeof sigs);
       for (ssize_t k = 0; k < got; k++) {
         if (sigs[k] != SIGINT && sigs[k] != SIGTERM) continue; /* SIGCHLD: reaped below */
+        const char *name = sigs[k] == SIGINT ? "SIGINT" : "SIGTERM";
         if (forwarded) {
-          fprintf(stderr, "mgcomm launch: second %s: killing every rank\n",
-                  sigs[k] == SIGINT ? "SIGINT" : "SIGTERM");
-          signal_all(ranks, n, SIGKILL);
+          say("mgcomm launch: second %s: killing every rank\n", name);
+          stop_groups(ranks, n, SIGKILL);
+          kill_at = 0;
+          if (killed_at == 0) killed_at = now_s();
           continue;
         }
         forwarded = 1;
-        fprintf(stderr, "mgcomm launch: forwarding %s to %d rank%s\n",
-                sigs[k] == SIGINT ? "SIGINT" : "SIGTERM", live, live == 1 ? "" : "s");
-        signal_all(ranks, n, sigs[k]);
-        if (kill_at == 0) kill_at = now_s() + o->grace_s;
+        stopping = 1;
+        say("mgcomm launch: forwarding %s to %d rank%s\n", name, live, live == 1 ? "" : "s");
+        stop_groups(ranks, n, sigs[k]);
+        if (kill_at == 0 && killed_at == 0) kill_at = now_s() + o->grace_s;
       }
     }
     for (size_t k = 1; rc > 0 && k < np; k++)
       if (pfds[k].revents) pump(&ranks[who[k] / 2], who[k] / 2, who[k] % 2);
-    /* reap */
+    /* reap: ranks, and the orphans of the job that come to us as its subreaper */
     for (;;) {
       int status;
       pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -439,28 +685,38 @@ static int supervise(const mg_launch_opts_t *o, mg_rank_t *ranks) {
         ranks[i].failed = 1;
         if (first >= 0) break;
         first = i;
+        char what[96];
         if (WIFSIGNALED(status))
-          fprintf(stderr, "mgcomm launch: rank %d (pid %d) was killed by signal %d (%s)", i,
-                  (int)pid, WTERMSIG(status), strsignal(WTERMSIG(status)));
+          snprintf(what, sizeof what, "was killed by signal %d (%s)", WTERMSIG(status),
+                   strsignal(WTERMSIG(status)));
         else
-          fprintf(stderr, "mgcomm launch: rank %d (pid %d) exited with status %d", i, (int)pid,
-                  WEXITSTATUS(status));
-        if (live > 0 && !forwarded) {
-          fprintf(stderr, "; stopping the other %d rank%s (SIGTERM, then SIGKILL after %g s)\n",
-                  live, live == 1 ? "" : "s", o->grace_s);
-          signal_all(ranks, n, SIGTERM);
-          if (kill_at == 0) kill_at = now_s() + o->grace_s;
-        } else {
-          fprintf(stderr, "\n");
+          snprintf(what, sizeof what, "exited with status %d", WEXITSTATUS(status));
+        if (live > 0 && !stopping)
+          say("mgcomm launch: rank %d (pid %d) %s; stopping the other %d rank%s (SIGTERM, then "
+              "SIGKILL after %g s)\n", i, (int)pid, what, live, live == 1 ? "" : "s", o->grace_s);
+        else
+          say("mgcomm launch: rank %d (pid %d) %s\n", i, (int)pid, what);
+        if (!stopping) {
+          /* Also the groups of ranks that exited: their children are part of the job. */
+          stopping = 1;
+          stop_groups(ranks, n, SIGTERM);
+          if (kill_at == 0 && killed_at == 0) kill_at = now_s() + o->grace_s;
         }
         break;
       }
     }
-    if (kill_at > 0 && now_s() >= kill_at && live > 0) {
-      fprintf(stderr, "mgcomm launch: %d rank%s still running after %g s: SIGKILL\n", live,
-              live == 1 ? "" : "s", o->grace_s);
-      signal_all(ranks, n, SIGKILL);
+    if (kill_at > 0 && now_s() >= kill_at) {
       kill_at = 0;
+      if (signal_groups(ranks, n, 0) > 0) {
+        if (live > 0)
+          say("mgcomm launch: %d rank%s still running after %g s: SIGKILL\n", live,
+              live == 1 ? "" : "s", o->grace_s);
+        else
+          say("mgcomm launch: processes the ranks started still running after %g s: SIGKILL\n",
+              o->grace_s);
+        stop_groups(ranks, n, SIGKILL);
+        killed_at = now_s();
+      }
     }
   }
   for (int i = 0; i < n; i++) {
@@ -481,7 +737,7 @@ int mg_cli_launch(int argc, char **argv) {
   mg_launch_job_t job;
   if ((rc = job_setup(&o, &job)) != 0) return rc;
   if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    fprintf(stderr, "mgcomm launch: pipe: %s\n", strerror(errno));
+    say("mgcomm launch: pipe: %s\n", strerror(errno));
     return 1;
   }
   struct sigaction sa;
@@ -497,10 +753,14 @@ int mg_cli_launch(int argc, char **argv) {
   sa.sa_handler = SIG_IGN;
   sa.sa_flags = 0;
   (void)sigaction(SIGPIPE, &sa, NULL); /* a closed stdout of ours must not kill the job */
+  /* The job's orphans (children of ranks that died) come to us, to be reaped in supervise()
+   * rather than left as zombies to an init that may not reap. Failing (a kernel without it),
+   * they go to init as before. */
+  (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 
   mg_rank_t *ranks = calloc((size_t)o.nproc, sizeof *ranks);
   if (ranks == NULL) {
-    fprintf(stderr, "mgcomm launch: out of memory\n");
+    say("mgcomm launch: out of memory\n");
     return 1;
   }
   (void)fflush(NULL); /* so children do not repeat our buffered output; nothing is buffered yet */
@@ -514,8 +774,7 @@ int mg_cli_launch(int argc, char **argv) {
       ranks[r].line[1] = malloc(MG_LAUNCH_LINE_MAX);
       if (ranks[r].line[0] == NULL || ranks[r].line[1] == NULL || pipe2(out, O_CLOEXEC) != 0 ||
           pipe2(err, O_CLOEXEC) != 0) {
-        fprintf(stderr, "mgcomm launch: cannot set up output of rank %d: %s\n", r,
-                strerror(errno));
+        say("mgcomm launch: cannot set up output of rank %d: %s\n", r, strerror(errno));
         for (int k = 0; k < 2; k++) {
           if (out[k] >= 0) close(out[k]); /* unused pipe */
           if (err[k] >= 0) close(err[k]); /* unused pipe */
@@ -523,16 +782,23 @@ int mg_cli_launch(int argc, char **argv) {
         break;
       }
     }
+    /* Forked with every signal blocked: run_rank unblocks once it can take them itself. */
+    sigset_t all, mask;
+    sigfillset(&all);
+    (void)sigprocmask(SIG_SETMASK, &all, &mask); /* a valid set: cannot fail */
     pid_t pid = fork();
+    if (pid == 0) run_rank(&o, &job, r, out[1], err[1], self, &mask);
+    int fork_errno = errno;
+    /* The child does the same; once it has exec'd this fails with EACCES, and the group exists
+     * either way, before anything here can signal it. */
+    if (pid > 0) (void)setpgid(pid, pid);
+    (void)sigprocmask(SIG_SETMASK, &mask, NULL); /* as above */
     if (pid < 0) {
-      fprintf(stderr, "mgcomm launch: cannot start rank %d: %s\n", r, strerror(errno));
+      say("mgcomm launch: cannot start rank %d: %s\n", r, strerror(fork_errno));
       break;
     }
-    if (pid == 0) run_rank(&o, &job, r, out[1], err[1], self);
-    /* The child does the same first thing; once it has exec'd this fails with EACCES, and the
-     * group exists either way. */
-    (void)setpgid(pid, pid);
     ranks[r].pid = pid;
+    ranks[r].pgid = pid;
     if (o.tag) {
       close(out[1]); /* write ends: the child's copies are the ones that matter */
       close(err[1]);
@@ -543,13 +809,15 @@ int mg_cli_launch(int argc, char **argv) {
   }
   if (started < o.nproc) {
     /* Could not start the whole job: stop the part that runs. */
-    signal_all(ranks, o.nproc, SIGKILL);
+    stop_groups(ranks, o.nproc, SIGKILL);
     o.nproc = started;
     supervise(&o, ranks);
     rc = 1;
   } else {
     rc = supervise(&o, ranks);
   }
+  shm_clean();
+  free(job_shm.name);
   for (int r = 0; r < total; r++) {
     free(ranks[r].line[0]);
     free(ranks[r].line[1]);
