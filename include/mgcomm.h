@@ -460,8 +460,9 @@ MG_EXTERN size_t mg_comm_last_error(const mg_comm_t *comm, char *buf, size_t len
  * the ranks and what each called, nothing of it runs, and the communicator stays ready. Each
  * collective of a group is checked; mg_send and mg_recv are not (a pair has no signature that
  * every rank shares). The price is one small all_gather per collective on the same
- * communicator, and on the NCCL backend a wait on the host for it, which also waits for the
- * communicator's earlier operations.
+ * communicator, and on the NCCL backend a wait on the host for it: the call returns only once
+ * every rank has called the collective and the communicator's earlier operations have completed,
+ * so one thread that drives several ranks must post their calls in one group.
  */
 
 /* recv[i] = op over ranks of send[i], i < count, on every rank. In place when send == recv. */
