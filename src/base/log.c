@@ -1,7 +1,14 @@
 /*
  * log.c -- the log sink. Configuration comes from the parameter table (params.c), read once.
- * MGCOMM_DEBUG_FILE may contain %h (host name) and %p (pid); it is opened once, line-buffered.
+ * MGCOMM_DEBUG_FILE may contain %h (host name) and %p (pid); it is opened once, for appending.
+ *
+ * Each line is formatted whole and written with one write(2), past any stdio buffering of the
+ * program's stderr: a line (at most MG__LOG_LINE_MAX bytes, below PIPE_BUF) is then written at
+ * once to a pipe and to a file opened for appending, so the lines of threads and of the
+ * processes of a job sharing a stderr or a log file never mix.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,9 +24,10 @@
 atomic_int mg__log_level_v = -1;
 unsigned mg__log_mask_v = MG_SUBSYS_ALL;
 
+#define MG__LOG_LINE_MAX 2048 /* bytes of a line: the message (1536 at most) and its prefix */
+
 static pthread_once_t mg__log_once = PTHREAD_ONCE_INIT;
-static FILE *mg__log_file;             /* stderr or the MGCOMM_DEBUG_FILE stream; never closed */
-static pthread_mutex_t mg__log_lock = PTHREAD_MUTEX_INITIALIZER; /* one line at a time */
+static int mg__log_fd = 2;             /* stderr or MGCOMM_DEBUG_FILE's descriptor; never closed */
 static char mg__log_host[64];
 _Thread_local int mg__log_rank = -1;
 
@@ -51,6 +59,19 @@ static unsigned mg__parse_subsys(const char *s) {
   return mask ? mask : MG_SUBSYS_ALL;
 }
 
+/* Writes line (n bytes as snprintf counted them, into a buffer of cap) with one write(2); a line
+ * that did not fit is cut and still ends with a newline. A failed write is dropped: the log has
+ * nowhere else to go. */
+static void mg__log_write(char *line, int n, size_t cap) {
+  if (n <= 0) return;
+  size_t len = (size_t)n < cap ? (size_t)n : cap - 1;
+  line[len - 1] = '\n';
+  ssize_t w;
+  do {
+    w = write(mg__log_fd, line, len);
+  } while (w < 0 && errno == EINTR);
+}
+
 /* Expands %h and %p of a MGCOMM_DEBUG_FILE pattern. */
 static void mg__expand_path(const char *pat, char *out, size_t len) {
   size_t o = 0;
@@ -77,17 +98,19 @@ static void mg__log_setup(void) {
   else if (strcasecmp(lvl, "INFO") == 0) level = MG_LOG_INFO;
   else if (strcasecmp(lvl, "TRACE") == 0) level = MG_LOG_TRACE;
   mg__log_mask_v = mg__parse_subsys(mg__param_str_quiet(MG_PARAM_DEBUG_SUBSYS));
-  mg__log_file = stderr;
   const char *path = mg__param_str_quiet(MG_PARAM_DEBUG_FILE);
   if (path[0] != '\0') {
     char full[512];
     mg__expand_path(path, full, sizeof full);
-    FILE *f = fopen(full, "a");
-    if (f != NULL) {
-      setvbuf(f, NULL, _IOLBF, 0);
-      mg__log_file = f;
+    int fd = open(full, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      mg__log_fd = fd;
     } else {
-      fprintf(stderr, "mgcomm: cannot open MGCOMM_DEBUG_FILE %s; logging to stderr\n", full);
+      char line[640];
+      int n = snprintf(line, sizeof line,
+                       "mgcomm: cannot open MGCOMM_DEBUG_FILE %s (%s); logging to stderr\n", full,
+                       strerror(errno));
+      mg__log_write(line, n, sizeof line);
     }
   }
   atomic_store_explicit(&mg__log_level_v, level, memory_order_release);
@@ -115,8 +138,9 @@ void mg__log(int level, unsigned subsys, const char *file, int line, const char 
   }
   const char *base = strrchr(file, '/');
   base = base ? base + 1 : file;
-  pthread_mutex_lock(&mg__log_lock);
-  fprintf(mg__log_file, "%s:%d:%ld%s mgcomm %s %s%s%s:%d %s\n", mg__log_host, (int)getpid(),
-          (long)syscall(SYS_gettid), rank, lname, sname, sname[0] ? " " : "", base, line, msg);
-  pthread_mutex_unlock(&mg__log_lock);
+  char out[MG__LOG_LINE_MAX];
+  int n = snprintf(out, sizeof out, "%s:%d:%ld%s mgcomm %s %s%s%s:%d %s\n", mg__log_host,
+                   (int)getpid(), (long)syscall(SYS_gettid), rank, lname, sname,
+                   sname[0] ? " " : "", base, line, msg);
+  mg__log_write(out, n, sizeof out);
 }

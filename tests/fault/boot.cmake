@@ -43,3 +43,7 @@ foreach(case orphans forward race noexec shm_early shm_sigint)
   mg_cli_test(NAME boot_launch_stop_${case} LABELS fault TIMEOUT 120
               COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/boot_launch_stop.sh ${case})
 endforeach()
+# The launcher's messages and mgcomm's log lines in its ranks are one write(2) each.
+mg_cli_test(NAME boot_launch_stop_lines LABELS fault TIMEOUT 60
+            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/boot_launch_stop.sh lines
+                    $<TARGET_FILE:boot_job>)

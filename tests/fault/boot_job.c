@@ -13,6 +13,9 @@
  *                       by their deadline
  *   boot_job norank0    rank 0 never calls init: the others must get MG_ERR_TIMED_OUT at the
  *                       deadline (MGCOMM_TIMEOUT), naming the store
+ *   boot_job logline    with stderr fully buffered and text of its own pending there, makes
+ *                       mgcomm log a warning (MGCOMM_NOT_A_PARAM must be set): the line must
+ *                       reach stderr at once and in one write (boot_launch_stop.sh lines)
  *   boot_job --free-port   prints a free TCP port of 127.0.0.1 (for mpirun's MGCOMM_STORE)
  *
  * Each rank exits 0 when what happened is what its mode expects; an assertion aborts it, and the
@@ -210,7 +213,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc != 2) {
-    fprintf(stderr, "usage: boot_job all|badsize|duprank|norank0|--free-port\n");
+    fprintf(stderr, "usage: boot_job all|badsize|duprank|norank0|logline|--free-port\n");
     return 2;
   }
   /* The rank and size as the launcher gave them, before mgcomm reads them. */
@@ -242,6 +245,13 @@ int main(int argc, char **argv) {
     mg_status_t st = mg_comm_init_env(&cfg, &comm);
     printf("rank %d: mg_comm_init_env: %s: %s\n", me, mg_status_name(st), mg_last_error());
     ASSERT(st == MG_ERR_INVALID_ARGUMENT || st == MG_ERR_TIMED_OUT || st == MG_ERR_REMOTE);
+  } else if (strcmp(mode, "logline") == 0) {
+    static char buf[1 << 16];
+    setvbuf(stderr, buf, _IOFBF, sizeof buf);
+    fprintf(stderr, "boot_job: rank %d, pending; ", me);
+    mg_param_info_t info;
+    ASSERT_OK(mg_param_get(0, &info)); /* the parameters' first use: their warnings are logged */
+    fprintf(stderr, "done\n");
   } else if (strcmp(mode, "norank0") == 0) {
     if (me == 0) {
       sleep(4); /* serves nothing; the others must not wait for ever */

@@ -1,8 +1,8 @@
 #!/bin/sh
-# boot_launch_stop.sh CASE -- how `mgcomm launch` ($MGCOMM) stops a job: it signals exactly the
-# process groups it started, those of ranks that already exited included, and returns only when
-# nothing of the job is left. Each job runs in a session of its own (setsid), whose id the test
-# records: after the launcher returns, no process of that session may remain.
+# boot_launch_stop.sh CASE [BOOT_JOB] -- how `mgcomm launch` ($MGCOMM) stops a job: it signals
+# exactly the process groups it started, those of ranks that already exited included, and returns
+# only when nothing of the job is left. Each job runs in a session of its own (setsid), whose id
+# the test records: after the launcher returns, no process of that session may remain.
 #   orphans   ranks fork children that ignore SIGTERM and outlive their rank (one rank fails,
 #             one exited 0 before, one is stopped): every child is killed after --grace
 #   forward   SIGTERM to the launcher, ranks exit 0 from their handler, their children ignore
@@ -13,6 +13,9 @@
 #   shm_early a rank exits while the others wait for it in mg_comm_init_rank (mgcomm bench as
 #             the job): the segment they made is gone once the launcher returns
 #   shm_sigint  SIGINT to the launcher while a rank is late: likewise
+#   lines     the launcher's message about a failed rank, and mgcomm's log lines in ranks whose
+#             stderr is fully buffered (BOOT_JOB logline), reach the shared stderr in one write
+#             each (one_write.py), so lines of several processes never interleave
 set -u
 : "${MGCOMM:?set MGCOMM to the mgcomm binary}"
 command -v setsid >/dev/null && command -v pgrep >/dev/null ||
@@ -205,8 +208,22 @@ shm_sigint)
   [ $fails -ne 0 ] || echo "ok: SIGINT while a rank is late leaves nothing in /dev/shm"
   ;;
 
+lines)
+  command -v python3 >/dev/null || { echo "SKIP: python3 is needed"; exit 77; }
+  ow="python3 $(dirname "$0")/one_write.py"
+  $ow 3 1 'mgcomm launch: rank 0 \(pid [0-9]+\) exited with status 3; stopping the other 1 rank' \
+    -- "$MGCOMM" launch -n 2 -- sh -c '[ "$RANK" = 0 ] && exit 3; exec sleep 60' >"$dir/out" ||
+    { fail "the launcher's message about a failed rank:"; cat "$dir/out"; }
+  if [ -n "${2:-}" ]; then
+    MGCOMM_NOT_A_PARAM=1 $ow 0 2 '[^ ]+ mgcomm WARN .*unknown variable MGCOMM_NOT_A_PARAM' \
+      -- "$MGCOMM" launch -n 2 -- "$2" logline >"$dir/out" ||
+      { fail "log lines of ranks with a buffered stderr:"; cat "$dir/out"; }
+  fi
+  [ $fails -ne 0 ] || echo "ok: the launcher's messages and mgcomm's log lines are one write each"
+  ;;
+
 *)
-  echo "usage: boot_launch_stop.sh orphans|forward|race|noexec|shm_early|shm_sigint"
+  echo "usage: boot_launch_stop.sh orphans|forward|race|noexec|shm_early|shm_sigint|lines"
   exit 2
   ;;
 esac

@@ -30,6 +30,8 @@ args)
   expect_bad "-b 1048576 is larger than -e 1024" -b 1M -e 1K
   expect_bad "the factor must be at least 2" -f 1
   expect_bad "the factor must be at least 2" -f -3
+  expect_bad "-f '2.5': the factor must be an integer, from 2 to 2147483647" -f 2.5
+  expect_bad "-f '1e3': the factor must be an integer" -f 1e3
   expect_bad "'abc': not a valid value" -b abc
   expect_bad "'12Q': not a valid value" -e 12Q
   expect_bad "--timing 'mean': loop or median" --timing mean
@@ -61,6 +63,11 @@ args)
     expect_bad "nccl backend (requested by the caller) cannot run here" --world --backend nccl
     MGCOMM_BACKEND=nccl expect_bad "nccl backend (MGCOMM_BACKEND) cannot run here"
     MGCOMM_BACKEND=nccl expect_bad "nccl backend (MGCOMM_BACKEND) cannot run here" --world
+  fi
+  # The line is one write(2): the ranks of a job share stderr, and pieces interleave there.
+  if command -v python3 >/dev/null; then
+    python3 "$root/tests/fault/one_write.py" 2 1 "mgcomm bench: -f '2.5': the factor must be" \
+      -- "$MGCOMM" bench -f 2.5 >"$tmp/out" || fail "bad input in pieces: $(cat "$tmp/out")"
   fi
   "$MGCOMM" bench --help >"$tmp/out" 2>&1 || fail "--help: exit $?"
   grep -q "usage: mgcomm bench" "$tmp/out" || fail "--help prints no usage"
@@ -278,6 +285,11 @@ EOF
   [ "$rc" = 2 ] || fail "-r 2 of 2 processes: exit $rc, want 2: $(cat "$tmp/err")"
   grep -q -- "-r 2 is not a rank of 2" "$tmp/err" || fail "-r 2 of 2 processes: $(cat "$tmp/err")"
   [ ! -s "$tmp/out" ] || fail "-r 2 of 2 processes: printed on stdout: $(head -3 "$tmp/out")"
+  # Each message reaches the shared stderr in one write (one datagram here), never in pieces
+  # that interleave with the other rank's ("mgcomm bench: mgcomm bench: -r 2 ...-r 2 ...").
+  python3 "$root/tests/fault/one_write.py" 2 1+ "mgcomm bench: -r 2 is not a rank of 2$" \
+    -- "$MGCOMM" launch -n 2 -- "$MGCOMM" bench -r 2 >"$tmp/out" ||
+    fail "-r 2 of 2 processes, in pieces: $(cat "$tmp/out")"
   echo "bench procs: ok"
   ;;
 

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "cli.h"
@@ -60,13 +61,24 @@ static const char mg_bench_usage[] =
     "\n"
     "Exit code: 0 ok, 1 a wrong result or a failure while running, 2 bad input.\n";
 
+/* The line goes out in one write(2): ranks of a job share stderr, and a line written in pieces
+ * interleaves with theirs. */
 int mg_bench_bad(const char *fmt, ...) {
+  char line[1024];
+  int p = snprintf(line, sizeof line, "mgcomm bench: ");
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "mgcomm bench: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
+  int len = vsnprintf(line + p, sizeof line - (size_t)p - 1, fmt, ap);
   va_end(ap);
+  size_t n = (size_t)p + (len < 0 ? 0 : (size_t)len);
+  if (n > sizeof line - 2) n = sizeof line - 2; /* cut, still one line */
+  line[n++] = '\n';
+  for (size_t off = 0; off < n;) {
+    ssize_t w = write(2, line + off, n - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break; /* stderr is gone: the exit code still says it */
+    off += (size_t)w;
+  }
   return 2;
 }
 
@@ -161,7 +173,8 @@ static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, mg_bench_re
       bad = mg_bench_parse_size(v, &o->maxbytes);
     } else if (strcmp(a, "-f") == 0) {
       int f;
-      if (mg_bench_parse_int(v, INT_MIN, INT_MAX, &f) != 0) return mg_bench_bad("-f '%s' is not a number", v);
+      if (mg_bench_parse_int(v, INT_MIN, INT_MAX, &f) != 0)
+        return mg_bench_bad("-f '%s': the factor must be an integer, from 2 to %d", v, INT_MAX);
       if (f < 2) return mg_bench_bad("-f %d: the factor must be at least 2", f);
       factor = (size_t)f;
     } else if (strcmp(a, "-i") == 0) {
