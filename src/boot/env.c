@@ -6,14 +6,25 @@
  * The reader takes a lookup function so that its rules can be tested on any table of variables;
  * the library passes mg__boot_env_process.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "boot/boot.h"
+#include "boot/store.h"
 #include "base/error.h"
 #include "base/params.h"
+
+/* The most ranks a job of mg_comm_init_env can have, whatever the backend: rank 0's store keeps
+ * one connection per process and closes those beyond MG__STORE_MAX_CONNS. (The host backend's
+ * segment for this many ranks, about 280 GiB of address space with the default sizes, still
+ * maps.) */
+#define MG__BOOT_MAX_RANKS MG__STORE_MAX_CONNS
+
+/* The longest host:port: a host of MG__NET_HOST_MAX - 1 bytes in brackets, a colon, 5 digits. */
+#define MG__BOOT_ADDRESS_MAX (MG__NET_HOST_MAX - 1 + 2 + 1 + 5)
 
 static const struct {
   const char *launcher;
@@ -56,20 +67,23 @@ const char *mg__boot_env_process(void *ctx, const char *name) {
       break;
     }
   }
-  if (!found) v = getenv(name);
+  /* The table refuses values longer than it holds (511 bytes) and keeps its empty default: the
+   * value as set goes to the reader instead, whose checks name the variable and its limit. */
+  if (!found || v[0] == '\0') v = getenv(name);
   return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
-/* A non-negative decimal int without sign, spaces or more than 9 digits; -1 otherwise. */
+/* A non-negative decimal number without sign or spaces, INT_MAX for one above it (the callers
+ * refuse it as out of range); -1 when s is not such a number. */
 static int mg__parse_count(const char *s) {
   size_t n = strlen(s);
-  if (n == 0 || n > 9) return -1;
-  int v = 0;
+  if (n == 0) return -1;
+  long long v = 0;
   for (size_t i = 0; i < n; i++) {
     if (s[i] < '0' || s[i] > '9') return -1;
-    v = v * 10 + (s[i] - '0');
+    if (v <= INT_MAX) v = v * 10 + (s[i] - '0');
   }
-  return v;
+  return v > INT_MAX ? INT_MAX : (int)v;
 }
 
 static mg_status_t mg__read_rank_size(mg__env_get_t get, void *ctx, mg__boot_env_t *e) {
@@ -91,12 +105,17 @@ static mg_status_t mg__read_rank_size(mg__env_get_t get, void *ctx, mg__boot_env
   if (size < 1)
     return mg__error(MG_ERR_INVALID_ARGUMENT, "%s='%s' is not a number of ranks >= 1",
                      mg__sources[i].size, sv);
+  if (size > MG__BOOT_MAX_RANKS)
+    return mg__error(MG_ERR_INVALID_ARGUMENT,
+                     "%s=%s is more ranks than mg_comm_init_env supports: at most %d (rank 0's "
+                     "store keeps one connection per process)", mg__sources[i].size, sv,
+                     MG__BOOT_MAX_RANKS);
   if (rank < 0)
     return mg__error(MG_ERR_INVALID_ARGUMENT, "%s='%s' is not a rank (a number >= 0)",
                      mg__sources[i].rank, rv);
   if (rank >= size)
-    return mg__error(MG_ERR_INVALID_ARGUMENT, "%s=%d is not below %s=%d", mg__sources[i].rank,
-                     rank, mg__sources[i].size, size);
+    return mg__error(MG_ERR_INVALID_ARGUMENT, "%s=%s is not below %s=%d", mg__sources[i].rank,
+                     rv, mg__sources[i].size, size);
   int local = -1;
   const char *lv = mg__sources[i].local ? get(ctx, mg__sources[i].local) : NULL;
   if (lv != NULL) {
@@ -105,8 +124,8 @@ static mg_status_t mg__read_rank_size(mg__env_get_t get, void *ctx, mg__boot_env
       return mg__error(MG_ERR_INVALID_ARGUMENT, "%s='%s' is not a local rank (a number >= 0)",
                        mg__sources[i].local, lv);
     if (local >= size)
-      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s=%d is not below %s=%d", mg__sources[i].local,
-                       local, mg__sources[i].size, size);
+      return mg__error(MG_ERR_INVALID_ARGUMENT, "%s=%s is not below %s=%d", mg__sources[i].local,
+                       lv, mg__sources[i].size, size);
   }
   e->rank = rank;
   e->size = size;
@@ -127,6 +146,12 @@ static mg_status_t mg__read_address(mg__env_get_t get, void *ctx, mg__boot_env_t
   int port;
   const char *store = get(ctx, "MGCOMM_STORE");
   if (store != NULL) {
+    size_t len = strlen(store);
+    if (len > MG__BOOT_ADDRESS_MAX)
+      return mg__error(MG_ERR_INVALID_ARGUMENT,
+                       "MGCOMM_STORE ('%.40s...') is %zu bytes long; a host:port is at most %d "
+                       "(a host of at most %d bytes)", store, len, MG__BOOT_ADDRESS_MAX,
+                       MG__NET_HOST_MAX - 1);
     MG_CHECK(mg__net_parse(store, 0, "MGCOMM_STORE", host, sizeof host, &port));
     e->address_from = "MGCOMM_STORE";
   } else {

@@ -290,6 +290,26 @@ EOF
   python3 "$root/tests/fault/one_write.py" 2 1+ "mgcomm bench: -r 2 is not a rank of 2$" \
     -- "$MGCOMM" launch -n 2 -- "$MGCOMM" bench -r 2 >"$tmp/out" ||
     fail "-r 2 of 2 processes, in pieces: $(cat "$tmp/out")"
+  # A world size or a store address that mg_comm_init_env cannot serve: the variable and the
+  # limit are named, before anything is served or mapped.
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')
+  for size in 999999999 2147483647 8193; do
+    MGCOMM_RANK=0 MGCOMM_WORLD_SIZE=$size MGCOMM_STORE=127.0.0.1:$port MGCOMM_JOB_TOKEN=t \
+      MGCOMM_TIMEOUT=10 "$MGCOMM" bench -c all_reduce -b 8 -e 8 -n 1 -w 0 >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ "$rc" = 1 ] || fail "MGCOMM_WORLD_SIZE=$size: exit $rc, want 1: $(cat "$tmp/err")"
+    grep -q "MGCOMM_WORLD_SIZE=$size is more ranks than mg_comm_init_env supports: at most 8192" \
+      "$tmp/err" || fail "MGCOMM_WORLD_SIZE=$size: $(cat "$tmp/err")"
+  done
+  # Longer than the parameter table holds (511 bytes): still MGCOMM_STORE, and its limit.
+  long=$(printf '%0600d' 0):$port
+  MGCOMM_RANK=0 MGCOMM_WORLD_SIZE=1 MGCOMM_STORE=$long MGCOMM_JOB_TOKEN=t MGCOMM_TIMEOUT=10 \
+    "$MGCOMM" bench -c all_reduce -b 8 -e 8 -n 1 -w 0 >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" = 1 ] || fail "a 606-byte MGCOMM_STORE: exit $rc, want 1: $(cat "$tmp/err")"
+  grep -q "MGCOMM_STORE (.*) is 606 bytes long; a host:port is at most 263" "$tmp/err" ||
+    fail "a 606-byte MGCOMM_STORE: $(cat "$tmp/err")"
   echo "bench procs: ok"
   ;;
 

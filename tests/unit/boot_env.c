@@ -108,6 +108,21 @@ static void test_bad_rank_size(void) {
   bad((env_t){{"PMI_RANK=9", "PMI_SIZE=2", STORE_AND_TOKEN}}, "PMI_RANK", "PMI_SIZE");
   bad((env_t){{"RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=2", STORE_AND_TOKEN}}, "LOCAL_RANK=2",
       "WORLD_SIZE=2");
+  /* A world larger than rank 0's store can serve (one connection per process, 8192) is refused
+   * naming the variable and the limit, however many digits it has; 8192 itself is fine. */
+  static const char *too_many[] = {"8193", "999999999", "2147483647", "99999999999999999999"};
+  for (size_t i = 0; i < sizeof too_many / sizeof too_many[0]; i++) {
+    char s[64], w[64];
+    snprintf(s, sizeof s, "MGCOMM_WORLD_SIZE=%s", too_many[i]);
+    snprintf(w, sizeof w, "%s is more ranks than mg_comm_init_env supports", s);
+    bad((env_t){{"MGCOMM_RANK=0", s, STORE_AND_TOKEN}}, w, "at most 8192");
+    snprintf(s, sizeof s, "PMI_SIZE=%s", too_many[i]);
+    bad((env_t){{"PMI_RANK=0", s, STORE_AND_TOKEN}}, s, "at most 8192");
+  }
+  mg__boot_env_t e = ok((env_t){{"MGCOMM_RANK=8191", "MGCOMM_WORLD_SIZE=8192", STORE_AND_TOKEN}});
+  ASSERT(e.rank == 8191 && e.size == 8192);
+  bad((env_t){{"RANK=99999999999", "WORLD_SIZE=4", STORE_AND_TOKEN}}, "RANK=99999999999",
+      "WORLD_SIZE=4");
 }
 
 #define RS "RANK=0", "WORLD_SIZE=1"
@@ -131,6 +146,19 @@ static void test_addresses(void) {
   bad((env_t){{RS, "MASTER_ADDR=node01", "MASTER_PORT=0", "MGCOMM_JOB_TOKEN=t"}}, "port", NULL);
   bad((env_t){{RS, "MGCOMM_STORE=node01", "MGCOMM_JOB_TOKEN=t"}}, "MGCOMM_STORE", "port");
   bad((env_t){{RS, "MGCOMM_STORE=:29500", "MGCOMM_JOB_TOKEN=t"}}, "MGCOMM_STORE", "host");
+  /* The longest address: a host of 255 bytes in brackets and a 5-digit port, 263 bytes; one
+   * longer (up to far beyond the 511 bytes the parameter table holds) names the variable and
+   * the limit. */
+  char longest[300], longer[700];
+  snprintf(longest, sizeof longest, "MGCOMM_STORE=[::%0253d]:29500", 0);
+  e = ok((env_t){{RS, longest, "MGCOMM_JOB_TOKEN=t"}});
+  ASSERT_EQ(strlen(e.address), (size_t)263);
+  snprintf(longer, sizeof longer, "MGCOMM_STORE=[%0255d]:295000", 0);
+  bad((env_t){{RS, longer, "MGCOMM_JOB_TOKEN=t"}}, "MGCOMM_STORE",
+      "is 264 bytes long; a host:port is at most 263");
+  snprintf(longer, sizeof longer, "MGCOMM_STORE=%0600d:29500", 0);
+  bad((env_t){{RS, longer, "MGCOMM_JOB_TOKEN=t"}}, "MGCOMM_STORE",
+      "is 606 bytes long; a host:port is at most 263");
   /* torchrun's agent already serves on MASTER_PORT */
   bad((env_t){{RS, "MASTER_ADDR=n", "MASTER_PORT=29500", "TORCHELASTIC_USE_AGENT_STORE=True",
                "MGCOMM_JOB_TOKEN=t"}}, "MGCOMM_STORE", "torchrun");
