@@ -568,6 +568,22 @@ static int signal_groups(mg_rank_t *ranks, int n, int sig) {
   return left;
 }
 
+/* The group of a rank that exited stays the job's while it has members (their children); once
+ * empty, its number is free for an unrelated group to take. It is checked after each reap and
+ * every second, and forgotten once empty, so that a stop never reaches a stranger. Returns how
+ * many such groups still have members. */
+static int check_exited_groups(mg_rank_t *ranks, int n) {
+  int left = 0;
+  for (int i = 0; i < n; i++) {
+    if (ranks[i].pid != 0 || ranks[i].pgid <= 0) continue;
+    if (kill(-ranks[i].pgid, 0) == 0 || errno != ESRCH)
+      left++;
+    else
+      ranks[i].pgid = 0;
+  }
+  return left;
+}
+
 #define MG_LAUNCH_REAP_S 2.0   /* after SIGKILL: how long to wait for the groups to empty */
 #define MG_LAUNCH_FREEZE_S 0.2 /* how long to wait for the job's processes to take SIGSTOP */
 
@@ -595,6 +611,7 @@ static int supervise(const mg_launch_opts_t *o, mg_rank_t *ranks) {
   double kill_at = 0;        /* when what is left gets SIGKILL; 0 = not pending */
   double killed_at = 0;      /* when SIGKILL was sent; 0 = not yet */
   double drain_until = 0;    /* after the last exit: how long to wait for output to end */
+  double groups_check = 0;   /* next check_exited_groups; 0 = none has members */
   struct pollfd *pfds = calloc((size_t)(1 + 2 * n), sizeof *pfds);
   int *who = calloc((size_t)(1 + 2 * n), sizeof *who);
   if (pfds == NULL || who == NULL) {
@@ -639,6 +656,7 @@ static int supervise(const mg_launch_opts_t *o, mg_rank_t *ranks) {
     double wake = kill_at > 0 ? kill_at : drain_until > 0 ? drain_until : 0;
     if (groups_wait && (wake == 0 || wake > now + 0.05)) wake = now + 0.05; /* no SIGCHLD for
                                                      members that are not our children */
+    if (groups_check > 0 && (wake == 0 || wake > groups_check)) wake = groups_check;
     int timeout = wake > 0 ? (int)((wake - now) * 1000) + 1 : -1;
     if (wake > 0 && timeout < 0) timeout = 0;
     int rc = poll(pfds, np, timeout);
@@ -672,6 +690,7 @@ static int supervise(const mg_launch_opts_t *o, mg_rank_t *ranks) {
     for (size_t k = 1; rc > 0 && k < np; k++)
       if (pfds[k].revents) pump(&ranks[who[k] / 2], who[k] / 2, who[k] % 2);
     /* reap: ranks, and the orphans of the job that come to us as its subreaper */
+    int reaped = 0;
     for (;;) {
       int status;
       pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -681,6 +700,7 @@ static int supervise(const mg_launch_opts_t *o, mg_rank_t *ranks) {
         ranks[i].pid = 0;
         ranks[i].status = status;
         live--;
+        reaped = 1;
         if (exit_code_of(status) == 0) break;
         ranks[i].failed = 1;
         if (first >= 0) break;
@@ -705,6 +725,8 @@ static int supervise(const mg_launch_opts_t *o, mg_rank_t *ranks) {
         break;
       }
     }
+    if (reaped || (groups_check > 0 && now_s() >= groups_check))
+      groups_check = check_exited_groups(ranks, n) > 0 ? now_s() + 1.0 : 0;
     if (kill_at > 0 && now_s() >= kill_at) {
       kill_at = 0;
       if (signal_groups(ranks, n, 0) > 0) {
