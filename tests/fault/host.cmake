@@ -3,3 +3,12 @@ foreach(t init_timeout coll_timeout killed_rank abort_blocked revoke_blocked)
   mg_test(NAME host_fault_${t} EXE test_host_faults
           SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_host_faults.c ARGS ${t} LABELS host fault)
 endforeach()
+
+# The ranks of an operation end it the same way (tests/fault/host_agree.c). The thresholds are
+# shrunk so that small buffers take every path.
+foreach(t late_threads late_procs stopped_inside abort p2p_threads p2p_procs p2p_abort)
+  mg_test(NAME host_agree_${t} EXE host_agree
+          SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_agree.c ARGS ${t} LABELS host fault TIMEOUT 60
+          ENV MGCOMM_HOST_SLOT_BYTES=4096 MGCOMM_HOST_SMALL_BYTES=1024
+              MGCOMM_HOST_DIRECT_BYTES=65536 MGCOMM_HOST_P2P_BYTES=4096)
+endforeach()

@@ -15,6 +15,15 @@
  *
  * send/recv use a ring per ordered pair of ranks (single producer, single consumer).
  *
+ * Every rank that takes part in an operation ends it the same way (host_shm.h, "decisions"): a
+ * rank succeeds only after settling the operation's decision word to "succeeded", and it writes
+ * no output of a step once the word says that the operation failed. A collective is decided to
+ * have succeeded only once every rank has posted all of it (and, two-phase, reduced it; direct,
+ * read it), so that a rank that finds it decided so has everything it still needs and finishes,
+ * even after its deadline. Every rank waits for every other in a collective's first step (a
+ * collective that some rank never comes to leaves every receive buffer as it was) and in its
+ * last.
+ *
  * Divisions: execution state; waiting and failure; collectives; send/recv; the engine.
  */
 #include <sched.h>
@@ -63,6 +72,10 @@ typedef struct mg__hx {
   int started, done;
   int n, me;
   size_t es;            /* element size */
+  /* the outcome (host_shm.h, "decisions"), set when the operation starts */
+  _Atomic uint64_t *dec; /* the decision word of its lane */
+  uint64_t key;          /* its key there: a collective's first step, a message's sequence */
+  int settled;           /* decided to have succeeded: no rank can fail it any more */
   /* collectives */
   int alg;
   int set1, set2;       /* whom phase 1 / phase 2 waits for (MG__SET_*) */
@@ -87,8 +100,13 @@ static int mg__same_lane(const mg__op_t *a, const mg__op_t *b) {
 }
 
 static const char *mg__desc(const mg__op_t *op, char *buf, size_t len) {
-  snprintf(buf, len, "%s #%llu (%s x %zu)", mg__opkind_name(op->kind),
-           (unsigned long long)op->seq, mg_dtype_name(op->dtype), op->count);
+  if (mg__opkind_is_collective(op->kind))
+    snprintf(buf, len, "%s #%llu (%s x %zu)", mg__opkind_name(op->kind),
+             (unsigned long long)op->seq, mg_dtype_name(op->dtype), op->count);
+  else
+    snprintf(buf, len, "%s #%llu %s rank %d (%s x %zu)", mg__opkind_name(op->kind),
+             (unsigned long long)op->seq, op->kind == MG_OPK_SEND ? "to" : "from", op->root,
+             mg_dtype_name(op->dtype), op->count);
   return buf;
 }
 
@@ -119,12 +137,107 @@ static int mg__ready(const mg__hx_t *x, int set, size_t field_off, uint64_t v) {
 }
 #define MG__READY(x, set, field, v) mg__ready((x), (set), offsetof(mg__hshm_rank_t, field), (v))
 
-/* Fails x with st (message already set); its communicator is broken for the other ranks too,
- * and they are told which rank the failure came from. */
-static int mg__hx_fail(mg__hx_t *x, mg_status_t st, int culprit) {
-  x->op->status = st;
+/* Settles x's outcome (host_shm.h, "decisions"): want is MG_OK, or the failure this rank met.
+ * Returns the word that decides x: this rank's when it decided, else the earlier decision (a
+ * word deciding a later operation of the lane stands for "x succeeded"). One load when the
+ * word is decided already, else one compare-and-swap. */
+static uint64_t mg__settle(mg__hx_t *x, mg_status_t want) {
+  const uint64_t mine = mg__hdec_word(x->key, want, want < 0 ? x->me : -1);
+  uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
+  for (;;) {
+    const int c = mg__hdec_cmp(w, x->key);
+    if (c > 0) return mg__hdec_word(x->key, MG_OK, -1);
+    if (c == 0) return w;
+    if (atomic_compare_exchange_weak_explicit(x->dec, &w, mine, memory_order_seq_cst,
+                                              memory_order_acquire)) {
+      if (want < 0) mg__hshm_wake(x->s); /* the ranks that wait in x look at the word */
+      return mine;
+    }
+  }
+}
+
+/* x ends with MG_ERR_REMOTE because w decided that it failed on another rank first: the
+ * message names that rank and what happened there. */
+static int mg__hx_remote(mg__hx_t *x, uint64_t w) {
+  const int who = mg__hdec_who(w), n = x->n;
+  const mg_status_t st = mg__hdec_status(w);
+  char d[192], what[192];
+  int culprit = who;
+  if (st == MG_ERR_ABORTED) {
+    snprintf(what, sizeof what, "rank %d aborted", who);
+  } else if (st == MG_ERR_TIMED_OUT) {
+    snprintf(what, sizeof what, "rank %d timed out", who);
+    culprit = MG__CAUSE_TIMEOUT;
+  } else {
+    /* The rank that failed it published what caused that before it settled. */
+    const int c = who >= 0 && who < n ? atomic_load(&x->s->ranks[who].cause) : -1;
+    int cc;
+    if (st != MG_ERR_REMOTE || c < 0 || c >= n || c == who ||
+        mg__hshm_peer_status(x->s, c, what, sizeof what, &cc) == MG_OK)
+      snprintf(what, sizeof what, "rank %d failed", who);
+    else
+      culprit = cc;
+  }
+  mg__error(MG_ERR_REMOTE, "%s during %s (it failed on rank %d first, with %s)", what,
+            mg__desc(x->op, d, sizeof d), who, mg_status_name(st));
+  x->op->status = MG_ERR_REMOTE;
   x->done = 1;
   mg__hshm_fail(x->s, culprit);
+  return -1;
+}
+
+/* Before a step's output: 0 while x may still succeed; once it is decided that x failed, x
+ * fails (naming where) and -1, so that nothing is written after the failure is known. */
+static int mg__hx_doomed(mg__hx_t *x) {
+  if (x->settled) return 0;
+  const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
+  const int c = mg__hdec_cmp(w, x->key);
+  if (c < 0) return 0;
+  if (c > 0 || mg__hdec_status(w) == MG_OK) {
+    x->settled = 1;
+    return 0;
+  }
+  return mg__hx_remote(x, w);
+}
+
+/* x has what it needs to succeed, and every rank has posted what any rank needs of it. 0: it is
+ * decided that x succeeded; -1: it failed first elsewhere, and x fails naming where. */
+static int mg__hx_succeed(mg__hx_t *x) {
+  if (x->settled) return 0;
+  const uint64_t w = mg__settle(x, MG_OK);
+  if (mg__hdec_status(w) != MG_OK) return mg__hx_remote(x, w);
+  x->settled = 1;
+  return 0;
+}
+
+/* x met failure st (message already set), caused by rank culprit (this rank, or another whose
+ * failure it saw). Unless x was decided already, this decides that it failed, for every rank.
+ * A timeout of an operation decided to have succeeded does not fail it: x goes on (0), since
+ * everything it waits for was posted. An abort of this rank's communicator fails x all the
+ * same; other failures keep their own status and message. -1: x failed. */
+static int mg__hx_fail(mg__hx_t *x, mg_status_t st, int culprit) {
+  char note[MG__ERROR_LEN];
+  /* First the cause, which the ranks that find the decision read (a timeout blames nobody). */
+  if (st != MG_ERR_TIMED_OUT) mg__hshm_fail(x->s, culprit);
+  if (x->started) {
+    const uint64_t w = mg__settle(x, st);
+    const int who = mg__hdec_who(w);
+    if (mg__hdec_status(w) == MG_OK) {
+      if (st == MG_ERR_TIMED_OUT) {
+        x->settled = 1;
+        return 0;
+      }
+      mg_last_error_copy(note, sizeof note);
+      mg__error(st, "%s (it had succeeded on the other ranks)", note);
+    } else if (who != x->me) {
+      mg_last_error_copy(note, sizeof note);
+      mg__error(st, "%s; it had failed on rank %d first, with %s", note, who,
+                mg_status_name(mg__hdec_status(w)));
+    }
+  }
+  if (st == MG_ERR_TIMED_OUT) mg__hshm_fail(x->s, MG__CAUSE_TIMEOUT);
+  x->op->status = st;
+  x->done = 1;
   return -1;
 }
 
@@ -138,21 +251,40 @@ static int mg__coll_timeout(mg__hx_t *x) {
   return mg__hx_fail(x, MG_ERR_TIMED_OUT, MG__CAUSE_TIMEOUT);
 }
 
-/* Checks a blocked operation: abort, deadline, and (every 100 ms) the peers it depends on. */
+/* Checks a blocked operation: abort, deadline, the decision of its lane, and (every 100 ms) the
+ * peers it depends on. A failure decided elsewhere ends it at once, unless it was a timeout:
+ * then this rank keeps to its own deadline, and names the rank that is really missing. */
 static int mg__hx_check(mg__hx_t *x, double now) {
-  char d[160], why[160];
+  char d[192], why[160];
   const int stop = atomic_load(&x->comm->aborting);
   if (stop) {
     mg__error(MG_ERR_ABORTED, "%s: the communicator was %s", mg__desc(x->op, d, sizeof d),
               stop == MG__STOP_REVOKE ? "revoked" : "aborted");
     return mg__hx_fail(x, MG_ERR_ABORTED, x->me);
   }
+  if (x->settled) {
+    /* Decided to have succeeded: it has all it needs and finishes at its next pass. Its bound
+     * is one more timeout, should it not. */
+    if (now <= x->op->deadline + x->comm->timeout_s) return 0;
+    mg__error(MG_ERR_TIMED_OUT, "%s succeeded on another rank, but this rank could not finish "
+              "it within twice the timeout (%g s)", mg__desc(x->op, d, sizeof d),
+              x->comm->timeout_s);
+    mg__hshm_fail(x->s, MG__CAUSE_TIMEOUT);
+    x->op->status = MG_ERR_TIMED_OUT;
+    x->done = 1;
+    return -1;
+  }
   if (now > x->op->deadline) {
     if (mg__opkind_is_collective(x->op->kind)) return mg__coll_timeout(x);
-    mg__error(MG_ERR_TIMED_OUT, "%s %s rank %d timed out after %g s with %zu of %zu bytes moved",
-              mg__desc(x->op, d, sizeof d), x->op->kind == MG_OPK_SEND ? "to" : "from",
-              x->op->root, x->comm->timeout_s, x->moved, x->bytes);
+    mg__error(MG_ERR_TIMED_OUT, "%s timed out after %g s with %zu of %zu bytes moved",
+              mg__desc(x->op, d, sizeof d), x->comm->timeout_s, x->moved, x->bytes);
     return mg__hx_fail(x, MG_ERR_TIMED_OUT, MG__CAUSE_TIMEOUT);
+  }
+  if (x->started) {
+    const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
+    const int c = mg__hdec_cmp(w, x->key);
+    if (c > 0 || (c == 0 && mg__hdec_status(w) == MG_OK)) x->settled = 1;
+    else if (c == 0 && mg__hdec_status(w) != MG_ERR_TIMED_OUT) return mg__hx_remote(x, w);
   }
   if (x->next_check == 0) {
     x->next_check = now + 0.1; /* the first look at the peers' processes comes 100 ms in */
@@ -251,6 +383,17 @@ static void mg__coll_start(mg__hx_t *x) {
     x->nsteps = c == 0 ? 0 : (c + x->E - 1) / x->E;
 }
 
+/* Whom phase 1 of step k waits for: every rank in the first step, so that no rank writes output
+ * before all have come, and in the last, since no rank may decide that the collective succeeded
+ * before every rank has posted all of it; set1 in between. */
+static inline int mg__set1(const mg__hx_t *x) {
+  return x->k == 0 || x->k + 1 == x->nsteps ? MG__SET_ALL : x->set1;
+}
+/* Whom phase 2 of a two-phase step waits for: every rank in the last step, as above. */
+static inline int mg__set2(const mg__hx_t *x) {
+  return x->k + 1 == x->nsteps ? MG__SET_ALL : x->set2;
+}
+
 /* The key a mail carries: the collective's sequence number and shape, so that a reader checks
  * the match without reading the peer's descriptor. */
 static uint64_t mg__mail_key(const mg__op_t *op) {
@@ -265,11 +408,10 @@ static inline mg__hshm_mail_t *mg__mail(const mg__hx_t *x, int r) {
   return &x->s->ranks[r].mail[(x->s0 + x->k) & 1];
 }
 
-/* Phase 1 of a mail step: 1 when every rank in set has mailed this step. */
+/* Phase 1 of a mail step (the collective's only one): 1 when every rank has mailed it. */
 static int mg__mail_ready(const mg__hx_t *x, uint64_t step1) {
-  if (x->set1 == MG__SET_NONE) return 1;
   for (int r = 0; r < x->n; r++) {
-    if (r == x->me || (x->set1 == MG__SET_ROOT && r != x->op->root)) continue;
+    if (r == x->me) continue;
     if (atomic_load_explicit(&mg__mail(x, r)->step1, memory_order_acquire) < step1) return 0;
   }
   return 1;
@@ -349,10 +491,10 @@ static void mg__copy_in(mg__hx_t *x) {
     return;
   }
   if (x->alg == MG__ALG_MAIL) {
-    /* Everybody mails but the non-roots of a broadcast, whom nobody reads. */
-    if (op->kind == MG_OPK_BROADCAST && op->root != x->me) return;
+    /* Everybody mails (the key, which everybody compares); the non-roots of a broadcast, whose
+     * data nobody reads, nothing else. */
     mg__hshm_mail_t *m = mg__mail(x, x->me);
-    memcpy(m->data, mg__sb(x), c * es);
+    if (op->kind != MG_OPK_BROADCAST || op->root == x->me) memcpy(m->data, mg__sb(x), c * es);
     atomic_store_explicit(&m->key, mg__mail_key(op), memory_order_relaxed);
     atomic_store_explicit(&m->step1, x->s0 + x->k + 1, memory_order_release);
     return;
@@ -574,7 +716,9 @@ static void mg__coll_finish(mg__hx_t *x) {
 /* Advances a collective as far as it can go without waiting. 1: progress, 0: blocked, -1: failed.
  * Phases of a step: 0 copy in and post; 1 wait for the posts it reads, then output (or, TWO:
  * reduce its slice; DIRECT: copy from the owners); 2 (TWO) wait for every slice, then output;
- * 3 (DIRECT) wait until every reader released the step. */
+ * 3 (DIRECT) wait until every reader released the step. The outcome is settled in the last step
+ * before the output (DIRECT: once every reader is done), and every earlier output is preceded by
+ * a look at the decision. */
 static int mg__coll_progress(mg__hx_t *x) {
   int progressed = 0;
   mg__hshm_rank_t *mine = &x->s->ranks[x->me];
@@ -598,10 +742,10 @@ static int mg__coll_progress(mg__hx_t *x) {
       progressed = 1;
     }
     if (x->phase == 1) {
-      if (x->alg == MG__ALG_MAIL ? !mg__mail_ready(x, s + 1)
-                                 : !MG__READY(x, x->set1, posted, s + 1))
+      const int set = mg__set1(x);
+      if (x->alg == MG__ALG_MAIL ? !mg__mail_ready(x, s + 1) : !MG__READY(x, set, posted, s + 1))
         return progressed;
-      if (x->set1 == MG__SET_ALL && hc->all_released < s) hc->all_released = s;
+      if (set == MG__SET_ALL && hc->all_released < s) hc->all_released = s;
       if (x->k == 0) {
         if (mg__coll_match(x) < 0) return -1;
         if (x->op->kind == MG_OPK_ALL_TO_ALLV) {
@@ -614,7 +758,9 @@ static int mg__coll_progress(mg__hx_t *x) {
         }
       }
       progressed = 1;
+      const int last = x->k + 1 == x->nsteps;
       if (x->alg == MG__ALG_DIRECT) {
+        if (mg__hx_doomed(x) < 0) return -1;
         for (int r = 0; r < x->n; r++) MG__TSAN_ACQUIRE(atomic_load(&x->s->ranks[r].daddr));
         mg_status_t st = mg__direct_out(x);
         for (int r = 0; r < x->n; r++) MG__TSAN_RELEASE(atomic_load(&x->s->ranks[r].daddr));
@@ -626,17 +772,20 @@ static int mg__coll_progress(mg__hx_t *x) {
         mg__publish(x->s, &mine->released, s + 1);
         x->phase = 3;
       } else if (x->alg == MG__ALG_TWO) {
+        if (mg__hx_doomed(x) < 0) return -1;
         mg__reduce_slice(x);
         mg__publish(x->s, &mine->reduced, s + 1);
         x->phase = 2;
       } else {
+        if ((last ? mg__hx_succeed(x) : mg__hx_doomed(x)) < 0) return -1;
         mg__copy_out(x);
         mg__publish(x->s, &mine->released, s + 1);
         step_done = 1;
       }
     }
     if (x->phase == 2) {
-      if (!MG__READY(x, x->set2, reduced, s + 1)) return progressed;
+      if (!MG__READY(x, mg__set2(x), reduced, s + 1)) return progressed;
+      if ((x->k + 1 == x->nsteps ? mg__hx_succeed(x) : mg__hx_doomed(x)) < 0) return -1;
       mg__copy_out(x);
       mg__publish(x->s, &mine->released, s + 1);
       step_done = 1;
@@ -645,6 +794,7 @@ static int mg__coll_progress(mg__hx_t *x) {
       if (!MG__READY(x, MG__SET_ALL, released, s + 1)) return progressed;
       MG__TSAN_ACQUIRE(x->op->send);
       hc->all_released = s + 1;
+      if (mg__hx_succeed(x) < 0) return -1; /* its only step: every reader is done */
       step_done = 1;
     }
     if (step_done) {
@@ -657,7 +807,10 @@ static int mg__coll_progress(mg__hx_t *x) {
 
 /* ---- send/recv ------------------------------------------------------------------------------ */
 
-/* Moves as many bytes as the ring allows. 1: progress, 0: blocked. */
+/* Moves as many bytes as the ring allows. 1: progress, 0: blocked, -1: failed. The sender
+ * settles the message's outcome before it publishes its last bytes, so that a receiver that has
+ * them all finds it decided; the receiver looks at the decision (in the line of the head it
+ * reads anyway) before it copies anything out. */
 static int mg__p2p_progress(mg__hx_t *x) {
   const mg__op_t *op = x->op;
   const int send = op->kind == MG_OPK_SEND;
@@ -685,8 +838,10 @@ static int mg__p2p_progress(mg__hx_t *x) {
     if (send) {
       memcpy(ring + at, (const unsigned char *)op->send + x->moved, first);
       memcpy(ring, (const unsigned char *)op->send + x->moved + first, nb - first);
+      if ((x->moved + nb == x->bytes ? mg__hx_succeed(x) : mg__hx_doomed(x)) < 0) return -1;
       atomic_store(&ch->head, head + nb); /* sequentially consistent: see mg__hshm_wake */
     } else {
+      if (mg__hx_doomed(x) < 0) return -1;
       memcpy((unsigned char *)op->recv + x->moved, ring + at, first);
       memcpy((unsigned char *)op->recv + x->moved + first, ring, nb - first);
       atomic_store(&ch->tail, tail + nb);
@@ -696,6 +851,7 @@ static int mg__p2p_progress(mg__hx_t *x) {
     progressed = 1;
   }
   if (x->moved == x->bytes) {
+    if (mg__hx_succeed(x) < 0) return -1; /* a load: decided by the sender (or empty) */
     x->op->status = MG_OK;
     x->done = 1;
     return 1;
@@ -714,6 +870,27 @@ static int mg__hx_start(mg__hx_t *x) {
     x->done = 1;
     return -1;
   }
+  const int coll = mg__opkind_is_collective(x->op->kind);
+  if (atomic_load_explicit(&x->s->ranks[x->me].state, memory_order_relaxed) == MG__HRANK_FAILED) {
+    /* An earlier operation failed here (mismatched, which leaves the communicator ready): this
+     * rank's part of the segment is out of step with the others', and the decisions of its
+     * lanes count on no rank going past an operation that failed. */
+    char d[160];
+    mg__error(MG_ERR_INVALID_USAGE, "%s: refused: an earlier operation of this communicator "
+              "failed on this rank; destroy the communicator (or shrink it)",
+              mg__desc(x->op, d, sizeof d));
+    x->op->status = MG_ERR_INVALID_USAGE;
+    x->done = 1;
+    return -1;
+  }
+  if (coll) {
+    x->dec = &x->s->hdr->decision;
+    x->key = mg__hcomm(x->comm)->step;
+  } else {
+    const int send = x->op->kind == MG_OPK_SEND;
+    x->dec = &mg__hshm_chan(x->s, send ? x->me : x->op->root, send ? x->op->root : x->me)->decision;
+    x->key = x->op->seq;
+  }
   x->started = 1;
   /* Test builds: "host.fail" fails the operation as a broken transport would, with the rule's
    * code (MG_ERR_BACKEND when it is not a status); the peers see this rank fail. */
@@ -724,7 +901,7 @@ static int mg__hx_start(mg__hx_t *x) {
     mg__error(st, "%s: injected failure (fault point host.fail)", mg__desc(x->op, d, sizeof d));
     return mg__hx_fail(x, st, x->me);
   }
-  if (mg__opkind_is_collective(x->op->kind)) mg__coll_start(x);
+  if (coll) mg__coll_start(x);
   return 1;
 }
 

@@ -122,6 +122,9 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   if (injected != 0)
     return mg__error(injected < 0 ? (mg_status_t)injected : MG_ERR_SYSTEM,
                      "attaching %s: injected failure (fault point host.attach)", name);
+  if (nranks > MG__HDEC_MAX_RANKS)
+    return mg__error(MG_ERR_INVALID_ARGUMENT, "attaching %s: the host backend takes at most %d "
+                     "ranks, not %d", name, MG__HDEC_MAX_RANKS, nranks);
   snprintf(s->name, sizeof s->name, "%s", name);
   s->nranks = nranks;
   s->me = me;

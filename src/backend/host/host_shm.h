@@ -22,7 +22,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 4u
+#define MG__HSHM_VERSION 5u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -46,6 +46,9 @@ typedef struct mg__hshm_header {
   _Atomic uint32_t wake;    /* futex word: bumped after every publication */
   _Atomic uint32_t sleepers; /* threads sleeping on wake */
   uint32_t pad_;
+  /* The outcome of the communicator's collectives (mg__hdec_*), in a line of its own: written
+   * once per collective, read by every rank. */
+  _Alignas(64) _Atomic uint64_t decision;
 } mg__hshm_header_t;
 
 /* A collective as a rank announces it before its first step (matching and the flight recorder). */
@@ -104,10 +107,12 @@ typedef struct mg__hshm_rank {
 } mg__hshm_rank_t;
 _Static_assert(sizeof(mg__hshm_rank_t) == 448, "rank block is seven cache lines");
 
-/* Cursors of the ring from rank s to rank d (bytes written / read since the start). */
+/* Cursors of the ring from rank s to rank d (bytes written / read since the start), and the
+ * outcome of the pair's messages (mg__hdec_*) in the line that the receiver reads anyway. */
 typedef struct mg__hshm_chan {
   _Atomic uint64_t head; /* written by s */
-  char pad0_[56];
+  _Atomic uint64_t decision; /* settled by s or d, once per message */
+  char pad0_[48];
   _Atomic uint64_t tail; /* written by d */
   char pad1_[56];
 } mg__hshm_chan_t;
@@ -182,6 +187,39 @@ mg_status_t mg__hshm_peer_status(const mg__hshm_t *s, int r, char *why, size_t l
  * and report the rank that is really missing. */
 #define MG__CAUSE_TIMEOUT (-2)
 void mg__hshm_fail(mg__hshm_t *s, int culprit);
+
+/* ---- decisions ----
+ * The ranks of an operation end it the same way. The outcome of each collective of a
+ * communicator (mg__hshm_header_t.decision) and of each message of a pair of ranks
+ * (mg__hshm_chan_t.decision) is one word that the ranks settle by compare-and-swap, the first
+ * decider winning: a rank about to succeed stores "succeeded" unless the word says that the
+ * operation failed; a rank that fails stores "failed" with its status unless the word says that
+ * the operation succeeded. The word keeps the last operation decided. In a lane (the collectives
+ * of a communicator, the messages from one rank to another) no rank starts an operation before
+ * the one before it succeeded, so a word that decides a later operation means this one
+ * succeeded.
+ *   bits 63..24  the operation's key + 1, modulo 2^40 (a collective's first step; a message's
+ *                sequence number on its pair): operations of a lane in flight together are
+ *                far fewer than 2^39 keys apart
+ *   bits 23..16  minus its status (0: it succeeded)
+ *   bits 15..0   the rank that failed it first, + 1 (0: none)
+ * The rank that failed it first published its cause (mg__hshm_fail) before it settled, unless
+ * it timed out. */
+#define MG__HDEC_MAX_RANKS 65535
+static inline uint64_t mg__hdec_word(uint64_t key, mg_status_t st, int who) {
+  return (((key + 1) & 0xffffffffffull) << 24) | ((uint64_t)(uint8_t)(-(int)st) << 16) |
+         (uint64_t)(uint16_t)(who + 1);
+}
+/* < 0: w decides an operation before key (key is not decided); 0: w decides key; > 0: w
+ * decides a later one (key succeeded). */
+static inline int mg__hdec_cmp(uint64_t w, uint64_t key) {
+  uint64_t d = ((w >> 24) - (key + 1)) & 0xffffffffffull;
+  return d == 0 ? 0 : d < (1ull << 39) ? 1 : -1;
+}
+static inline mg_status_t mg__hdec_status(uint64_t w) {
+  return (mg_status_t) - (int)((w >> 16) & 0xff);
+}
+static inline int mg__hdec_who(uint64_t w) { return (int)(w & 0xffff) - 1; }
 
 /* Copies bytes from address `from` in rank r's memory to dst: memcpy for a rank of this
  * process, process_vm_readv for another process. MG_OK, or MG_ERR_REMOTE naming the rank. */
