@@ -1,8 +1,9 @@
 /*
- * host_agree.c -- on the host backend the ranks of an operation end it the same way.
+ * host_agree.c -- on the host backend the ranks of an operation end it the same way, and every
+ * argument that must agree between them is compared.
  *
  *   host_agree late_threads | late_procs | stopped_inside | abort | p2p_threads | p2p_procs |
- *              p2p_abort
+ *              p2p_abort | mismatch_threads | mismatch_procs | premul_scalars
  *
  * Every receive buffer starts filled with a sentinel; "untouched" means it still is.
  *
@@ -24,6 +25,13 @@
  *   the ring).
  * p2p_abort: a sender blocked on a full ring is aborted from another thread: MG_ERR_ABORTED; the
  *   receive that comes afterwards fails with MG_ERR_REMOTE "rank 0 aborted", buffer untouched.
+ * mismatch_threads / mismatch_procs: each argument that must agree, alone, on each collective
+ *   that has it (root; count and dtype where a rank does not read the others; count 0; a count
+ *   small enough for the mails against one that is not; PreMulSum against sum; each pair's
+ *   all_to_allv counts): every rank gets MG_ERR_INVALID_USAGE naming #0, the ranks and what each
+ *   passed, and no buffer is touched.
+ * premul_scalars: PreMulSum with a different scalar on every rank (and both residences):
+ *   all_reduce, reduce and reduce_scatter on every path give sum over r of s_r * x_r, as NCCL.
  *
  * The registration (host.cmake) shrinks the transport's thresholds so that every path is taken
  * with small buffers: slots of 4 KiB, one-step reductions up to 1 KiB, direct copies from 64 KiB
@@ -529,6 +537,196 @@ static void test_p2p_abort(void) {
   for (int r = 0; r < 2; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
 }
 
+/* ---- mismatch_threads, mismatch_procs ------------------------------------------------------------ */
+
+static const size_t a2av_sc0[N] = {1, 2, 1}; /* rank 0 sends 2 to rank 1 ... */
+static const size_t a2av_rc1[N] = {3, 1, 1}; /* ... which expects 3 from rank 0 */
+
+typedef struct {
+  const char *name;
+  call_t c;          /* what ranks 1 and 2 call (and rank 0, but for what `differs` changes) */
+  enum { ROOT, COUNT, DTYPE, PREMUL, A2AV } differs;
+  size_t count0;     /* COUNT: rank 0's count */
+  const char *says[2]; /* what every rank's message must contain besides "mismatched collectives" */
+} mcase_t;
+
+static const mcase_t mismatch_cases[] = {
+    /* Roots: rank 0 says 0, ranks 1 and 2 say 1. */
+    {"broadcast root, mails", {MG_OPK_BROADCAST, 4, 1, MG_INT64, MG_SUM, 0, 0}, ROOT, 0,
+     {"root 0)", "the roots differ"}},
+    {"broadcast root, staged", {MG_OPK_BROADCAST, 64, 1, MG_INT64, MG_SUM, 0, 0}, ROOT, 0,
+     {"root 0)", "the roots differ"}},
+    {"broadcast root, direct", {MG_OPK_BROADCAST, 8192, 1, MG_INT64, MG_SUM, 0, 0}, ROOT, 0,
+     {"root 0)", "the roots differ"}},
+    {"reduce root, mails", {MG_OPK_REDUCE, 4, 1, MG_INT64, MG_SUM, 0, 0}, ROOT, 0,
+     {"root 1, op sum)", "the roots differ"}},
+    {"reduce root, two-phase", {MG_OPK_REDUCE, 2048, 1, MG_INT64, MG_SUM, 0, 0}, ROOT, 0,
+     {"root 0, op sum)", "the roots differ"}},
+    {"gather root, staged", {MG_OPK_GATHER, 64, 1, MG_INT64, MG_SUM, 0, 0}, ROOT, 0,
+     {"root 0)", "the roots differ"}},
+    {"gather root, direct", {MG_OPK_GATHER, 8192, 1, MG_INT64, MG_SUM, 0, 0}, ROOT, 0,
+     {"root 1)", "the roots differ"}},
+    {"scatter root, staged", {MG_OPK_SCATTER, 64, 1, MG_INT64, MG_SUM, 0, 0}, ROOT, 0,
+     {"root 0)", "the roots differ"}},
+    {"scatter root, direct", {MG_OPK_SCATTER, 8192, 1, MG_INT64, MG_SUM, 0, 0}, ROOT, 0,
+     {"root 1)", "the roots differ"}},
+    /* Counts and dtypes where some rank reads nobody (the root of a broadcast, the non-roots of a
+     * reduce), a count of 0, and a count for the mails against one that is not. */
+    {"broadcast count at the root", {MG_OPK_BROADCAST, 4, 0, MG_INT64, MG_SUM, 0, 0}, COUNT, 5,
+     {"broadcast #0 (int64 x 5, root 0)", "the counts differ"}},
+    {"gather count at a non-root", {MG_OPK_GATHER, 64, 1, MG_INT64, MG_SUM, 0, 0}, COUNT, 63,
+     {"gather #0 (int64 x 63, root 1)", "the counts differ"}},
+    {"reduce dtype at a non-root", {MG_OPK_REDUCE, 64, 1, MG_INT64, MG_SUM, 0, 0}, DTYPE, 0,
+     {"reduce #0 (uint64 x 64, root 1, op sum)", "the data types differ"}},
+    {"all_reduce count 0", {MG_OPK_ALL_REDUCE, 1, -1, MG_INT64, MG_SUM, 0, 0}, COUNT, 0,
+     {"all_reduce #0 (int64 x 0, op sum)", "the counts differ"}},
+    {"all_reduce count, mails against one-step", {MG_OPK_ALL_REDUCE, 4, -1, MG_INT64, MG_SUM, 0, 0},
+     COUNT, 64, {"all_reduce #0 (int64 x 64, op sum)", "the counts differ"}},
+    /* PreMulSum on rank 0, sum on the others. */
+    {"all_reduce PreMulSum, mails", {MG_OPK_ALL_REDUCE, 4, -1, MG_INT64, MG_SUM, 0, 0}, PREMUL, 0,
+     {"op premul_sum)", "the reduction ops differ"}},
+    {"all_reduce PreMulSum, one-step", {MG_OPK_ALL_REDUCE, 64, -1, MG_INT64, MG_SUM, 0, 0}, PREMUL,
+     0, {"op premul_sum)", "the reduction ops differ"}},
+    {"all_reduce PreMulSum, two-phase", {MG_OPK_ALL_REDUCE, 2048, -1, MG_INT64, MG_SUM, 0, 0},
+     PREMUL, 0, {"op premul_sum)", "the reduction ops differ"}},
+    {"reduce PreMulSum", {MG_OPK_REDUCE, 64, 2, MG_INT64, MG_SUM, 0, 0}, PREMUL, 0,
+     {"root 2, op premul_sum)", "the reduction ops differ"}},
+    {"reduce_scatter PreMulSum", {MG_OPK_REDUCE_SCATTER, 64, -1, MG_INT64, MG_SUM, 0, 0}, PREMUL,
+     0, {"op premul_sum)", "the reduction ops differ"}},
+    /* all_to_allv: rank 0 sends 2 elements to rank 1, which expects 3. */
+    {"all_to_allv pair counts", {MG_OPK_ALL_TO_ALLV, 1, -1, MG_INT64, MG_SUM, 0, 0}, A2AV, 0,
+     {"rank 0 sends 2 elements to rank 1 (its sendcounts[1])",
+      "rank 1 expects 3 from rank 0 (its recvcounts[0])"}},
+};
+#define N_MISMATCH (sizeof mismatch_cases / sizeof mismatch_cases[0])
+
+/* Rank r's call in case m. */
+static call_t mismatch_call(const mcase_t *m, int r, mg_comm_t *comm) {
+  call_t c = m->c;
+  if (r != 0) {
+    if (m->differs == A2AV && r == 1) c.rc = a2av_rc1;
+    return c;
+  }
+  switch (m->differs) {
+    case ROOT: c.root = 0; break;
+    case COUNT: c.count = m->count0; break;
+    case DTYPE: c.dtype = MG_UINT64; break;
+    case PREMUL: {
+      const int64_t scalar = 3;
+      ASSERT_OK(mg_op_create_premul_sum(comm, &scalar, MG_INT64, MG_SCALAR_HOST_IMMEDIATE, &c.op));
+      break;
+    }
+    case A2AV: c.sc = a2av_sc0; break;
+  }
+  return c;
+}
+
+static void check_mismatch(const mcase_t *m, int r, mg_status_t st, const bufs_t *b) {
+  if (st != MG_ERR_INVALID_USAGE)
+    FAIL("%s: rank %d: %s, expected MG_ERR_INVALID_USAGE: %s", m->name, r, mg_status_name(st),
+         mg_last_error());
+  const char *msg = mg_last_error();
+  ASSERT_CONTAINS(msg, "mismatched collectives: ");
+  ASSERT_CONTAINS(msg, " #0");
+  for (int i = 0; i < 2; i++) ASSERT_CONTAINS(msg, m->says[i]);
+  assert_untouched(b->recv, sizeof b->recv, r, m->name);
+}
+
+static const mcase_t *mcur;
+
+static void *mismatch_thread(void *arg) {
+  const int r = (int)(intptr_t)arg;
+  const call_t c = mismatch_call(mcur, r, comms[r]);
+  check_mismatch(mcur, r, call(&c, comms[r], bufs[r].send, bufs[r].recv), &bufs[r]);
+  return NULL;
+}
+
+static void test_mismatch_threads(void) {
+  mg_config_t cfg = config(5); /* a mismatch is found at once, not at the deadline */
+  for (size_t i = 0; i < N_MISMATCH; i++) {
+    mcur = &mismatch_cases[i];
+    ASSERT_OK(mg_comm_init_all(&cfg, N, NULL, comms));
+    for (int r = 0; r < N; r++) fill(&bufs[r], r);
+    const double t0 = mg__now();
+    pthread_t t[N];
+    for (int r = 0; r < N; r++) pthread_create(&t[r], NULL, mismatch_thread, (void *)(intptr_t)r);
+    for (int r = 0; r < N; r++) pthread_join(t[r], NULL);
+    ASSERT_LT_F(mg__now() - t0, 2.0);
+    for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
+    printf("  %s: ok\n", mcur->name);
+  }
+}
+
+static void mismatch_rank(int r) {
+  mg_config_t cfg = config(5);
+  static bufs_t b;
+  for (size_t i = 0; i < N_MISMATCH; i++) {
+    mg_comm_t *comm;
+    ASSERT_OK(mg_comm_init_rank(&cfg, N, &uids[i], r, &comm));
+    fill(&b, r);
+    const call_t c = mismatch_call(&mismatch_cases[i], r, comm);
+    const double t0 = mg__now();
+    check_mismatch(&mismatch_cases[i], r, call(&c, comm, b.send, b.recv), &b);
+    ASSERT_LT_F(mg__now() - t0, 2.0);
+    ASSERT_OK(mg_comm_destroy(comm));
+  }
+}
+
+static void test_mismatch_procs(void) {
+  for (size_t i = 0; i < N_MISMATCH; i++) ASSERT_OK(mg_unique_id_create(MG_BACKEND_HOST, &uids[i]));
+  pid_t pids[N];
+  fork_ranks(pids, mismatch_rank);
+  test_wait_ranks(pids, N);
+}
+
+/* ---- premul_scalars ----------------------------------------------------------------------------- */
+
+static const call_t premul_cases[] = {
+    {MG_OPK_ALL_REDUCE, 4, -1, MG_INT64, MG_SUM, 0, 0},      /* mails */
+    {MG_OPK_ALL_REDUCE, 64, -1, MG_INT64, MG_SUM, 0, 0},     /* one-step */
+    {MG_OPK_ALL_REDUCE, 2048, -1, MG_INT64, MG_SUM, 0, 0},   /* two-phase */
+    {MG_OPK_REDUCE, 4, 1, MG_INT64, MG_SUM, 0, 0},           /* mails */
+    {MG_OPK_REDUCE, 2048, 2, MG_INT64, MG_SUM, 0, 0},        /* two-phase */
+    {MG_OPK_REDUCE_SCATTER, 64, -1, MG_INT64, MG_SUM, 0, 0}, /* one slot */
+    {MG_OPK_REDUCE_SCATTER, 2048, -1, MG_INT64, MG_SUM, 0, 0}, /* pipelined */
+};
+static const call_t *pcur;
+static int64_t scalars[N];
+
+static void *premul_thread(void *arg) {
+  const int r = (int)(intptr_t)arg;
+  call_t c = *pcur;
+  /* Rank 2's scalar is read where it lies when the operation runs (device residence). */
+  ASSERT_OK(mg_op_create_premul_sum(comms[r], &scalars[r], MG_INT64,
+                                    r == 2 ? MG_SCALAR_DEVICE : MG_SCALAR_HOST_IMMEDIATE, &c.op));
+  ASSERT_OK(call(&c, comms[r], bufs[r].send, bufs[r].recv));
+  if (c.kind == MG_OPK_REDUCE && r != c.root) return NULL;
+  /* Element i of the result: sum over ranks q of s_q * (q's send at the element's place). */
+  const size_t base = c.kind == MG_OPK_REDUCE_SCATTER ? (size_t)r * c.count : 0;
+  for (size_t i = 0; i < c.count; i++) {
+    int64_t want = 0;
+    for (int q = 0; q < N; q++) want += scalars[q] * (int64_t)(q * 1000003 + (int)(base + i));
+    if (bufs[r].recv[i] != want)
+      FAIL("%s x %zu: rank %d, element %zu: %lld, expected %lld", mg__opkind_name(c.kind),
+           c.count, r, i, (long long)bufs[r].recv[i], (long long)want);
+  }
+  return NULL;
+}
+
+static void test_premul_scalars(void) {
+  mg_config_t cfg = config(5);
+  for (int r = 0; r < N; r++) scalars[r] = 2 + 3 * r;
+  for (size_t i = 0; i < sizeof premul_cases / sizeof premul_cases[0]; i++) {
+    pcur = &premul_cases[i];
+    ASSERT_OK(mg_comm_init_all(&cfg, N, NULL, comms));
+    for (int r = 0; r < N; r++) fill(&bufs[r], r);
+    pthread_t t[N];
+    for (int r = 0; r < N; r++) pthread_create(&t[r], NULL, premul_thread, (void *)(intptr_t)r);
+    for (int r = 0; r < N; r++) pthread_join(t[r], NULL);
+    for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) FAIL("usage: %s TEST", argv[0]);
   static const struct {
@@ -538,7 +736,8 @@ int main(int argc, char **argv) {
       {"late_threads", test_late_threads},       {"late_procs", test_late_procs},
       {"stopped_inside", test_stopped_inside},   {"abort", test_abort},
       {"p2p_threads", test_p2p_threads},         {"p2p_procs", test_p2p_procs},
-      {"p2p_abort", test_p2p_abort},
+      {"p2p_abort", test_p2p_abort},             {"mismatch_threads", test_mismatch_threads},
+      {"mismatch_procs", test_mismatch_procs},   {"premul_scalars", test_premul_scalars},
   };
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
     if (strcmp(argv[1], tests[i].name) != 0) continue;

@@ -20,9 +20,8 @@
  * no output of a step once the word says that the operation failed. A collective is decided to
  * have succeeded only once every rank has posted all of it (and, two-phase, reduced it; direct,
  * read it), so that a rank that finds it decided so has everything it still needs and finishes,
- * even after its deadline. Every rank waits for every other in a collective's first step (a
- * collective that some rank never comes to leaves every receive buffer as it was) and in its
- * last.
+ * even after its deadline. Every rank waits for every other in a collective's first step, where
+ * it compares all the announcements (each argument that must agree), and in its last.
  *
  * Divisions: execution state; waiting and failure; collectives; send/recv; the engine.
  */
@@ -87,6 +86,7 @@ typedef struct mg__hx {
   size_t E;             /* elements per step (or per peer piece) */
   const void **in;      /* nranks source pointers for reductions */
   const void *in_inline[16];
+  unsigned char *scal;  /* PreMulSum: each rank's scalar, 8 bytes per rank (malloc'd) */
   /* send/recv */
   size_t bytes, moved;
   double next_check;    /* time of the next liveness check */
@@ -251,6 +251,8 @@ static int mg__coll_timeout(mg__hx_t *x) {
   return mg__hx_fail(x, MG_ERR_TIMED_OUT, MG__CAUSE_TIMEOUT);
 }
 
+static int mg__coll_match(mg__hx_t *x);
+
 /* Checks a blocked operation: abort, deadline, the decision of its lane, and (every 100 ms) the
  * peers it depends on. A failure decided elsewhere ends it at once, unless it was a timeout:
  * then this rank keeps to its own deadline, and names the rank that is really missing. */
@@ -280,6 +282,11 @@ static int mg__hx_check(mg__hx_t *x, double now) {
               mg__desc(x->op, d, sizeof d), x->comm->timeout_s, x->moved, x->bytes);
     return mg__hx_fail(x, MG_ERR_TIMED_OUT, MG__CAUSE_TIMEOUT);
   }
+  /* Every rank posted the first step, but not every one mailed it: some rank is in another
+   * collective (one too large for the mails); the announcements say which. */
+  if (x->started && x->alg == MG__ALG_MAIL && x->phase == 1 &&
+      MG__READY(x, MG__SET_ALL, posted, x->s0 + 1) && mg__coll_match(x) < 0)
+    return -1;
   if (x->started) {
     const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
     const int c = mg__hdec_cmp(w, x->key);
@@ -379,13 +386,13 @@ static void mg__coll_start(mg__hx_t *x) {
   }
   if (op->kind == MG_OPK_ALL_TO_ALLV)
     x->nsteps = UINT64_MAX; /* everybody's largest count decides, known after step 0 */
-  else
-    x->nsteps = c == 0 ? 0 : (c + x->E - 1) / x->E;
+  else /* at least one step, in which every rank compares the others' arguments with its own */
+    x->nsteps = c == 0 ? 1 : (c + x->E - 1) / x->E;
 }
 
-/* Whom phase 1 of step k waits for: every rank in the first step, so that no rank writes output
- * before all have come, and in the last, since no rank may decide that the collective succeeded
- * before every rank has posted all of it; set1 in between. */
+/* Whom phase 1 of step k waits for: every rank in the first step, where the announcements are
+ * compared, and in the last, since no rank may decide that the collective succeeded before
+ * every rank has posted all of it; set1 in between. */
 static inline int mg__set1(const mg__hx_t *x) {
   return x->k == 0 || x->k + 1 == x->nsteps ? MG__SET_ALL : x->set1;
 }
@@ -417,16 +424,30 @@ static int mg__mail_ready(const mg__hx_t *x, uint64_t step1) {
   return 1;
 }
 
-/* Announces the collective in desc[s0 & 1]. Called once every rank has finished step s0 - 2, so
- * that no peer can still be about to read the collective this slot held before. */
+/* Announces the collective in desc[s0 & 1] (and all_to_allv's counts in their slot of the same
+ * parity). Called once every rank has finished step s0 - 2, so that no peer can still be about
+ * to read the collective this slot held before. */
 static void mg__coll_announce(mg__hx_t *x) {
   const mg__op_t *op = x->op;
   uint64_t count = op->count;
   if (op->kind == MG_OPK_ALL_TO_ALLV) {
+    _Atomic uint64_t *vc = mg__hshm_vcounts(x->s, x->me, x->s0);
+    const size_t *rc = op->v + 2 * (size_t)x->n;
     count = 0;
-    for (int p = 0; p < x->n; p++) if (op->v[p] > count) count = op->v[p];
+    for (int p = 0; p < x->n; p++) {
+      if (op->v[p] > count) count = op->v[p];
+      atomic_store_explicit(&vc[p], op->v[p], memory_order_relaxed);
+      atomic_store_explicit(&vc[x->n + p], rc[p], memory_order_relaxed);
+    }
   }
   mg__hshm_desc_t *d = &x->s->ranks[x->me].desc[x->s0 & 1];
+  if (op->redop.premul) { /* as the scalar reads now: at the start of the call */
+    uint64_t scalar = 0;
+    memcpy(&scalar,
+           op->redop.residence == MG_SCALAR_DEVICE ? op->redop.scalar_ptr : op->redop.scalar,
+           x->es);
+    atomic_store_explicit(&d->scalar, scalar, memory_order_relaxed);
+  }
   /* Relaxed: the release of seq1, and the posted counter after it, publish them. */
   atomic_store_explicit(&d->count, count, memory_order_relaxed);
   atomic_store_explicit(&d->kind, (int32_t)op->kind, memory_order_relaxed);
@@ -438,45 +459,117 @@ static void mg__coll_announce(mg__hx_t *x) {
   x->announced = 1;
 }
 
-/* In the first step: every rank read from must be in the same collective. */
+/* What a rank called, as its announcement says: "broadcast #4 (int64 x 1, root 0)". */
+static const char *mg__call_desc(char *buf, size_t len, uint64_t seq1, mg__opkind_t kind,
+                                 mg_dtype_t dt, uint64_t count, int root, int redop) {
+  const char *dn = mg_dtype_name(dt) ? mg_dtype_name(dt) : "?";
+  int o = snprintf(buf, len, "%s #%llu (%s ", mg__opkind_name(kind),
+                   (unsigned long long)(seq1 ? seq1 - 1 : 0), dn);
+  if (o < 0 || (size_t)o >= len) return buf;
+  if (kind == MG_OPK_ALL_TO_ALLV)
+    o += snprintf(buf + o, len - (size_t)o, "with up to %llu per peer", (unsigned long long)count);
+  else
+    o += snprintf(buf + o, len - (size_t)o, "x %llu", (unsigned long long)count);
+  if ((size_t)o < len && root >= 0) o += snprintf(buf + o, len - (size_t)o, ", root %d", root);
+  if ((size_t)o < len && mg__opkind_is_reduction(kind))
+    o += snprintf(buf + o, len - (size_t)o, ", op %s",
+                  redop < 0 ? "premul_sum" : mg_op_name((mg_op_t)redop));
+  if ((size_t)o < len) snprintf(buf + o, len - (size_t)o, ")");
+  return buf;
+}
+
+/* all_to_allv: what each rank sends to each other must be what that one expects from it. Every
+ * rank checks every pair, so that all of them name the same one. */
+static int mg__a2av_match(mg__hx_t *x) {
+  const int n = x->n;
+  for (int i = 0; i < n; i++) {
+    const _Atomic uint64_t *vi = mg__hshm_vcounts(x->s, i, x->s0);
+    for (int j = 0; j < n; j++) {
+      if (i == j) continue; /* argcheck compared a rank's own two counts */
+      const uint64_t sent = atomic_load_explicit(&vi[j], memory_order_relaxed);
+      const uint64_t expected =
+          atomic_load_explicit(&mg__hshm_vcounts(x->s, j, x->s0)[n + i], memory_order_relaxed);
+      if (sent == expected) continue;
+      mg__error(MG_ERR_INVALID_USAGE,
+                "mismatched collectives: all_to_allv #%llu: rank %d sends %llu elements to rank "
+                "%d (its sendcounts[%d]), but rank %d expects %llu from rank %d (its "
+                "recvcounts[%d]); sendcounts[p] on every rank r must equal recvcounts[r] on "
+                "rank p", (unsigned long long)x->op->seq, i, (unsigned long long)sent, j, j, j,
+                (unsigned long long)expected, i, i);
+      return mg__hx_fail(x, MG_ERR_INVALID_USAGE, x->me);
+    }
+  }
+  return 0;
+}
+
+/* In the first step, once every rank has posted it: every rank is in this collective, with the
+ * same arguments (kind, count, dtype, root, the reduction op, PreMulSum or not; all_to_allv:
+ * the counts of every pair). Every rank compares them all, so that each one refuses a mismatch.
+ * Also gathers what the steps need of the announcements: PreMulSum's scalars, which may differ
+ * between ranks (each multiplies its own input), and all_to_allv's largest count. */
 static int mg__coll_match(mg__hx_t *x) {
   const mg__op_t *op = x->op;
+  const int my_redop = !mg__opkind_is_reduction(op->kind) ? -1
+                       : op->redop.premul                 ? -1
+                                                          : (int)op->redop.op;
+  int same = 0;
   if (x->alg == MG__ALG_MAIL) { /* one cache line per peer: compare the keys of the mails */
     const uint64_t key = mg__mail_key(op);
-    int same = 1;
-    for (int r = 0; r < x->n && same; r++) {
-      if (r == x->me || x->set1 == MG__SET_NONE || (x->set1 == MG__SET_ROOT && r != op->root))
-        continue;
-      same = atomic_load_explicit(&mg__mail(x, r)->key, memory_order_relaxed) == key;
-    }
-    if (same) return 0; /* else the descriptors say what differs */
+    same = 1;
+    for (int r = 0; r < x->n && same; r++)
+      same = r == x->me || atomic_load_explicit(&mg__mail(x, r)->key, memory_order_relaxed) == key;
   }
-  for (int r = 0; r < x->n; r++) {
-    if (r == x->me || (x->set1 == MG__SET_ROOT && r != op->root) || x->set1 == MG__SET_NONE)
-      continue;
+  for (int r = 0; r < x->n && !same; r++) { /* else the descriptors say what differs */
+    if (r == x->me) continue;
     const mg__hshm_desc_t *pd = &x->s->ranks[r].desc[x->s0 & 1];
     uint64_t q = atomic_load(&pd->seq1);
     mg__opkind_t k = (mg__opkind_t)atomic_load(&pd->kind);
     mg_dtype_t dt = (mg_dtype_t)atomic_load(&pd->dtype);
     uint64_t cnt = atomic_load(&pd->count);
     int root = atomic_load(&pd->root), redop = atomic_load(&pd->redop);
-    int my_redop = op->redop.premul ? -1 : (int)op->redop.op;
-    int reduction = op->kind == MG_OPK_ALL_REDUCE || op->kind == MG_OPK_REDUCE ||
-                    op->kind == MG_OPK_REDUCE_SCATTER;
-    if (q == op->seq + 1 && k == op->kind && dt == op->dtype &&
-        (cnt == op->count || op->kind == MG_OPK_ALL_TO_ALLV) &&
-        root == op->root && (!reduction || redop == my_redop || redop < 0 || my_redop < 0))
-      continue;
-    char d[160];
+    const char *what = q != op->seq + 1                                      ? "sequence numbers"
+                       : k != op->kind                                       ? "operations"
+                       : dt != op->dtype                                     ? "data types"
+                       : cnt != op->count && op->kind != MG_OPK_ALL_TO_ALLV ? "counts"
+                       : root != op->root                                    ? "roots"
+                       : mg__opkind_is_reduction(k) && redop != my_redop     ? "reduction ops"
+                                                                             : NULL;
+    if (what == NULL) continue;
+    char mine[160], theirs[160];
+    uint64_t my_count = op->count;
+    if (op->kind == MG_OPK_ALL_TO_ALLV)
+      my_count = atomic_load(&x->s->ranks[x->me].desc[x->s0 & 1].count);
     mg__error(MG_ERR_INVALID_USAGE,
-              "mismatched collectives: this rank's %s does not match rank %d's %s #%llu (%s x "
-              "%llu, root %d, op %d); every rank must call the same collectives in the same order",
-              mg__desc(op, d, sizeof d), r, mg__opkind_name(k),
-              (unsigned long long)(q ? q - 1 : 0), mg_dtype_name(dt) ? mg_dtype_name(dt) : "?",
-              (unsigned long long)cnt, root, redop);
+              "mismatched collectives: rank %d called %s, rank %d called %s: the %s differ; "
+              "every rank must call the same collectives in the same order, with the same "
+              "arguments", x->me,
+              mg__call_desc(mine, sizeof mine, op->seq + 1, op->kind, op->dtype, my_count,
+                            op->root, my_redop),
+              r, mg__call_desc(theirs, sizeof theirs, q, k, dt, cnt, root, redop), what);
     return mg__hx_fail(x, MG_ERR_INVALID_USAGE, x->me);
   }
+  if (op->kind == MG_OPK_ALL_TO_ALLV) {
+    if (mg__a2av_match(x) < 0) return -1;
+    uint64_t mx = 0;
+    for (int r = 0; r < x->n; r++) {
+      uint64_t v = atomic_load(&x->s->ranks[r].desc[x->s0 & 1].count);
+      if (v > mx) mx = v;
+    }
+    x->nsteps = mx == 0 ? 1 : (mx + x->E - 1) / x->E;
+  }
+  if (x->scal != NULL)
+    for (int r = 0; r < x->n; r++) {
+      uint64_t v = atomic_load_explicit(&x->s->ranks[r].desc[x->s0 & 1].scalar,
+                                        memory_order_relaxed);
+      memcpy(x->scal + (size_t)r * 8, &v, 8);
+    }
   return 0;
+}
+
+/* Reduces srcs (one per rank, in rank order) into dst: op, with each rank's own PreMulSum
+ * scalar. */
+static inline void mg__reduce(const mg__hx_t *x, void *dst, size_t len) {
+  mg__host_reduce_scaled(dst, x->in, x->n, len, x->op->dtype, &x->op->redop, x->n, x->scal);
 }
 
 /* Phase 0 of step k: this rank's input into its slot. */
@@ -494,11 +587,13 @@ static void mg__copy_in(mg__hx_t *x) {
     /* Everybody mails (the key, which everybody compares); the non-roots of a broadcast, whose
      * data nobody reads, nothing else. */
     mg__hshm_mail_t *m = mg__mail(x, x->me);
-    if (op->kind != MG_OPK_BROADCAST || op->root == x->me) memcpy(m->data, mg__sb(x), c * es);
+    if (c > 0 && (op->kind != MG_OPK_BROADCAST || op->root == x->me))
+      memcpy(m->data, mg__sb(x), c * es);
     atomic_store_explicit(&m->key, mg__mail_key(op), memory_order_relaxed);
     atomic_store_explicit(&m->step1, x->s0 + x->k + 1, memory_order_release);
     return;
   }
+  if (c == 0 && op->kind != MG_OPK_ALL_TO_ALLV) return; /* nothing but the post */
   unsigned char *mine = mg__slot(x, x->me);
   switch (op->kind) {
     case MG_OPK_ALL_REDUCE:
@@ -558,7 +653,7 @@ static void mg__reduce_slice(mg__hx_t *x) {
   const int keep = op->kind == MG_OPK_ALL_REDUCE || op->root == x->me;
   const int share = op->kind == MG_OPK_ALL_REDUCE || op->root != x->me;
   unsigned char *dst = keep ? mg__rb(x) + (off + lo) * es : mg__slot(x, x->me) + lo * es;
-  mg__host_reduce(dst, x->in, x->n, hi - lo, op->dtype, &op->redop, x->n);
+  mg__reduce(x, dst, hi - lo);
   if (keep && share) memcpy(mg__slot(x, x->me) + lo * es, dst, (hi - lo) * es);
 }
 
@@ -611,13 +706,14 @@ static void mg__copy_out(mg__hx_t *x) {
   const size_t off = (size_t)x->k * E;
   const size_t len = mg__step_len(c, E, x->k);
   const int me = x->me, n = x->n, is_root = op->root == me;
+  if (c == 0 && op->kind != MG_OPK_ALL_TO_ALLV) return;
   if (x->alg == MG__ALG_MAIL) {
     switch (op->kind) {
       case MG_OPK_ALL_REDUCE:
       case MG_OPK_REDUCE:
         if (op->kind == MG_OPK_REDUCE && !is_root) break;
         for (int r = 0; r < n; r++) x->in[r] = mg__mail(x, r)->data;
-        mg__host_reduce(mg__rb(x), x->in, n, c, op->dtype, &op->redop, n);
+        mg__reduce(x, mg__rb(x), c);
         break;
       case MG_OPK_BROADCAST:
         if (mg__rb(x) != mg__sb(x))
@@ -639,7 +735,7 @@ static void mg__copy_out(mg__hx_t *x) {
       if (op->kind == MG_OPK_REDUCE && !is_root) break;
       if (x->alg == MG__ALG_ONE) {
         for (int r = 0; r < n; r++) x->in[r] = mg__slot(x, r);
-        mg__host_reduce(mg__rb(x), x->in, n, c, op->dtype, &op->redop, n);
+        mg__reduce(x, mg__rb(x), c);
       } else {
         for (int r = 0; r < n; r++) { /* this rank's slice is in recv already */
           if (r == me) continue;
@@ -667,7 +763,7 @@ static void mg__copy_out(mg__hx_t *x) {
       break;
     case MG_OPK_REDUCE_SCATTER:
       for (int r = 0; r < n; r++) x->in[r] = mg__slot(x, r) + (size_t)me * E * es;
-      mg__host_reduce(mg__rb(x) + off * es, x->in, n, len, op->dtype, &op->redop, n);
+      mg__reduce(x, mg__rb(x) + off * es, len);
       break;
     case MG_OPK_ALL_TO_ALL:
       for (int r = 0; r < n; r++) {
@@ -746,17 +842,7 @@ static int mg__coll_progress(mg__hx_t *x) {
       if (x->alg == MG__ALG_MAIL ? !mg__mail_ready(x, s + 1) : !MG__READY(x, set, posted, s + 1))
         return progressed;
       if (set == MG__SET_ALL && hc->all_released < s) hc->all_released = s;
-      if (x->k == 0) {
-        if (mg__coll_match(x) < 0) return -1;
-        if (x->op->kind == MG_OPK_ALL_TO_ALLV) {
-          uint64_t mx = 0;
-          for (int r = 0; r < x->n; r++) {
-            uint64_t v = atomic_load(&x->s->ranks[r].desc[x->s0 & 1].count);
-            if (v > mx) mx = v;
-          }
-          x->nsteps = mx == 0 ? 1 : (mx + x->E - 1) / x->E;
-        }
-      }
+      if (x->k == 0 && mg__coll_match(x) < 0) return -1;
       progressed = 1;
       const int last = x->k + 1 == x->nsteps;
       if (x->alg == MG__ALG_DIRECT) {
@@ -947,8 +1033,16 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     x->es = mg_dtype_size(ops[i]->dtype);
     x->bytes = ops[i]->count * x->es;
     x->in = x->n <= 16 ? x->in_inline : malloc(sizeof *x->in * (size_t)x->n);
+    if (x->in != NULL && ops[i]->redop.premul && mg__opkind_is_reduction(ops[i]->kind)) {
+      x->scal = malloc(8 * (size_t)x->n);
+      if (x->scal == NULL && x->in != x->in_inline) free(x->in);
+      if (x->scal == NULL) x->in = NULL;
+    }
     if (x->in == NULL) {
-      for (int j = 0; j < i; j++) if (xs[j].in != xs[j].in_inline) free(xs[j].in);
+      for (int j = 0; j < i; j++) {
+        if (xs[j].in != xs[j].in_inline) free(xs[j].in);
+        free(xs[j].scal);
+      }
       if (xs != inline_x) free(xs);
       return mg__error(MG_ERR_OUT_OF_MEMORY, "host backend: out of memory");
     }
@@ -1012,7 +1106,10 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
       mg__hshm_sleep(sleep_on, seen, several ? 0.001 : 0.05);
     mg__hshm_sleep_end(sleep_on);
   }
-  for (int i = 0; i < n; i++) if (xs[i].in != xs[i].in_inline) free(xs[i].in);
+  for (int i = 0; i < n; i++) {
+    if (xs[i].in != xs[i].in_inline) free(xs[i].in);
+    free(xs[i].scal);
+  }
   if (xs != inline_x) free(xs);
   if (st < 0) mg__error(st, "%s", first_err);
   return st;

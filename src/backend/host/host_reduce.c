@@ -151,10 +151,11 @@ typedef enum hr_kind {
   HR_PREMUL /* sum of scalar * x_j */
 } hr_kind_t;
 
-/* scalar: the PreMulSum scalar in the dtype (HR_PREMUL only). divisor: 0, or the number the
- * integer sum is divided by at the end (integer MG_AVG). */
+/* scalar: the PreMulSum scalar in the dtype (HR_PREMUL only); with sstride > 0, source j's
+ * scalar is at scalar + j * sstride. divisor: 0, or the number the integer sum is divided by at
+ * the end (integer MG_AVG). */
 typedef void hr_kernel_fn(void *dst, const void *const *srcs, int k, size_t n, hr_kind_t kind,
-                          const unsigned char *scalar, int divisor);
+                          const unsigned char *scalar, size_t sstride, int divisor);
 
 static inline size_t hr_block_len(size_t n, size_t base) {
   return n - base < HR_BLOCK ? n - base : HR_BLOCK;
@@ -165,13 +166,14 @@ static inline size_t hr_block_len(size_t n, size_t base) {
  * signedness for the division (so that a divisor above S's range stays correct). */
 #define HR_DEFINE_INT_KERNEL(NAME, S, U, D)                                                   \
   static void NAME(void *dst, const void *const *srcs, int k, size_t n, hr_kind_t kind,        \
-                   const unsigned char *scalar, int divisor) {                                 \
+                   const unsigned char *scalar, size_t sstride, int divisor) {                 \
     S s;                                                                                       \
     memcpy(&s, scalar, sizeof s);                                                              \
     for (size_t base = 0; base < n; base += HR_BLOCK) {                                        \
       size_t b = hr_block_len(n, base);                                                        \
       S acc[HR_BLOCK];                                                                         \
       const S *x = (const S *)srcs[0] + base;                                                  \
+      if (sstride != 0) memcpy(&s, scalar, sizeof s);                                          \
       if (kind == HR_PREMUL)                                                                   \
         for (size_t i = 0; i < b; i++) acc[i] = (S)((U)s * (U)x[i]);                           \
       else                                                                                     \
@@ -192,6 +194,7 @@ static inline size_t hr_block_len(size_t n, size_t base) {
           for (size_t i = 0; i < b; i++) acc[i] = x[i] < acc[i] ? x[i] : acc[i];               \
           break;                                                                               \
         case HR_PREMUL:                                                                        \
+          if (sstride != 0) memcpy(&s, scalar + (size_t)j * sstride, sizeof s);                \
           for (size_t i = 0; i < b; i++) acc[i] = (S)((U)acc[i] + (U)((U)s * (U)x[i]));        \
           break;                                                                               \
         }                                                                                      \
@@ -213,13 +216,14 @@ HR_DEFINE_INT_KERNEL(hr_uint64, uint64_t, uint64_t, uint64_t)
  * that it is rounded before the addition (the file is built with -ffp-contract=off as well). */
 #define HR_DEFINE_FLOAT_KERNEL(NAME, T, SUFFIX)                                               \
   static void NAME(void *dst, const void *const *srcs, int k, size_t n, hr_kind_t kind,        \
-                   const unsigned char *scalar, int divisor) {                                 \
+                   const unsigned char *scalar, size_t sstride, int divisor) {                 \
     T s;                                                                                       \
     memcpy(&s, scalar, sizeof s);                                                              \
     for (size_t base = 0; base < n; base += HR_BLOCK) {                                        \
       size_t b = hr_block_len(n, base);                                                        \
       T acc[HR_BLOCK];                                                                         \
       const T *x = (const T *)srcs[0] + base;                                                  \
+      if (sstride != 0) memcpy(&s, scalar, sizeof s);                                          \
       if (kind == HR_PREMUL)                                                                   \
         for (size_t i = 0; i < b; i++) acc[i] = s * x[i];                                      \
       else                                                                                     \
@@ -240,6 +244,7 @@ HR_DEFINE_INT_KERNEL(hr_uint64, uint64_t, uint64_t, uint64_t)
           for (size_t i = 0; i < b; i++) acc[i] = hr_min_##SUFFIX(acc[i], x[i]);               \
           break;                                                                               \
         case HR_PREMUL:                                                                        \
+          if (sstride != 0) memcpy(&s, scalar + (size_t)j * sstride, sizeof s);                \
           for (size_t i = 0; i < b; i++) {                                                     \
             T y = s * x[i];                                                                    \
             acc[i] += y;                                                                       \
@@ -260,7 +265,7 @@ HR_DEFINE_FLOAT_KERNEL(hr_float64, double, f64)
  * rounding; ENC at the end also canonicalises a NaN. */
 #define HR_DEFINE_LOWP_KERNEL(NAME, T, DEC, ENC)                                              \
   static void NAME(void *dst, const void *const *srcs, int k, size_t n, hr_kind_t kind,        \
-                   const unsigned char *scalar, int divisor) {                                 \
+                   const unsigned char *scalar, size_t sstride, int divisor) {                 \
     T s_code;                                                                                  \
     memcpy(&s_code, scalar, sizeof s_code);                                                    \
     float s = DEC(s_code);                                                                     \
@@ -268,6 +273,10 @@ HR_DEFINE_FLOAT_KERNEL(hr_float64, double, f64)
       size_t b = hr_block_len(n, base);                                                        \
       float acc[HR_BLOCK];                                                                     \
       const T *x = (const T *)srcs[0] + base;                                                  \
+      if (sstride != 0) {                                                                      \
+        memcpy(&s_code, scalar, sizeof s_code);                                                \
+        s = DEC(s_code);                                                                       \
+      }                                                                                        \
       if (kind == HR_PREMUL)                                                                   \
         for (size_t i = 0; i < b; i++) acc[i] = DEC(ENC(s * DEC(x[i])));                       \
       else                                                                                     \
@@ -288,6 +297,10 @@ HR_DEFINE_FLOAT_KERNEL(hr_float64, double, f64)
           for (size_t i = 0; i < b; i++) acc[i] = hr_min_f32(acc[i], DEC(x[i]));               \
           break;                                                                               \
         case HR_PREMUL:                                                                        \
+          if (sstride != 0) {                                                                  \
+            memcpy(&s_code, scalar + (size_t)j * sstride, sizeof s_code);                      \
+            s = DEC(s_code);                                                                   \
+          }                                                                                    \
           for (size_t i = 0; i < b; i++) {                                                     \
             float y = DEC(ENC(s * DEC(x[i])));                                                 \
             acc[i] = DEC(ENC(acc[i] + y));                                                     \
@@ -338,10 +351,20 @@ static void hr_avg_scalar(mg_dtype_t dtype, int nranks, unsigned char *scalar) {
 
 void mg__host_reduce(void *dst, const void *const *srcs, int k, size_t n, mg_dtype_t dtype,
                      const mg__redop_t *op, int nranks) {
+  mg__host_reduce_scaled(dst, srcs, k, n, dtype, op, nranks, NULL);
+}
+
+void mg__host_reduce_scaled(void *dst, const void *const *srcs, int k, size_t n,
+                            mg_dtype_t dtype, const mg__redop_t *op, int nranks,
+                            const unsigned char *scalars) {
   size_t size = mg_dtype_size(dtype);
   unsigned char scalar[8] = {0};
   hr_kind_t kind;
   int divisor = 0;
+  if (op->premul && scalars != NULL) {
+    hr_kernels[dtype](dst, srcs, k, n, HR_PREMUL, scalars, 8, 0);
+    return;
+  }
   if (op->premul) {
     kind = HR_PREMUL;
     memcpy(scalar, op->residence == MG_SCALAR_DEVICE ? op->scalar_ptr : op->scalar, size);
@@ -358,5 +381,5 @@ void mg__host_reduce(void *dst, const void *const *srcs, int k, size_t n, mg_dty
     if (dst != srcs[0]) memcpy(dst, srcs[0], n * size);
     return;
   }
-  hr_kernels[dtype](dst, srcs, k, n, kind, scalar, divisor);
+  hr_kernels[dtype](dst, srcs, k, n, kind, scalar, 0, divisor);
 }

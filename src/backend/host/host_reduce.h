@@ -39,6 +39,13 @@
  * n may be 0. */
 void mg__host_reduce(void *dst, const void *const *srcs, int k, size_t n, mg_dtype_t dtype,
                      const mg__redop_t *op, int nranks);
+/* mg__host_reduce, except that a PreMulSum multiplies each source by its own scalar, source j's
+ * at scalars + 8 * j (the dtype's bytes): NCCL's PreMulSum, in which each rank multiplies its
+ * input by the scalar it passed. scalars NULL, or an op that is not a PreMulSum: the same as
+ * mg__host_reduce. */
+void mg__host_reduce_scaled(void *dst, const void *const *srcs, int k, size_t n,
+                            mg_dtype_t dtype, const mg__redop_t *op, int nranks,
+                            const unsigned char *scalars);
 
 /* Scalar conversions, exposed for the tests and the reference checker. Decoding is exact
  * (E5M2 and fp16 infinities decode to infinity; NaN codes to a NaN). Encoding follows the rules

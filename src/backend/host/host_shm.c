@@ -33,7 +33,7 @@ static size_t mg__round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 /* ---- layout ---------------------------------------------------------------------------- */
 
 typedef struct {
-  size_t ranks, chans, slots, rings, total;
+  size_t ranks, chans, vcounts, slots, rings, total;
 } mg__layout_t;
 
 static mg__layout_t mg__layout(int n, size_t slot_bytes, size_t chan_bytes) {
@@ -41,7 +41,8 @@ static mg__layout_t mg__layout(int n, size_t slot_bytes, size_t chan_bytes) {
   size_t nn = (size_t)n * (size_t)n;
   l.ranks = MG__PAGE;
   l.chans = l.ranks + mg__round_up((size_t)n * sizeof(mg__hshm_rank_t), MG__PAGE);
-  l.slots = l.chans + mg__round_up(nn * sizeof(mg__hshm_chan_t), MG__PAGE);
+  l.vcounts = l.chans + mg__round_up(nn * sizeof(mg__hshm_chan_t), MG__PAGE);
+  l.slots = l.vcounts + mg__round_up(4 * nn * sizeof(uint64_t), MG__PAGE);
   l.rings = l.slots + (size_t)n * 2 * slot_bytes;
   l.total = l.rings + nn * chan_bytes;
   return l;
@@ -53,6 +54,7 @@ static void mg__bind(mg__hshm_t *s) {
   s->hdr = (mg__hshm_header_t *)s->base;
   s->ranks = (mg__hshm_rank_t *)(s->base + l.ranks);
   s->chans = (mg__hshm_chan_t *)(s->base + l.chans);
+  s->vcounts = (_Atomic uint64_t *)(s->base + l.vcounts);
   s->slots = s->base + l.slots;
   s->rings = s->base + l.rings;
 }

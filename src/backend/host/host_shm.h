@@ -4,8 +4,8 @@
  * send/recv channel cursors) and the data area (two staging slots per rank, the channel rings).
  *
  * Layout, offsets from the start of the mapping (all 4096-aligned):
- *   header | rank blocks [nranks] | channel cursors [nranks * nranks] | slots [nranks][2] |
- *   channel rings [nranks * nranks]
+ *   header | rank blocks [nranks] | channel cursors [nranks * nranks] |
+ *   all_to_allv counts [2][nranks] | slots [nranks][2] | channel rings [nranks * nranks]
  *
  * The segment is created by the first rank to arrive (O_CREAT|O_EXCL, mode 0600) and unlinked
  * by the last one to attach, so nothing is left in /dev/shm once the job has started, and a
@@ -22,7 +22,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 5u
+#define MG__HSHM_VERSION 6u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -55,6 +55,8 @@ typedef struct mg__hshm_header {
 typedef struct mg__hshm_desc {
   _Atomic uint64_t seq1;  /* sequence number + 1; stored last */
   _Atomic uint64_t count; /* all_to_allv: the rank's largest per-peer send count */
+  _Atomic uint64_t scalar; /* PreMulSum: the bytes of this rank's scalar (its dtype), which
+                              multiplies this rank's input on every rank */
   _Atomic int32_t kind;
   _Atomic int32_t dtype;
   _Atomic int32_t root;
@@ -93,7 +95,7 @@ typedef struct mg__hshm_rank {
    * for the flight recorder and timeout messages. seq1 is stored last, and read first and again
    * last by readers, who retry when it changed in between. */
   mg__hshm_desc_t enq;
-  char pad_[256 - 152];
+  char pad_[256 - 176];
   /* Small collectives: the mail of step s is mail[s & 1] (reused, like the slots, only once
    * every rank has finished step s - 2). */
   mg__hshm_mail_t mail[2];
@@ -125,6 +127,7 @@ typedef struct mg__hshm {
   mg__hshm_header_t *hdr;
   mg__hshm_rank_t *ranks;
   mg__hshm_chan_t *chans;
+  _Atomic uint64_t *vcounts;    /* all_to_allv counts: [2][nranks][2 * nranks] */
   unsigned char *slots;
   unsigned char *rings;
   int nranks;
@@ -160,6 +163,12 @@ static inline mg__hshm_chan_t *mg__hshm_chan(const mg__hshm_t *s, int src, int d
 }
 static inline unsigned char *mg__hshm_ring(const mg__hshm_t *s, int src, int dst) {
   return s->rings + ((size_t)src * (size_t)s->nranks + (size_t)dst) * s->hdr->chan_bytes;
+}
+/* The all_to_allv counts that rank r announced for the collective whose first step is step:
+ * its sendcounts [0, nranks) and its recvcounts [nranks, 2 * nranks). Written by r before it
+ * posts that step; the parity of the step keeps them, as it keeps the announcements. */
+static inline _Atomic uint64_t *mg__hshm_vcounts(const mg__hshm_t *s, int r, uint64_t step) {
+  return s->vcounts + ((size_t)(step & 1) * (size_t)s->nranks + (size_t)r) * 2 * (size_t)s->nranks;
 }
 static inline unsigned char *mg__hshm_slot(const mg__hshm_t *s, int rank, uint64_t step) {
   return s->slots + ((size_t)rank * 2 + (size_t)(step & 1)) * s->hdr->slot_bytes;
