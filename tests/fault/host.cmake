@@ -7,7 +7,7 @@ endforeach()
 # The ranks of an operation end it the same way, and the arguments that must agree are compared
 # (tests/fault/host_agree.c). The thresholds are shrunk so that small buffers take every path.
 foreach(t late_threads late_procs stopped_inside abort p2p_threads p2p_procs p2p_abort
-          mismatch_threads mismatch_procs premul_scalars)
+          mismatch_threads mismatch_procs check_one_rank premul_scalars)
   mg_test(NAME host_agree_${t} EXE host_agree
           SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_agree.c ARGS ${t} LABELS host fault TIMEOUT 60
           ENV MGCOMM_HOST_SLOT_BYTES=4096 MGCOMM_HOST_SMALL_BYTES=1024

@@ -3,7 +3,7 @@
  * argument that must agree between them is compared.
  *
  *   host_agree late_threads | late_procs | stopped_inside | abort | p2p_threads | p2p_procs |
- *              p2p_abort | mismatch_threads | mismatch_procs | premul_scalars
+ *              p2p_abort | mismatch_threads | mismatch_procs | check_one_rank | premul_scalars
  *
  * Every receive buffer starts filled with a sentinel; "untouched" means it still is.
  *
@@ -30,6 +30,9 @@
  *   small enough for the mails against one that is not; PreMulSum against sum; each pair's
  *   all_to_allv counts): every rank gets MG_ERR_INVALID_USAGE naming #0, the ranks and what each
  *   passed, and no buffer is touched.
+ * check_one_rank: process rank 0 alone has MGCOMM_CHECK_COLLECTIVES=1, so its check's exchange
+ *   meets the others' all_reduce: every rank refuses it, and rank 0's message calls its side
+ *   the check's exchange (the number the exchange carries, not "#0").
  * premul_scalars: PreMulSum with a different scalar on every rank (and both residences):
  *   all_reduce, reduce and reduce_scatter on every path give sum over r of s_r * x_r, as NCCL.
  *
@@ -679,6 +682,39 @@ static void test_mismatch_procs(void) {
   test_wait_ranks(pids, N);
 }
 
+/* ---- check_one_rank --------------------------------------------------------------------------- */
+
+/* Rank 0 makes the id and hands it to the others, so that the parent calls nothing before the
+ * fork and rank 0's environment is read as it sets it. */
+static void check_rank(int r) {
+  mg_unique_id_t id;
+  if (r == 0) {
+    ASSERT_EQ(setenv("MGCOMM_CHECK_COLLECTIVES", "1", 1), 0);
+    ASSERT_OK(mg_unique_id_create(MG_BACKEND_HOST, &id));
+    for (int q = 1; q < N; q++) ASSERT_EQ(write(down[q][1], &id, sizeof id), (ssize_t)sizeof id);
+  } else {
+    ASSERT_EQ(read(down[r][0], &id, sizeof id), (ssize_t)sizeof id);
+  }
+  mg_config_t cfg = config(5);
+  mg_comm_t *comm;
+  ASSERT_OK(mg_comm_init_rank(&cfg, N, &id, r, &comm));
+  int64_t v[4] = {1, 2, 3, 4}, out[4];
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_all_reduce(v, out, 4, MG_INT64, MG_SUM, comm, NULL));
+  ASSERT_CONTAINS(mg_last_error(), "mismatched collectives");
+  if (r == 0) {
+    ASSERT_CONTAINS(mg_last_error(), "rank 0 called the check's exchange, rank 1 called all_reduce");
+  } else {
+    ASSERT_CONTAINS(mg_last_error(), "called all_reduce #0 (int64 x 4, op sum)");
+  }
+  ASSERT_OK(mg_comm_destroy(comm));
+}
+
+static void test_check_one_rank(void) {
+  pid_t pids[N];
+  fork_ranks(pids, check_rank);
+  test_wait_ranks(pids, N);
+}
+
 /* ---- premul_scalars ----------------------------------------------------------------------------- */
 
 static const call_t premul_cases[] = {
@@ -737,7 +773,8 @@ int main(int argc, char **argv) {
       {"stopped_inside", test_stopped_inside},   {"abort", test_abort},
       {"p2p_threads", test_p2p_threads},         {"p2p_procs", test_p2p_procs},
       {"p2p_abort", test_p2p_abort},             {"mismatch_threads", test_mismatch_threads},
-      {"mismatch_procs", test_mismatch_procs},   {"premul_scalars", test_premul_scalars},
+      {"mismatch_procs", test_mismatch_procs},   {"check_one_rank", test_check_one_rank},
+      {"premul_scalars", test_premul_scalars},
   };
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
     if (strcmp(argv[1], tests[i].name) != 0) continue;

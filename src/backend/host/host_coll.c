@@ -464,7 +464,7 @@ static const char *mg__call_desc(char *buf, size_t len, uint64_t seq1, mg__opkin
                                  mg_dtype_t dt, uint64_t count, int root, int redop) {
   const char *dn = mg_dtype_name(dt) ? mg_dtype_name(dt) : "?";
   int o = snprintf(buf, len, "%s #%llu (%s ", mg__opkind_name(kind),
-                   (unsigned long long)(seq1 ? seq1 - 1 : 0), dn);
+                   (unsigned long long)(seq1 - 1), dn);
   if (o < 0 || (size_t)o >= len) return buf;
   if (kind == MG_OPK_ALL_TO_ALLV)
     o += snprintf(buf + o, len - (size_t)o, "with up to %llu per peer", (unsigned long long)count);
