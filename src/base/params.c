@@ -145,11 +145,23 @@ static void mg__params_read(void) {
       *v = tmp;
       v->from_env = 1;
     } else {
-      const char *why = r->type == MG_PT_CHOICE ? "one of " : r->type == MG_PT_INT || r->type == MG_PT_DOUBLE ? "a number in " : "at most 511 bytes";
-      const char *allowed = r->type == MG_PT_STRING || r->type == MG_PT_SECRET ? "" : v->allowed;
-      mg__warn_later("%s='%s' is not valid (%s%s); using the default %s", r->name,
-                     r->type == MG_PT_SECRET ? "(not shown)" : env, why, allowed,
-                     r->deflt[0] ? r->deflt : "''");
+      /* A warning holds 320 bytes: a long value is shown by its start and its length, so that
+       * the reason after it is never cut off. */
+      char shown[96];
+      size_t len = strlen(env);
+      if (r->type == MG_PT_SECRET)
+        snprintf(shown, sizeof shown, "(not shown, %zu bytes)", len);
+      else if (len > 64)
+        snprintf(shown, sizeof shown, "'%.64s...' (%zu bytes)", env, len);
+      else
+        snprintf(shown, sizeof shown, "'%s'", env);
+      const char *deflt = r->deflt[0] ? r->deflt : "''";
+      if (r->type == MG_PT_STRING || r->type == MG_PT_SECRET) /* only a length is refused */
+        mg__warn_later("%s=%s: longer than %zu bytes; using the default %s", r->name, shown,
+                       sizeof v->text - 1, deflt);
+      else
+        mg__warn_later("%s=%s is not valid (%s%s); using the default %s", r->name, shown,
+                       r->type == MG_PT_CHOICE ? "one of " : "a number in ", v->allowed, deflt);
     }
   }
   /* Variables that look like ours but are not in the table. */
