@@ -727,9 +727,11 @@ MG_EXTERN mg_status_t mg_store_close(mg_store_t *store);
  *    (torchrun); OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE / OMPI_COMM_WORLD_LOCAL_RANK
  *    (Open MPI's mpirun); PMI_RANK / PMI_SIZE (MPICH, Intel MPI; no local rank);
  *    SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID (srun). A set whose rank or size is missing,
- *    not a decimal number, or out of range (rank >= size, local rank >= size) is an error naming
- *    the variables; so is no set at all;
- *  - the store address from MGCOMM_STORE (host:port), else MASTER_ADDR and MASTER_PORT. Under
+ *    not a decimal number, or out of range (rank >= size, local rank >= size, a size above
+ *    8192: rank 0's store keeps one connection per process) is an error naming the variables;
+ *    so is no set at all;
+ *  - the store address from MGCOMM_STORE (host:port, at most 263 bytes: a host of up to 255
+ *    bytes, in brackets for IPv6, and a port), else MASTER_ADDR and MASTER_PORT. Under
  *    torchrun (TORCHELASTIC_USE_AGENT_STORE=True) MASTER_PORT is the agent's own store, so
  *    MGCOMM_STORE is required there;
  *  - the job token from MGCOMM_JOB_TOKEN, else the launcher's job id (TORCHELASTIC_RUN_ID,
