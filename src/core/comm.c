@@ -338,7 +338,7 @@ static mg_status_t mg__comm_split(mg_comm_t *comm, int color, int key,
   st = comm->backend->comm_split(comm, color, key, child, mg__comm_deadline(comm));
   comm->split_seq++;
   if (st >= 0 && child != NULL) st = mg__comm_publish(child);
-  if (mg__comm_breaks(st)) mg__comm_fail(comm, st);
+  if (mg__comm_breaks(st, 0)) mg__comm_fail(comm, st);
   mg__comm_unlock(comm);
   if (st < 0) {
     mg__comm_free(child);

@@ -105,9 +105,12 @@ mg_status_t mg__comm_check_state(mg_comm_t *comm, const char *fn);
 /* Copies the calling thread's last error into comm's last error. */
 void mg__comm_save_error(mg_comm_t *comm);
 /* 1 when an error that an operation or a lifecycle call met breaks the communicator: every error
- * but the caller's own (a bad argument, a wrong call, something not supported) and running out
- * of memory, which are found before anything is posted. */
-static inline int mg__comm_breaks(mg_status_t st) {
+ * but running out of memory and the caller's own (a bad argument, a wrong call, something not
+ * supported), which are found before anything is posted. ran: the backend ran the operation and
+ * ended it with st; then MG_ERR_INVALID_USAGE is a mismatch with the other ranks' calls found
+ * while it ran, and breaks it too: the ranks no longer agree on what comes next. */
+static inline int mg__comm_breaks(mg_status_t st, int ran) {
+  if (ran && st == MG_ERR_INVALID_USAGE) return 1;
   return st < 0 && st != MG_ERR_INVALID_ARGUMENT && st != MG_ERR_INVALID_USAGE &&
          st != MG_ERR_NOT_SUPPORTED && st != MG_ERR_OUT_OF_MEMORY;
 }

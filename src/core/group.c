@@ -169,10 +169,11 @@ static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
       }
       continue;
     }
-    if (op->status == MG_INPROGRESS && st < 0) op->status = st; /* never launched */
+    const int ran = op->status != MG_INPROGRESS; /* its backend ended it */
+    if (!ran && st < 0) op->status = st;          /* never launched */
     mg__trace_end(op);
     if (op->status < 0) {
-      if (mg__comm_breaks(op->status))
+      if (mg__comm_breaks(op->status, ran))
         mg__comm_fail(op->comm, op->status);
       else
         mg__comm_save_error(op->comm);

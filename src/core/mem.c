@@ -240,7 +240,7 @@ static mg_status_t mg__register(mg_comm_t *comm, void *buf, size_t bytes, int fl
     r->next = comm->regs;
     comm->regs = r;
     mg__known_add(buf, bytes, comm->device, comm); /* the backend checked it */
-  } else if (mg__comm_breaks(st)) {
+  } else if (mg__comm_breaks(st, 0)) {
     mg__comm_fail(comm, st);
   } else {
     mg__comm_save_error(comm);
