@@ -637,10 +637,22 @@ static void check_mismatch(const mcase_t *m, int r, mg_status_t st, const bufs_t
 
 static const mcase_t *mcur;
 
+/* A mismatch found while the collective ran leaves the ranks disagreeing on what comes next: the
+ * communicator is in the error state, and says why. */
+static void assert_broken(mg_comm_t *comm, const char *name) {
+  mg_comm_state_t s;
+  ASSERT_OK(mg_comm_state(comm, &s));
+  if (s != MG_COMM_ERROR) FAIL("%s: the communicator is in state %d after a mismatch", name, (int)s);
+  mg_status_t why;
+  ASSERT_OK(mg_comm_async_error(comm, &why));
+  ASSERT_EQ(why, MG_ERR_INVALID_USAGE);
+}
+
 static void *mismatch_thread(void *arg) {
   const int r = (int)(intptr_t)arg;
   const call_t c = mismatch_call(mcur, r, comms[r]);
   check_mismatch(mcur, r, call(&c, comms[r], bufs[r].send, bufs[r].recv), &bufs[r]);
+  assert_broken(comms[r], mcur->name);
   return NULL;
 }
 
@@ -671,6 +683,7 @@ static void mismatch_rank(int r) {
     const double t0 = mg__now();
     check_mismatch(&mismatch_cases[i], r, call(&c, comm, b.send, b.recv), &b);
     ASSERT_LT_F(mg__now() - t0, 2.0);
+    assert_broken(comm, mismatch_cases[i].name);
     ASSERT_OK(mg_comm_destroy(comm));
   }
 }
