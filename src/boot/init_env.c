@@ -193,9 +193,11 @@ static mg_status_t mg__meet(mg__boot_job_t *job, const mg__boot_env_t *env, uint
 /* ---- progress ---------------------------------------------------------------------------- */
 
 /* This rank's progress as its backend publishes it inside the process (NCCL: the table of
- * nccl_progress.c, lock-free). */
-static mg_status_t mg__own_progress(void *ctx, mg__progress_t *out) {
+ * nccl_progress.c, lock-free), and whether its communicator stopped: aborted (by its program,
+ * its watchdog, or a destroy without finalize) or revoked. */
+static mg_status_t mg__own_progress(void *ctx, mg__progress_t *out, int *stopped) {
   mg_comm_t *comm = ctx;
+  *stopped = atomic_load(&comm->aborting);
   return comm->backend->peer_progress(comm, comm->rank, out);
 }
 
@@ -236,8 +238,21 @@ static void mg__env_release(void *state) {
   free(x);
 }
 
-static const mg__comm_ext_t mg__env_ext = {mg__env_peer_progress, mg__env_leave,
-                                           mg__env_release};
+static int mg__env_peer_stopped(void *state, int *rank, int *how) {
+  mg__env_ext_t *x = state;
+  return mg__bprog_stopped(x->prog, rank, how);
+}
+
+static void mg__env_stopping(void *state) {
+  mg__env_ext_t *x = state;
+  if (x->prog != NULL) mg__bprog_wake();
+}
+
+static const mg__comm_ext_t mg__env_ext = {.peer_progress = mg__env_peer_progress,
+                                           .leave = mg__env_leave,
+                                           .release = mg__env_release,
+                                           .peer_stopped = mg__env_peer_stopped,
+                                           .stopping = mg__env_stopping};
 
 /* ---- the call ----------------------------------------------------------------------------- */
 

@@ -9,8 +9,12 @@
  * One thread per process ("mg-progress") serves every member. Each pass (every interval, the
  * smallest interval_ms of the members) it reads each member's own progress through own(), and:
  *  - publishes it when it changed since the last publication: one `set` of
- *    "mg/progress/<tag, 16 hex digits>/<rank>" (a 44-byte value, below). The first pass always
- *    publishes, so that a rank that enqueued nothing yet reads "has not enqueued any";
+ *    "mg/progress/<tag, 16 hex digits>/<rank>" (a 48-byte value, below). The first pass always
+ *    publishes, so that a rank that enqueued nothing yet reads "has not enqueued any".
+ *    The value also says whether the rank stopped (own() reads its abort flag), so that ranks of
+ *    other processes learn a stop that NCCL tells nobody: mg__bprog_wake begins a pass at once
+ *    (an abort's interrupt calls it), and a member that leaves stopped has the stop published
+ *    and its key kept rather than deleted;
  *  - while it did not change during the last interval (the rank waits, or is idle: the only time
  *    a timeout message can be written), reads the other ranks' keys into the member's cache,
  *    max(1, 128 / nranks) keys per pass, round robin. The store thus serves at most about 128
@@ -56,9 +60,11 @@
 
 /* ---- the value and its key ---------------------------------------------------------------- */
 
-/* "mgpr", version 1, enqueued1, completed1, count (u64), kind, dtype, root (i32), little-endian
- * so that every build reads the same bytes. */
-#define MG__BP_VALUE_BYTES 44
+/* "mgpr", version 2, enqueued1, completed1, count (u64), kind, dtype, root (i32), stopped (u32:
+ * 0, or the MG__STOP_* the rank stopped with), little-endian so that every build reads the same
+ * bytes. */
+#define MG__BP_VALUE_BYTES 48
+#define MG__BP_VERSION 2
 
 static void mg__bp_put(unsigned char *p, uint64_t v, int n) {
   for (int i = 0; i < n; i++) p[i] = (unsigned char)(v >> (8 * i));
@@ -70,20 +76,22 @@ static uint64_t mg__bp_get(const unsigned char *p, int n) {
   return v;
 }
 
-static void mg__bp_encode(unsigned char *b, const mg__progress_t *p) {
+static void mg__bp_encode(unsigned char *b, const mg__progress_t *p, int stopped) {
   memcpy(b, "mgpr", 4);
-  mg__bp_put(b + 4, 1, 4);
+  mg__bp_put(b + 4, MG__BP_VERSION, 4);
   mg__bp_put(b + 8, p->enqueued1, 8);
   mg__bp_put(b + 16, p->completed1, 8);
   mg__bp_put(b + 24, p->count, 8);
   mg__bp_put(b + 32, (uint32_t)p->kind, 4);
   mg__bp_put(b + 36, (uint32_t)p->dtype, 4);
   mg__bp_put(b + 40, (uint32_t)p->root, 4);
+  mg__bp_put(b + 44, (uint32_t)stopped, 4);
 }
 
 /* 1 when b is a value of this version (else the peer's key is ignored, as if absent). */
-static int mg__bp_decode(const unsigned char *b, size_t len, mg__progress_t *p) {
-  if (len != MG__BP_VALUE_BYTES || memcmp(b, "mgpr", 4) != 0 || mg__bp_get(b + 4, 4) != 1)
+static int mg__bp_decode(const unsigned char *b, size_t len, mg__progress_t *p, int *stopped) {
+  if (len != MG__BP_VALUE_BYTES || memcmp(b, "mgpr", 4) != 0 ||
+      mg__bp_get(b + 4, 4) != MG__BP_VERSION)
     return 0;
   uint32_t kind = (uint32_t)mg__bp_get(b + 32, 4);
   if (kind >= MG_OPK_COUNT) return 0;
@@ -93,6 +101,7 @@ static int mg__bp_decode(const unsigned char *b, size_t len, mg__progress_t *p) 
   p->kind = (mg__opkind_t)kind;
   p->dtype = (mg_dtype_t)(int32_t)(uint32_t)mg__bp_get(b + 36, 4);
   p->root = (int)(int32_t)(uint32_t)mg__bp_get(b + 40, 4);
+  *stopped = (int)(int32_t)(uint32_t)mg__bp_get(b + 44, 4);
   return 1;
 }
 
@@ -117,6 +126,9 @@ struct mg__bprog {
   int gone;                   /* left: dispose of it on the next pass */
   int cur_ok;                 /* own() answered for this pass */
   mg__progress_t cur;         /* what own() answered */
+  int cur_stopped;            /* and whether the rank stopped (MG__STOP_*, 0) */
+  int fin_ok, fin_stopped;    /* own()'s last answer, read by leave: a stopped rank's key is */
+  mg__progress_t fin;         /* then published with it and kept, not deleted */
   /* The thread's only. */
   int gone_seen;              /* the pass's copy of gone (0 for members that joined since) */
   mg_store_t *store;          /* its connection; NULL before the first pass and after failure */
@@ -127,10 +139,13 @@ struct mg__bprog {
   unsigned char *probe;       /* [nranks]: 1 while r's key was not seen: `check` before `get`,
                                  so that an absent key is not an error (logged at INFO) */
   mg__progress_t last_pub;
+  int last_pub_stopped;
   /* The cache: under cache_lock (a leaf). */
   pthread_mutex_t cache_lock;
   unsigned char *known;       /* [nranks]: peers[r] holds what r published */
   mg__progress_t *peers;      /* [nranks] */
+  int stop_rank, stop_how;    /* the lowest peer read as stopped (-1: none) and its MG__STOP_*:
+                                 a stop is final, so it is kept (O(1) for mg__bprog_stopped) */
 };
 
 static struct {
@@ -141,6 +156,7 @@ static struct {
   mg__bprog_t *head;
   int live;                   /* members not gone */
   int running;                /* the thread exists (under life) */
+  int wake;                   /* mg__bprog_wake: begin the next pass now (under lock) */
   atomic_int stop;
   pthread_t th;
 } mg__bp = {.life = PTHREAD_MUTEX_INITIALIZER, .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -187,6 +203,7 @@ mg_status_t mg__bprog_join(const char *address, const char *token, uint64_t tag,
   p->own = own;
   p->ctx = ctx;
   p->next_peer = (rank + 1) % nranks;
+  p->stop_rank = -1;
   memset(p->probe, 1, (size_t)nranks);
   pthread_mutex_init(&p->cache_lock, NULL);
   pthread_once(&mg__bp.once, mg__bp_init_cv);
@@ -221,10 +238,19 @@ static void mg__bp_free(mg__bprog_t *p) {
   free(p);
 }
 
+void mg__bprog_wake(void) {
+  pthread_mutex_lock(&mg__bp.lock);
+  mg__bp.wake = 1;
+  pthread_cond_signal(&mg__bp.cv);
+  pthread_mutex_unlock(&mg__bp.lock);
+}
+
 void mg__bprog_leave(mg__bprog_t *p) {
   if (p == NULL) return;
   pthread_mutex_lock(&mg__bp.life);
   pthread_mutex_lock(&mg__bp.lock);
+  /* The rank's last word: when it stopped, the thread publishes that and keeps its key. */
+  p->fin_ok = p->own(p->ctx, &p->fin, &p->fin_stopped) == MG_OK;
   p->gone = 1; /* own() is called only under this lock, for members not gone */
   int last = --mg__bp.live == 0;
   if (last) {
@@ -287,10 +313,15 @@ static void mg__bp_read_peers(mg__bprog_t *p) {
     if (st == MG_OK) st = mg_store_get(p->store, key, b, sizeof b, &len, MG__BP_GET_S);
     p->probe[r] = st != MG_OK;
     mg__progress_t v;
-    if (st == MG_OK && mg__bp_decode(b, len, &v)) {
+    int stopped = 0;
+    if (st == MG_OK && mg__bp_decode(b, len, &v, &stopped)) {
       pthread_mutex_lock(&p->cache_lock);
       p->peers[r] = v;
       p->known[r] = 1;
+      if (stopped != 0 && (p->stop_rank < 0 || r < p->stop_rank)) {
+        p->stop_rank = r;
+        p->stop_how = stopped;
+      }
       pthread_mutex_unlock(&p->cache_lock);
     } else if (st == MG_ERR_TIMED_OUT || st == MG_ERR_INVALID_ARGUMENT || st == MG_OK) {
       /* Absent (r published nothing yet, or left), or not ours (longer, another version): the
@@ -302,6 +333,23 @@ static void mg__bp_read_peers(mg__bprog_t *p) {
   }
 }
 
+/* Publishes v (and stopped) as p's value when the store does not have it yet: 1 when it was
+ * published, 0 when there was nothing new, -1 when the store failed (p failed). */
+static int mg__bp_publish(mg__bprog_t *p, const mg__progress_t *v, int stopped) {
+  if (p->published && stopped == p->last_pub_stopped && mg__bp_same(v, &p->last_pub)) return 0;
+  char key[64];
+  unsigned char b[MG__BP_VALUE_BYTES];
+  mg__bp_key(p, p->rank, key, sizeof key);
+  mg__bp_encode(b, v, stopped);
+  if (mg_store_set(p->store, key, b, sizeof b, MG__BP_CALL_S) < 0) {
+    mg__bp_fail(p, "publishing");
+    return -1;
+  }
+  p->last_pub = *v;
+  p->last_pub_stopped = stopped;
+  return 1;
+}
+
 static void mg__bp_pass(mg__bprog_t *p) {
   if (p->failed || atomic_load(&mg__bp.stop)) return;
   if (p->store == NULL &&
@@ -310,16 +358,9 @@ static void mg__bp_pass(mg__bprog_t *p) {
     mg__bp_fail(p, "connecting");
     return;
   }
-  if (p->cur_ok && !(p->published && mg__bp_same(&p->cur, &p->last_pub))) {
-    char key[64];
-    unsigned char b[MG__BP_VALUE_BYTES];
-    mg__bp_key(p, p->rank, key, sizeof key);
-    mg__bp_encode(b, &p->cur);
-    if (mg_store_set(p->store, key, b, sizeof b, MG__BP_CALL_S) < 0) {
-      mg__bp_fail(p, "publishing");
-      return;
-    }
-    p->last_pub = p->cur;
+  const int pub = p->cur_ok ? mg__bp_publish(p, &p->cur, p->cur_stopped) : 0;
+  if (pub < 0) return;
+  if (pub > 0) {
     p->still = p->published ? 0 : 1; /* after the first publication, read at once */
     p->published = 1;
   } else {
@@ -329,10 +370,13 @@ static void mg__bp_pass(mg__bprog_t *p) {
 }
 
 /* The member left: remove its key (so that the store does not grow with every communicator a
- * long job makes) and its connection. */
+ * long job makes) and its connection. A rank that left stopped publishes that instead and keeps
+ * its key, so that a peer still waiting for it learns it (one key per stopped rank stays). */
 static void mg__bp_dispose(mg__bprog_t *p) {
   if (p->store == NULL) return;
-  if (p->published) {
+  if (p->fin_ok && p->fin_stopped != 0) {
+    if (mg__bp_publish(p, &p->fin, p->fin_stopped) < 0) return; /* p->store closed */
+  } else if (p->published) {
     char key[64];
     mg__bp_key(p, p->rank, key, sizeof key);
     /* Best effort: a store that is gone has no key to remove. */
@@ -353,7 +397,7 @@ static void *mg__bp_main(void *arg) {
     for (mg__bprog_t *p = mg__bp.head; p != NULL; p = p->next) {
       p->gone_seen = p->gone;
       if (!p->gone) {
-        p->cur_ok = p->own(p->ctx, &p->cur) == MG_OK;
+        p->cur_ok = p->own(p->ctx, &p->cur, &p->cur_stopped) == MG_OK;
         if (p->interval_ms < interval_ms) interval_ms = p->interval_ms;
       }
     }
@@ -378,12 +422,13 @@ static void *mg__bp_main(void *arg) {
       }
     }
     if (stopping && mg__bp.head == NULL) break;
-    if (!atomic_load(&mg__bp.stop)) {
+    if (!atomic_load(&mg__bp.stop) && !mg__bp.wake) {
       double until = mg__now() + interval_ms / 1000.0;
       struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
       /* A timeout, a stop or a spurious wake-up all begin the next pass. */
       (void)pthread_cond_timedwait(&mg__bp.cv, &mg__bp.lock, &ts);
     }
+    mg__bp.wake = 0;
   }
   pthread_mutex_unlock(&mg__bp.lock);
   return NULL;
@@ -398,4 +443,16 @@ mg_status_t mg__bprog_peer(mg__bprog_t *p, int r, mg__progress_t *out) {
   if (known) *out = p->peers[r];
   pthread_mutex_unlock(&p->cache_lock);
   return known ? MG_OK : MG_ERR_NOT_SUPPORTED;
+}
+
+int mg__bprog_stopped(mg__bprog_t *p, int *rank, int *how) {
+  if (p == NULL) return 0;
+  pthread_mutex_lock(&p->cache_lock);
+  const int who = p->stop_rank;
+  if (who >= 0) {
+    *rank = who;
+    *how = p->stop_how;
+  }
+  pthread_mutex_unlock(&p->cache_lock);
+  return who >= 0;
 }

@@ -28,8 +28,8 @@ typedef struct mg__custom_op {
 enum { MG__STOP_ABORT = 1, MG__STOP_REVOKE = 2 }; /* values of mg_comm.aborting */
 
 /* What a layer above core attaches to a communicator it made (mg_comm_init_env: the job's store,
- * and this rank's progress published there). Core calls these at the right moments without
- * knowing what they hold; every member may be NULL. */
+ * and this rank's progress published there). Core and backends call these at the right moments
+ * without knowing what they hold; every member may be NULL. */
 typedef struct mg__comm_ext {
   /* Rank r's progress when the backend does not know it (a rank of another process). */
   mg_status_t (*peer_progress)(void *state, int r, mg__progress_t *out);
@@ -37,6 +37,12 @@ typedef struct mg__comm_ext {
   void (*leave)(void *state);
   /* When the communicator is freed: release state. */
   void (*release)(void *state);
+  /* A peer rank (of another process) that stopped, as this layer last heard: 1 with *rank and
+   * *how (MG__STOP_*) set, else 0. Never blocks: backends call it from their asynchronous error. */
+  int (*peer_stopped)(void *state, int *rank, int *how);
+  /* This rank's communicator is stopping (comm->aborting was just set): tell the others now
+   * rather than later. Never blocks: called from an abort, also the watchdog's. */
+  void (*stopping)(void *state);
 } mg__comm_ext_t;
 
 struct mg_comm {

@@ -23,10 +23,11 @@ typedef struct {
   mg__progress_t p;
 } fake_t;
 
-static mg_status_t own(void *ctx, mg__progress_t *out) {
+static mg_status_t own(void *ctx, mg__progress_t *out, int *stopped) {
   fake_t *f = ctx;
   pthread_mutex_lock(&f->lock);
   *out = f->p;
+  *stopped = 0;
   pthread_mutex_unlock(&f->lock);
   return MG_OK;
 }
@@ -110,7 +111,7 @@ static void test_publish_read(void) {
   size_t len = 0;
   snprintf(key, sizeof key, "mg/progress/%016llx/0", (unsigned long long)tag);
   ASSERT_OK(mg_store_get(cli, key, val, sizeof val, &len, 1));
-  ASSERT_EQ(len, 44);
+  ASSERT_EQ(len, 48);
   ASSERT(memcmp(val, "mgpr", 4) == 0);
 
   /* Progress moves: rank 1 enqueues #0 and #1, rank 0 (still) reads it. */

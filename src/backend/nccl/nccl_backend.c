@@ -527,6 +527,8 @@ static void *mg__nrevoke_main(void *arg) {
 }
 
 static void n_interrupt(mg_comm_t *comm) {
+  /* comm->aborting is set: ranks of other processes learn it through the layer above, now. */
+  if (comm->ext != NULL && comm->ext->stopping != NULL) comm->ext->stopping(comm->ext_state);
   /* Every wait of this backend (mg__nccl_wait, the copy stream's, mark_wait) reads
    * comm->aborting at least every millisecond; a thread inside a blocking NCCL call reads
    * NCCL's abort flag only, which a revoke sets without freeing anything. */
@@ -639,6 +641,16 @@ static void n_destroy(mg_comm_t *comm) {
 mg_status_t mg__nccl_async_error(mg_comm_t *comm) {
   /* A peer of this process that stopped: NCCL would not say so (nccl_progress.c). */
   if (!atomic_load(&comm->aborting)) MG_CHECK(mg__nccl_peers_stopped(comm));
+  /* One of another process, as the layer that made the communicator heard it (mg_comm_init_env:
+   * the progress published through the job's store). */
+  int who = -1, how = 0;
+  if (!atomic_load(&comm->aborting) && comm->ext != NULL && comm->ext->peer_stopped != NULL &&
+      comm->ext->peer_stopped(comm->ext_state, &who, &how))
+    return mg__error(MG_ERR_REMOTE, "rank %d of %d (device %d): rank %d, in another process, %s "
+                     "its communicator (as it published through the job's store): an operation "
+                     "that needs it never completes (NCCL tells a peer of no abort or revoke)",
+                     comm->rank, comm->nranks, comm->device, who,
+                     how == MG__STOP_REVOKE ? "revoked" : "aborted");
   /* NCCL is called for a communicator by one thread at a time. A call that holds the lock is
    * in NCCL now and reports what NCCL says itself, so this poll does not wait for it. */
   if (pthread_mutex_trylock(&comm->lock) != 0) return MG_OK;
