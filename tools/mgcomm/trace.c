@@ -5,555 +5,611 @@
  * count, dtype, op or root under that sequence number (and which of them differ); a rank whose
  * later collectives are the others' shifted by one is named as one collective behind or ahead.
  *
- * Divisions: a small JSON reader (the dump format only needs objects, arrays, strings, numbers,
- * true/false/null); loading the dumps; the analysis; the command.
+ * Any input is safe: only regular files are read, each up to a size limit, into a set bounded in
+ * records (trace_parse.c); dumps of one communicator that disagree are named and skipped; the
+ * analysis costs about its input (sorted once), never the span of the sequence numbers.
+ *
+ * Divisions: the analysis of one communicator; the report (trace_parse.h); reading the folder;
+ * the command.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "trace_parse.h"
 
-/* ---- JSON ------------------------------------------------------------------------------------ */
+/* Ranks, missing ranks and differing ranks are each described at most this many times. */
+enum { MG_TR_SHOWN = 16 };
 
-typedef enum { MG_J_NULL, MG_J_BOOL, MG_J_NUM, MG_J_STR, MG_J_ARR, MG_J_OBJ } mg_jtype_t;
-
-typedef struct mg_json {
-  mg_jtype_t type;
-  double num;          /* NUM, BOOL */
-  char *str;           /* STR */
-  struct mg_json *kid; /* ARR, OBJ: children */
-  char **keys;         /* OBJ: keys[i] of kid[i] */
-  int n;
-} mg_json_t;
-
-typedef struct {
-  const char *p, *end;
-  int depth;
-} mg_jin_t;
-
-static void mg_json_free(mg_json_t *j) {
-  for (int i = 0; i < j->n; i++) {
-    mg_json_free(&j->kid[i]);
-    if (j->keys) free(j->keys[i]);
-  }
-  free(j->kid);
-  free(j->keys);
-  free(j->str);
-}
-
-static void mg_jws(mg_jin_t *in) {
-  while (in->p < in->end && (*in->p == ' ' || *in->p == '\n' || *in->p == '\t' || *in->p == '\r'))
-    in->p++;
-}
-
-static int mg_jparse(mg_jin_t *in, mg_json_t *out);
-
-static int mg_jstring(mg_jin_t *in, char **out) {
-  if (in->p >= in->end || *in->p != '"') return -1;
-  in->p++;
-  size_t cap = 16, n = 0;
-  char *s = malloc(cap);
-  if (s == NULL) return -1;
-  while (in->p < in->end && *in->p != '"') {
-    char c = *in->p++;
-    if (c == '\\') {
-      if (in->p >= in->end) break;
-      c = *in->p++;
-      switch (c) {
-        case 'n': c = '\n'; break;
-        case 't': c = '\t'; break;
-        case 'r': c = '\r'; break;
-        case 'b': c = '\b'; break;
-        case 'f': c = '\f'; break;
-        case 'u': /* the dumps write no \u escapes; keep a placeholder for any other writer */
-          if (in->end - in->p < 4) { free(s); return -1; }
-          in->p += 4;
-          c = '?';
-          break;
-        default: break; /* '"', '\\', '/' */
-      }
-    }
-    if (n + 2 > cap) {
-      cap *= 2;
-      char *t = realloc(s, cap);
-      if (t == NULL) { free(s); return -1; }
-      s = t;
-    }
-    s[n++] = c;
-  }
-  if (in->p >= in->end) { free(s); return -1; }
-  in->p++;
-  s[n] = '\0';
-  *out = s;
-  return 0;
-}
-
-static int mg_jadd(mg_json_t *j, char *key, mg_json_t *v) {
-  mg_json_t *k = realloc(j->kid, sizeof *k * (size_t)(j->n + 1));
-  if (k == NULL) return -1;
-  j->kid = k;
-  if (j->type == MG_J_OBJ) {
-    char **ks = realloc(j->keys, sizeof *ks * (size_t)(j->n + 1));
-    if (ks == NULL) return -1;
-    j->keys = ks;
-    ks[j->n] = key;
-  }
-  j->kid[j->n++] = *v;
-  return 0;
-}
-
-static int mg_jparse(mg_jin_t *in, mg_json_t *out) {
-  memset(out, 0, sizeof *out);
-  mg_jws(in);
-  if (in->p >= in->end || ++in->depth > 64) return -1;
-  int rc = 0;
-  char c = *in->p;
-  if (c == '{' || c == '[') {
-    out->type = c == '{' ? MG_J_OBJ : MG_J_ARR;
-    const char close = c == '{' ? '}' : ']';
-    in->p++;
-    mg_jws(in);
-    if (in->p < in->end && *in->p == close) {
-      in->p++;
-    } else {
-      for (;;) {
-        char *key = NULL;
-        mg_json_t v;
-        if (out->type == MG_J_OBJ) {
-          mg_jws(in);
-          if (mg_jstring(in, &key) != 0) { rc = -1; break; }
-          mg_jws(in);
-          if (in->p >= in->end || *in->p != ':') { free(key); rc = -1; break; }
-          in->p++;
-        }
-        if (mg_jparse(in, &v) != 0 || mg_jadd(out, key, &v) != 0) {
-          free(key);
-          rc = -1;
-          break;
-        }
-        mg_jws(in);
-        if (in->p < in->end && *in->p == ',') { in->p++; continue; }
-        if (in->p < in->end && *in->p == close) { in->p++; break; }
-        rc = -1;
-        break;
-      }
-    }
-  } else if (c == '"') {
-    out->type = MG_J_STR;
-    rc = mg_jstring(in, &out->str);
-  } else if (in->end - in->p >= 4 && strncmp(in->p, "null", 4) == 0) {
-    in->p += 4;
-  } else if (in->end - in->p >= 4 && strncmp(in->p, "true", 4) == 0) {
-    out->type = MG_J_BOOL, out->num = 1, in->p += 4;
-  } else if (in->end - in->p >= 5 && strncmp(in->p, "false", 5) == 0) {
-    out->type = MG_J_BOOL, in->p += 5;
-  } else {
-    char *e = NULL;
-    out->type = MG_J_NUM;
-    out->num = strtod(in->p, &e);
-    if (e == in->p || e > in->end) rc = -1;
-    else in->p = e;
-  }
-  in->depth--;
-  if (rc != 0) mg_json_free(out);
-  return rc;
-}
-
-static const mg_json_t *mg_jget(const mg_json_t *o, const char *key) {
-  if (o == NULL || o->type != MG_J_OBJ) return NULL;
-  for (int i = 0; i < o->n; i++)
-    if (strcmp(o->keys[i], key) == 0) return &o->kid[i];
-  return NULL;
-}
-
-static double mg_jnum(const mg_json_t *o, const char *key, double dflt) {
-  const mg_json_t *v = mg_jget(o, key);
-  return v != NULL && v->type == MG_J_NUM ? v->num : dflt;
-}
-
-static const char *mg_jstr(const mg_json_t *o, const char *key) {
-  const mg_json_t *v = mg_jget(o, key);
-  return v != NULL && v->type == MG_J_STR ? v->str : "";
-}
-
-/* ---- loading the dumps -------------------------------------------------------------------------- */
-
-typedef struct {
-  long long seq;
-  char kind[32], dtype[32], op[32], state[16]; /* op: reductions only ("" otherwise) */
-  long long count;
-  int root;
-} mg_tr_op_t;
-
-typedef struct {
-  char file[512];
-  char comm[32];
-  int rank, nranks;
-  char reason[32];
-  long long last_enq, last_done;
-  long long recorded, capacity;
-  mg_tr_op_t *ops; /* the collectives, by increasing seq */
-  int nops;
-  /* What this rank saw of every rank (host backend: the shared segment), -2 when unknown. */
-  long long *peer_enq;
-  char (*peer_kind)[32];
-} mg_tr_dump_t;
-
-static int mg_tr_op_cmp(const void *a, const void *b) {
-  long long x = ((const mg_tr_op_t *)a)->seq, y = ((const mg_tr_op_t *)b)->seq;
-  return (x > y) - (x < y);
-}
-
-/* Reads one dump; 1 when it is not a dump (skipped), -1 on an error (printed), 0 when read. */
-static int mg_tr_load(const char *path, mg_tr_dump_t *d) {
-  FILE *f = fopen(path, "r");
-  if (f == NULL) {
-    fprintf(stderr, "mgcomm trace: cannot open %s: %s\n", path, strerror(errno));
-    return -1;
-  }
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  size_t got;
-  while (buf != NULL && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-    n += got;
-    if (n == cap) {
-      char *t = realloc(buf, cap *= 2);
-      if (t == NULL) { free(buf); buf = NULL; }
-      else buf = t;
-    }
-  }
-  fclose(f); /* read-only: nothing to flush */
-  if (buf == NULL) {
-    fprintf(stderr, "mgcomm trace: out of memory reading %s\n", path);
-    return -1;
-  }
-  mg_jin_t in = {buf, buf + n, 0};
-  mg_json_t root;
-  int rc = mg_jparse(&in, &root);
-  free(buf);
-  if (rc != 0) {
-    fprintf(stderr, "mgcomm trace: %s is not valid JSON; skipped\n", path);
-    return 1;
-  }
-  if (strcmp(mg_jstr(&root, "format"), "mgcomm-trace") != 0) {
-    mg_json_free(&root);
-    return 1;
-  }
-  memset(d, 0, sizeof *d);
-  snprintf(d->file, sizeof d->file, "%s", path);
-  snprintf(d->comm, sizeof d->comm, "%s", mg_jstr(&root, "comm"));
-  snprintf(d->reason, sizeof d->reason, "%s", mg_jstr(&root, "reason"));
-  d->rank = (int)mg_jnum(&root, "rank", -1);
-  d->nranks = (int)mg_jnum(&root, "nranks", 0);
-  d->last_enq = (long long)mg_jnum(&root, "last_enqueued", -1);
-  d->last_done = (long long)mg_jnum(&root, "last_completed", -1);
-  d->recorded = (long long)mg_jnum(&root, "recorded", 0);
-  d->capacity = (long long)mg_jnum(&root, "capacity", 0);
-  if (d->nranks < 1 || d->rank < 0 || d->rank >= d->nranks || d->nranks > 1 << 20) {
-    fprintf(stderr, "mgcomm trace: %s has no valid rank and nranks; skipped\n", path);
-    mg_json_free(&root);
-    return 1;
-  }
-  d->peer_enq = malloc(sizeof *d->peer_enq * (size_t)d->nranks);
-  d->peer_kind = calloc((size_t)d->nranks, sizeof *d->peer_kind);
-  const mg_json_t *entries = mg_jget(&root, "entries");
-  int ne = entries != NULL && entries->type == MG_J_ARR ? entries->n : 0;
-  d->ops = calloc((size_t)(ne > 0 ? ne : 1), sizeof *d->ops);
-  if (d->peer_enq == NULL || d->peer_kind == NULL || d->ops == NULL) {
-    fprintf(stderr, "mgcomm trace: out of memory reading %s\n", path);
-    mg_json_free(&root);
-    return -1;
-  }
-  for (int r = 0; r < d->nranks; r++) d->peer_enq[r] = -2;
-  const mg_json_t *peers = mg_jget(&root, "peers");
-  for (int i = 0; peers != NULL && peers->type == MG_J_ARR && i < peers->n; i++) {
-    const mg_json_t *p = &peers->kid[i];
-    int r = (int)mg_jnum(p, "rank", -1);
-    const mg_json_t *known = mg_jget(p, "known");
-    if (r < 0 || r >= d->nranks || (known != NULL && known->num == 0)) continue;
-    d->peer_enq[r] = (long long)mg_jnum(p, "last_enqueued", -1);
-    snprintf(d->peer_kind[r], sizeof d->peer_kind[r], "%s", mg_jstr(p, "kind"));
-  }
-  for (int i = 0; i < ne; i++) {
-    const mg_json_t *e = &entries->kid[i];
-    const mg_json_t *coll = mg_jget(e, "collective");
-    if (coll == NULL || coll->num == 0) continue;
-    mg_tr_op_t *o = &d->ops[d->nops++];
-    o->seq = (long long)mg_jnum(e, "seq", -1);
-    o->count = (long long)mg_jnum(e, "count", 0);
-    o->root = (int)mg_jnum(e, "root", -1);
-    snprintf(o->kind, sizeof o->kind, "%s", mg_jstr(e, "kind"));
-    snprintf(o->dtype, sizeof o->dtype, "%s", mg_jstr(e, "dtype"));
-    snprintf(o->op, sizeof o->op, "%s", mg_jstr(e, "op"));
-    snprintf(o->state, sizeof o->state, "%s", mg_jstr(e, "state"));
-  }
-  qsort(d->ops, (size_t)d->nops, sizeof *d->ops, mg_tr_op_cmp);
-  mg_json_free(&root);
-  return 0;
-}
-
-static void mg_tr_free(mg_tr_dump_t *d) {
-  free(d->ops);
-  free(d->peer_enq);
-  free(d->peer_kind);
-}
+/* ---- the analysis of one communicator -------------------------------------------------------- */
 
 static const mg_tr_op_t *mg_tr_find(const mg_tr_dump_t *d, long long seq) {
-  int lo = 0, hi = d->nops - 1;
-  while (lo <= hi) {
-    int mid = (lo + hi) / 2;
-    if (d->ops[mid].seq == seq) return &d->ops[mid];
+  size_t lo = 0, hi = d->nops;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
     if (d->ops[mid].seq < seq) lo = mid + 1;
-    else hi = mid - 1;
+    else hi = mid;
   }
-  return NULL;
+  return lo < d->nops && d->ops[lo].seq == seq ? &d->ops[lo] : NULL;
 }
 
-/* ---- the analysis ------------------------------------------------------------------------------ */
-
 /* "all_reduce (float32 x 4)", with ", op sum" when with_op and the dump has it. */
-static void mg_tr_desc(const mg_tr_op_t *o, int with_op, char *buf, size_t len) {
-  snprintf(buf, len, "%s (%s x %lld", o->kind, o->dtype, o->count);
-  size_t n = strlen(buf);
-  if (with_op && o->op[0]) snprintf(buf + n, len - n, ", op %s", o->op);
-  n = strlen(buf);
-  if (o->root >= 0) snprintf(buf + n, len - n, ", root %d)", o->root);
-  else snprintf(buf + n, len - n, ")");
+static void mg_tr_desc(const mg_tr_set_t *s, const mg_tr_op_t *o, int with_op, FILE *out) {
+  fprintf(out, "%s (%s x %lld", s->names[o->kind], s->names[o->dtype], o->count);
+  if (with_op && o->op != 0) fprintf(out, ", op %s", s->names[o->op]);
+  if (o->root >= 0) fprintf(out, ", root %d", o->root);
+  fprintf(out, ")");
 }
 
 /* The fields in which a and b differ (MG_TR_D_*); 0 when they are the same call. Across kinds
  * only the kind and the dtype are compared: count, op and root mean different things. */
 enum { MG_TR_D_KIND = 1, MG_TR_D_COUNT = 2, MG_TR_D_DTYPE = 4, MG_TR_D_OP = 8, MG_TR_D_ROOT = 16 };
 static int mg_tr_differ(const mg_tr_op_t *a, const mg_tr_op_t *b) {
-  int d = strcmp(a->dtype, b->dtype) != 0 ? MG_TR_D_DTYPE : 0;
-  if (strcmp(a->kind, b->kind) != 0) return d | MG_TR_D_KIND;
+  int d = a->dtype != b->dtype ? MG_TR_D_DTYPE : 0;
+  if (a->kind != b->kind) return d | MG_TR_D_KIND;
   if (a->count != b->count) d |= MG_TR_D_COUNT;
-  if (strcmp(a->op, b->op) != 0) d |= MG_TR_D_OP;
+  if (a->op != b->op) d |= MG_TR_D_OP;
   if (a->root != b->root) d |= MG_TR_D_ROOT;
   return d;
 }
 
-static int mg_tr_same(const mg_tr_op_t *a, const mg_tr_op_t *b) { return mg_tr_differ(a, b) == 0; }
-
 /* 1 when rank x's collectives from #from on are rank y's from #from + 1 on: every one that both
  * dumps hold (at least one) is the same call. x is then one collective behind y (y called
- * #from, which x did not), or, read the other way, y one ahead. */
+ * #from, which x did not), or, read the other way, y one ahead. At most x's ops are looked at. */
 static int mg_tr_shifted(const mg_tr_dump_t *x, const mg_tr_dump_t *y, long long from) {
   int matched = 0;
-  for (long long seq = from;; seq++) {
+  for (long long seq = from; seq < MG_TR_SEQ_MAX; seq++) {
     const mg_tr_op_t *a = mg_tr_find(x, seq), *b = mg_tr_find(y, seq + 1);
     if (a == NULL || b == NULL) break;
-    if (!mg_tr_same(a, b)) return 0;
+    if (mg_tr_differ(a, b) != 0) return 0;
     matched++;
   }
   return matched > 0;
 }
 
-/* Appends "r" to a comma-separated list. */
-static void mg_tr_list(char *buf, size_t len, int r) {
-  size_t n = strlen(buf);
-  snprintf(buf + n, len - n, "%s%d", n ? "," : "", r);
+/* Ranks r[0..n) (increasing) as "0,1,3-7", at most 64 runs of them. */
+static void mg_tr_ranks(FILE *out, const int *r, size_t n) {
+  size_t runs = 0;
+  for (size_t i = 0; i < n; runs++) {
+    size_t j = i;
+    while (j + 1 < n && r[j + 1] == r[j] + 1) j++;
+    if (runs == 64) {
+      fprintf(out, ",... (%zu ranks in all)", n);
+      return;
+    }
+    fprintf(out, "%s%d", i ? "," : "", r[i]);
+    if (j > i) fprintf(out, "%s%d", j == i + 1 ? "," : "-", r[j]);
+    i = j + 1;
+  }
 }
 
-/* Analyses the dumps d[0..n) of one communicator. */
-static void mg_tr_analyse(mg_tr_dump_t **d, int n) {
-  const int nranks = d[0]->nranks;
-  mg_tr_dump_t **by_rank = calloc((size_t)nranks, sizeof *by_rank);
-  if (by_rank == NULL) return;
-  char have[1024] = "";
-  for (int i = 0; i < n; i++) {
-    if (d[i]->nranks != nranks || by_rank[d[i]->rank] != NULL) {
-      printf("  %s: rank %d of %d conflicts with another dump of this communicator; ignored\n",
-             d[i]->file, d[i]->rank, d[i]->nranks);
-      continue;
-    }
-    by_rank[d[i]->rank] = d[i];
+static void mg_tr_last(const mg_tr_set_t *s, long long enq, uint8_t kind, FILE *out) {
+  fprintf(out, "#%lld", enq);
+  if (kind != 0) fprintf(out, " (%s)", s->names[kind]);
+}
+
+/* A collective of by_rank[rank]; 16 bytes, as there is one per collective read. */
+typedef struct {
+  long long seq;
+  int rank;
+} mg_tr_at_t;
+
+static int mg_tr_at_cmp(const void *a, const void *b) {
+  const mg_tr_at_t *x = a, *y = b;
+  if (x->seq != y->seq) return (x->seq > y->seq) - (x->seq < y->seq);
+  return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int mg_tr_ll_cmp(const void *a, const void *b) {
+  long long x = *(const long long *)a, y = *(const long long *)b;
+  return (x > y) - (x < y);
+}
+
+/* The first index of u[0..n) above v. */
+static size_t mg_tr_above(const long long *u, size_t n, long long v) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (u[mid] <= v) lo = mid + 1;
+    else hi = mid;
   }
+  return lo;
+}
+
+/* The same over the seq of u[0..n). */
+static size_t mg_tr_at_above(const mg_tr_at_t *u, size_t n, long long v) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (u[mid].seq <= v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* The nranks the dumps g[0..n) of one communicator are read with: the most common, ties going to
+ * the first dump's. *others: how many dumps have it. */
+static int mg_tr_pick_nranks(mg_tr_dump_t *const *g, size_t n, long long *sorted, size_t *others) {
+  for (size_t i = 0; i < n; i++) sorted[i] = g[i]->nranks;
+  qsort(sorted, n, sizeof *sorted, mg_tr_ll_cmp);
+  int best = g[0]->nranks;
+  size_t best_n = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = mg_tr_above(sorted, n, g[i]->nranks) - mg_tr_above(sorted, n, g[i]->nranks - 1);
+    if (k > best_n) best = g[i]->nranks, best_n = k;
+  }
+  *others = best_n;
+  return best;
+}
+
+/* Analyses the dumps g[0..n) of one communicator, sorted by rank then by file name. */
+static int mg_tr_analyse(const mg_tr_set_t *s, mg_tr_dump_t *const *g, size_t n, FILE *out) {
+  long long *sorted = malloc(n * sizeof *sorted);
+  if (sorted == NULL) return -1;
+  size_t agree;
+  const int nranks = mg_tr_pick_nranks(g, n, sorted, &agree);
+  free(sorted);
+  const char *comm = g[0]->comm;
+  const mg_tr_dump_t **by_rank = calloc((size_t)nranks, sizeof *by_rank);
+  long long *enq = malloc((size_t)nranks * sizeof *enq);
+  uint8_t *kind = malloc((size_t)nranks);
+  int *list = malloc((size_t)nranks * sizeof *list);  /* same, below */
+  int *miss = malloc((size_t)nranks * sizeof *miss);  /* ranks that never enqueued it */
+  int *other = malloc((size_t)nranks * sizeof *other); /* ranks that enqueued another call */
+  size_t nat = 0;
+  for (size_t i = 0; i < n; i++) nat += g[i]->nops;
+  mg_tr_at_t *at = malloc((nat ? nat : 1) * sizeof *at);
+  int rc = -1;
+  if (by_rank == NULL || enq == NULL || kind == NULL || list == NULL || miss == NULL ||
+      other == NULL || at == NULL)
+    goto done;
+  for (size_t i = 0; i < n; i++) {
+    const mg_tr_dump_t *x = g[i];
+    if (x->nranks != nranks)
+      fprintf(out, "  %s: rank %d of %d ranks, but %zu other dump%s of communicator %s ha%s %d; "
+              "skipped\n", x->file, x->rank, x->nranks, agree, agree > 1 ? "s" : "", comm,
+              agree > 1 ? "ve" : "s", nranks);
+    else if (by_rank[x->rank] != NULL)
+      fprintf(out, "  %s: rank %d of communicator %s again (%s is read); skipped\n", x->file,
+              x->rank, comm, by_rank[x->rank]->file);
+    else
+      by_rank[x->rank] = x;
+  }
+  size_t nlist = 0;
   for (int r = 0; r < nranks; r++)
-    if (by_rank[r] != NULL) mg_tr_list(have, sizeof have, r);
-  printf("communicator %s: %d rank%s, dumps from rank%s %s\n", d[0]->comm, nranks,
-         nranks > 1 ? "s" : "", strchr(have, ',') ? "s" : "", have);
-  /* Where each rank is: its own dump, else the most advanced view another rank had of it. */
-  long long *enq = malloc(sizeof *enq * (size_t)nranks);
-  const char **kind = calloc((size_t)nranks, sizeof *kind);
-  int *other = malloc(sizeof *other * (size_t)nranks); /* the ranks that differ at a seq */
-  if (enq == NULL || kind == NULL || other == NULL) {
-    free(enq);
-    free(kind);
-    free(other);
-    free(by_rank);
-    return;
-  }
+    if (by_rank[r] != NULL) list[nlist++] = r;
+  fprintf(out, "communicator %s: %d rank%s, dumps from rank%s ", comm, nranks,
+          nranks > 1 ? "s" : "", nlist > 1 ? "s" : "");
+  mg_tr_ranks(out, list, nlist);
+  fprintf(out, "\n");
+
+  /* Where each rank is: its own dump, else the most advanced view the others had of it. */
+  const mg_tr_view_t *view = mg_tr_set_view(s, comm, nranks);
   long long lo = 0, hi = -1;
   for (int r = 0; r < nranks; r++) {
     const mg_tr_dump_t *x = by_rank[r];
-    enq[r] = -2;
-    kind[r] = "";
     if (x != NULL) {
-      enq[r] = x->last_enq;
       const mg_tr_op_t *o = mg_tr_find(x, x->last_enq);
-      kind[r] = o != NULL ? o->kind : "";
+      enq[r] = x->last_enq;
+      kind[r] = o != NULL ? o->kind : 0;
       if (x->recorded > x->capacity && x->nops > 0 && x->ops[0].seq > lo) lo = x->ops[0].seq;
-      char enqs[96] = "none", dones[32] = "none";
-      if (x->last_enq >= 0)
-        snprintf(enqs, sizeof enqs, "#%lld%s%s%s", x->last_enq, kind[r][0] ? " (" : "", kind[r],
-                 kind[r][0] ? ")" : "");
-      if (x->last_done >= 0) snprintf(dones, sizeof dones, "#%lld", x->last_done);
-      printf("  rank %d: last enqueued %s, last completed %s, dumped %s\n", r, enqs, dones,
-             strcmp(x->reason, "timeout") == 0 ? "on a timeout" : "on request");
     } else {
-      for (int i = 0; i < n; i++)
-        if (d[i]->peer_enq[r] > enq[r]) enq[r] = d[i]->peer_enq[r], kind[r] = d[i]->peer_kind[r];
-      if (enq[r] == -2)
-        printf("  rank %d: no dump, and no other rank saw its progress\n", r);
-      else if (enq[r] == -1)
-        printf("  rank %d: no dump; the others saw it enqueue no collective\n", r);
-      else
-        printf("  rank %d: no dump; the others saw it last enqueue #%lld%s%s%s\n", r, enq[r],
-               kind[r][0] ? " (" : "", kind[r], kind[r][0] ? ")" : "");
+      enq[r] = view != NULL ? view->rank[r].enq : -2;
+      kind[r] = view != NULL ? view->rank[r].kind : 0;
     }
     if (enq[r] > hi) hi = enq[r];
   }
-  int found = 0;
-  for (long long seq = lo; seq <= hi && !found; seq++) {
-    const mg_tr_op_t *ref = NULL;
-    int ref_rank = -1, differ = 0, nother = 0;
-    char same[512] = "", missing[512] = "", missing_why[1024] = "", shift[1024] = "";
-    for (int r = 0; r < nranks; r++) {
-      const mg_tr_op_t *o = by_rank[r] != NULL ? mg_tr_find(by_rank[r], seq) : NULL;
-      if (o == NULL) {
-        if (enq[r] >= seq) continue; /* enqueued it, but its record is not in the dump */
-        if (enq[r] == -2) continue;  /* nothing known */
-        mg_tr_list(missing, sizeof missing, r);
-        size_t m = strlen(missing_why);
-        if (enq[r] < 0)
-          snprintf(missing_why + m, sizeof missing_why - m, "; rank %d enqueued no collective", r);
-        else
-          snprintf(missing_why + m, sizeof missing_why - m, "; rank %d's last is #%lld%s%s%s", r,
-                   enq[r], kind[r][0] ? " (" : "", kind[r], kind[r][0] ? ")" : "");
-        continue;
-      }
-      if (ref == NULL) ref = o, ref_rank = r;
-      const int diff = mg_tr_differ(o, ref);
-      if (diff == 0) {
-        mg_tr_list(same, sizeof same, r);
-        continue;
-      }
-      differ |= diff;
-      /* Described once every difference is known (the op is shown when the ops differ). */
-      other[nother++] = r;
-      const mg_tr_dump_t *x = by_rank[r], *y = by_rank[ref_rank];
-      size_t m = strlen(shift);
-      if (mg_tr_shifted(x, y, seq))
-        snprintf(shift + m, sizeof shift - m, "; rank %d looks one collective behind rank %d: "
-                 "its collectives from #%lld on are rank %d's from #%lld on (it did not call "
-                 "rank %d's #%lld)", r, ref_rank, seq, ref_rank, seq + 1, ref_rank, seq);
-      else if (mg_tr_shifted(y, x, seq))
-        snprintf(shift + m, sizeof shift - m, "; rank %d looks one collective ahead of rank %d: "
-                 "its collectives from #%lld on are rank %d's from #%lld on (it called #%lld, "
-                 "which rank %d did not)", r, ref_rank, seq + 1, ref_rank, seq, seq, ref_rank);
+  for (int r = 0; r < nranks;) {
+    const mg_tr_dump_t *x = by_rank[r];
+    if (x != NULL) {
+      fprintf(out, "  rank %d: last enqueued ", r);
+      if (x->last_enq >= 0) mg_tr_last(s, x->last_enq, kind[r], out);
+      else fprintf(out, "none");
+      fprintf(out, ", last completed ");
+      if (x->last_done >= 0) fprintf(out, "#%lld", x->last_done);
+      else fprintf(out, "none");
+      fprintf(out, ", dumped %s\n", x->on_timeout ? "on a timeout" : "on request");
+      r++;
+      continue;
     }
-    if (ref == NULL || (missing[0] == '\0' && nother == 0)) continue;
-    found = 1;
-    const int with_op = (differ & MG_TR_D_OP) != 0;
-    char rd[160];
-    mg_tr_desc(ref, with_op, rd, sizeof rd);
-    printf("first divergence at collective #%lld: %s enqueued by rank%s %s", seq, rd,
-           strchr(same, ',') ? "s" : "", same);
-    for (int i = 0; i < nother; i++) {
-      char od[160];
-      mg_tr_desc(mg_tr_find(by_rank[other[i]], seq), with_op, od, sizeof od);
-      printf("; rank %d enqueued %s", other[i], od);
+    /* A run of ranks without a dump that the others saw alike is one line. */
+    int e = r;
+    while (e + 1 < nranks && by_rank[e + 1] == NULL && enq[e + 1] == enq[r] &&
+           kind[e + 1] == kind[r])
+      e++;
+    if (e == r) fprintf(out, "  rank %d: ", r);
+    else fprintf(out, "  ranks %d%s%d: ", r, e == r + 1 ? "," : "-", e);
+    const char *it = e == r ? "it" : "them";
+    if (enq[r] == -2) {
+      fprintf(out, "no dump, and no other rank saw %s progress\n", e == r ? "its" : "their");
+    } else if (enq[r] == -1) {
+      fprintf(out, "no dump; the others saw %s enqueue no collective\n", it);
+    } else {
+      fprintf(out, "no dump; the others saw %s last enqueue ", it);
+      mg_tr_last(s, enq[r], kind[r], out);
+      fprintf(out, "\n");
     }
-    if (differ) {
-      static const char *const names[] = {"kind", "count", "dtype", "op", "root"};
-      const char *sep = " (they differ in ";
-      for (int b = 0; b < 5; b++)
-        if (differ & (1 << b)) printf("%s%s", sep, names[b]), sep = ", ";
-      printf(")");
-    }
-    if (missing[0])
-      printf("; rank%s %s never enqueued it%s", strchr(missing, ',') ? "s" : "", missing,
-             missing_why);
-    printf("%s\n", shift);
+    r = e + 1;
   }
-  if (!found)
-    printf("no divergence: the ranks agree on every collective they recorded (#%lld..#%lld)\n",
-           lo, hi);
+
+  /* Every collective that a dump holds in [lo, hi], by sequence number then rank; the first
+   * divergence is the first of them where two ranks' calls differ, or where a rank that is known
+   * to be behind it (enq < seq) does not hold it. */
+  nat = 0;
+  for (int r = 0; r < nranks; r++) {
+    const mg_tr_dump_t *x = by_rank[r];
+    for (size_t k = 0; x != NULL && k < x->nops; k++)
+      if (x->ops[k].seq >= lo && x->ops[k].seq <= hi) at[nat++] = (mg_tr_at_t){x->ops[k].seq, r};
+  }
+  if (nat > 1) qsort(at, nat, sizeof *at, mg_tr_at_cmp);
+  size_t nu = 0;         /* then at[0..nu) holds each sequence number once */
+  long long first = -1;  /* the first divergence, -1 for none */
+  for (size_t i = 0; i < nat;) {
+    const long long seq = at[i].seq;
+    const mg_tr_op_t *ref = mg_tr_find(by_rank[at[i].rank], seq);
+    size_t j = i + 1;
+    for (; j < nat && at[j].seq == seq; j++)
+      if (first < 0 && mg_tr_differ(mg_tr_find(by_rank[at[j].rank], seq), ref) != 0) first = seq;
+    at[nu++].seq = seq;
+    i = j;
+  }
+  for (int r = 0; r < nranks; r++) {
+    if (enq[r] == -2) continue; /* nothing known */
+    size_t k = mg_tr_at_above(at, nu, enq[r]);
+    const mg_tr_dump_t *x = by_rank[r];
+    if (x != NULL) { /* past enq, the first of them that x does not hold */
+      const mg_tr_op_t *o = k < nu ? mg_tr_find(x, at[k].seq) : NULL;
+      for (; k < nu && o != NULL && o < x->ops + x->nops && o->seq == at[k].seq; k++, o++) {}
+    }
+    if (k < nu && (first < 0 || at[k].seq < first)) first = at[k].seq;
+  }
+  if (first < 0) {
+    fprintf(out, "no divergence: the ranks agree on every collective they recorded "
+            "(#%lld..#%lld)\n", lo, hi);
+    rc = 0;
+    goto done;
+  }
+
+  const long long seq = first;
+  const mg_tr_op_t *ref = NULL;
+  int ref_rank = -1, differ = 0;
+  size_t nsame = 0, nmiss = 0, nother = 0;
+  for (int r = 0; r < nranks; r++) {
+    const mg_tr_op_t *o = by_rank[r] != NULL ? mg_tr_find(by_rank[r], seq) : NULL;
+    if (o == NULL) {
+      if (enq[r] >= seq) continue; /* enqueued it, but its record is not in the dump */
+      if (enq[r] == -2) continue;  /* nothing known */
+      miss[nmiss++] = r;
+      continue;
+    }
+    if (ref == NULL) ref = o, ref_rank = r;
+    const int diff = mg_tr_differ(o, ref);
+    if (diff == 0) {
+      list[nsame++] = r;
+      continue;
+    }
+    differ |= diff;
+    other[nother++] = r;
+  }
+  const int with_op = (differ & MG_TR_D_OP) != 0;
+  fprintf(out, "first divergence at collective #%lld: ", seq);
+  mg_tr_desc(s, ref, with_op, out);
+  fprintf(out, " enqueued by rank%s ", nsame > 1 ? "s" : "");
+  mg_tr_ranks(out, list, nsame);
+  for (size_t i = 0; i < nother && i < MG_TR_SHOWN; i++) {
+    fprintf(out, "; rank %d enqueued ", other[i]);
+    mg_tr_desc(s, mg_tr_find(by_rank[other[i]], seq), with_op, out);
+  }
+  if (nother > MG_TR_SHOWN)
+    fprintf(out, "; %zu more ranks enqueued other calls", nother - MG_TR_SHOWN);
+  if (differ) {
+    static const char *const names[] = {"kind", "count", "dtype", "op", "root"};
+    const char *sep = " (they differ in ";
+    for (int b = 0; b < 5; b++)
+      if (differ & (1 << b)) fprintf(out, "%s%s", sep, names[b]), sep = ", ";
+    fprintf(out, ")");
+  }
+  if (nmiss > 0) {
+    fprintf(out, "; rank%s ", nmiss > 1 ? "s" : "");
+    mg_tr_ranks(out, miss, nmiss);
+    fprintf(out, " never enqueued it");
+    for (size_t i = 0; i < nmiss && i < MG_TR_SHOWN; i++) {
+      int r = miss[i];
+      if (enq[r] < 0) {
+        fprintf(out, "; rank %d enqueued no collective", r);
+      } else {
+        fprintf(out, "; rank %d's last is ", r);
+        mg_tr_last(s, enq[r], kind[r], out);
+      }
+    }
+    if (nmiss > MG_TR_SHOWN) fprintf(out, "; and %zu more", nmiss - MG_TR_SHOWN);
+  }
+  for (size_t i = 0; i < nother && i < MG_TR_SHOWN; i++) {
+    const int r = other[i];
+    const mg_tr_dump_t *x = by_rank[r], *y = by_rank[ref_rank];
+    if (mg_tr_shifted(x, y, seq))
+      fprintf(out, "; rank %d looks one collective behind rank %d: its collectives from #%lld on "
+              "are rank %d's from #%lld on (it did not call rank %d's #%lld)", r, ref_rank, seq,
+              ref_rank, seq + 1, ref_rank, seq);
+    else if (mg_tr_shifted(y, x, seq))
+      fprintf(out, "; rank %d looks one collective ahead of rank %d: its collectives from #%lld "
+              "on are rank %d's from #%lld on (it called #%lld, which rank %d did not)", r,
+              ref_rank, seq + 1, ref_rank, seq, seq, ref_rank);
+  }
+  fprintf(out, "\n");
+  rc = 0;
+done:
+  free(by_rank);
   free(enq);
   free(kind);
+  free(list);
+  free(miss);
   free(other);
-  free(by_rank);
+  free(at);
+  return rc;
 }
 
-/* ---- the command ------------------------------------------------------------------------------ */
+/* ---- the report ---------------------------------------------------------------------------- */
 
 static int mg_tr_cmp_dump(const void *a, const void *b) {
   const mg_tr_dump_t *x = a, *y = b;
   int c = strcmp(x->comm, y->comm);
-  return c != 0 ? c : (x->rank > y->rank) - (x->rank < y->rank);
+  if (c != 0) return c;
+  if (x->rank != y->rank) return (x->rank > y->rank) - (x->rank < y->rank);
+  return (x->order > y->order) - (x->order < y->order);
 }
 
-int mg_cli_trace(int argc, char **argv) {
-  if (argc != 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
-    FILE *f = argc == 1 ? stdout : stderr;
-    fprintf(f, "usage: mgcomm trace <dir>\n\n"
-               "Merges the flight-recorder dumps in <dir> (mg_comm_dump_trace, or written on a\n"
-               "timeout into MGCOMM_TRACE_DIR) and names, for each communicator, the first\n"
-               "collective where the ranks diverge: a rank that never enqueued it, or one that\n"
-               "enqueued another kind, count, dtype, op or root (it says which differ, and names\n"
-               "a rank whose later collectives are the others' shifted by one as one collective\n"
-               "behind or ahead). Exit 0 when the dumps were read (diverging or not), 1 when\n"
-               "none could be, 2 on a usage error.\n");
-    return argc == 1 ? 0 : 2;
+int mg_tr_report(mg_tr_set_t *s, FILE *out) {
+  if (s->ndumps == 0) return 0;
+  qsort(s->dumps, s->ndumps, sizeof *s->dumps, mg_tr_cmp_dump);
+  mg_tr_dump_t **group = malloc(s->ndumps * sizeof *group);
+  if (group == NULL) return -1;
+  int rc = 0;
+  for (size_t i = 0; i < s->ndumps && rc == 0;) {
+    size_t k = 0;
+    for (size_t j = i; j < s->ndumps && strcmp(s->dumps[j].comm, s->dumps[i].comm) == 0; j++)
+      group[k++] = &s->dumps[j];
+    rc = mg_tr_analyse(s, group, k, out);
+    i += k;
   }
-  DIR *dir = opendir(argv[0]);
-  if (dir == NULL) {
-    fprintf(stderr, "mgcomm trace: cannot open %s: %s\n", argv[0], strerror(errno));
-    return 1;
+  free(group);
+  return rc;
+}
+
+/* ---- reading the folder ---------------------------------------------------------------------- */
+
+enum { MG_TR_READ_OK, MG_TR_READ_NOT_REGULAR, MG_TR_READ_TOO_BIG, MG_TR_READ_ERROR };
+
+/* Reads the regular file name of the folder dfd, at most max bytes, into *buf (malloc) and *len.
+ * It is opened without blocking (a FIFO would wait for a writer) and refused unless fstat says
+ * it is a regular file; *size is its size when it is too big. */
+static int mg_tr_read_file(int dfd, const char *name, size_t max, char **buf, size_t *len,
+                           long long *size) {
+  int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return MG_TR_READ_ERROR;
+  struct stat st;
+  int rc = MG_TR_READ_ERROR;
+  char *b = NULL;
+  size_t n = 0;
+  if (fstat(fd, &st) != 0) goto out;
+  if (!S_ISREG(st.st_mode)) {
+    rc = MG_TR_READ_NOT_REGULAR;
+    goto out;
   }
-  mg_tr_dump_t *dumps = NULL;
-  int n = 0, cap = 0, failed = 0;
+  *size = (long long)st.st_size;
+  if (st.st_size < 0 || (unsigned long long)st.st_size > max) {
+    rc = MG_TR_READ_TOO_BIG;
+    goto out;
+  }
+  /* One byte more than its size, to see that it grew; then up to max + 1. */
+  size_t cap = (size_t)st.st_size + 1;
+  b = malloc(cap);
+  if (b == NULL) goto out;
+  for (;;) {
+    if (n == cap) {
+      if (cap > max) {
+        *size = (long long)n;
+        rc = MG_TR_READ_TOO_BIG;
+        goto out;
+      }
+      size_t grown = cap > max / 2 ? max + 1 : 2 * cap;
+      char *t = realloc(b, grown);
+      if (t == NULL) goto out;
+      b = t;
+      cap = grown;
+    }
+    ssize_t got = read(fd, b + n, cap - n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) goto out;
+    if (got == 0) break;
+    n += (size_t)got;
+  }
+  *buf = b;
+  *len = n;
+  b = NULL;
+  rc = MG_TR_READ_OK;
+out:;
+  int err = errno;
+  free(b);
+  close(fd); /* read-only: nothing is lost */
+  errno = err;
+  return rc;
+}
+
+static int mg_tr_strcmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The first max (by name) of the *.json of dir, sorted; NULL with *n = 0 when there is none.
+ * At most 2 * max names are held while listing. */
+static char **mg_tr_list(DIR *dir, size_t max, size_t *n, int *failed) {
+  char **names = NULL;
+  size_t cap = 0, seen = 0;
   struct dirent *e;
+  *n = 0;
   while ((e = readdir(dir)) != NULL) {
     size_t len = strlen(e->d_name);
     if (len < 5 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
-    if (n == cap) {
-      cap = cap ? 2 * cap : 16;
-      mg_tr_dump_t *t = realloc(dumps, sizeof *t * (size_t)cap);
-      if (t == NULL) {
-        failed = 1;
-        break;
-      }
-      dumps = t;
+    seen++;
+    if (*n == 2 * max) { /* keep the first max by name */
+      qsort(names, *n, sizeof *names, mg_tr_strcmp);
+      for (size_t i = max; i < *n; i++) free(names[i]);
+      *n = max;
     }
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", argv[0], e->d_name);
-    int rc = mg_tr_load(path, &dumps[n]);
-    if (rc == 0) n++;
-    else if (rc < 0) failed = 1;
+    if (*n == cap) {
+      cap = cap ? 2 * cap : 64;
+      char **t = realloc(names, cap * sizeof *t);
+      if (t == NULL) break;
+      names = t;
+    }
+    if ((names[*n] = malloc(len + 1)) == NULL) break;
+    memcpy(names[(*n)++], e->d_name, len + 1);
   }
-  closedir(dir); /* read-only directory stream */
-  if (n == 0) {
-    fprintf(stderr, "mgcomm trace: no flight-recorder dump in %s\n", argv[0]);
-    free(dumps);
+  if (e != NULL) {
+    fprintf(stderr, "mgcomm trace: out of memory listing the folder\n");
+    *failed = 1;
+  }
+  if (*n > 0) qsort(names, *n, sizeof *names, mg_tr_strcmp);
+  if (*n > max) {
+    for (size_t i = max; i < *n; i++) free(names[i]);
+    *n = max;
+  }
+  if (seen > max) { /* each takes MG_TR_DUMP_RECORDS: the others could not be read */
+    fprintf(stderr, "mgcomm trace: %zu files named *.json, more than --max-entries holds as "
+            "dumps (%zu); the first %zu by name are read\n", seen, max, max);
+    *failed = 1;
+  }
+  return names;
+}
+
+/* ---- the command ---------------------------------------------------------------------------- */
+
+static int mg_tr_usage(FILE *f) {
+  fprintf(f, "usage: mgcomm trace [--max-file-mb N] [--max-entries N] <dir>\n\n"
+             "Merges the flight-recorder dumps in <dir> (mg_comm_dump_trace, or written on a\n"
+             "timeout into MGCOMM_TRACE_DIR) and names, for each communicator, the first\n"
+             "collective where the ranks diverge: a rank that never enqueued it, or one that\n"
+             "enqueued another kind, count, dtype, op or root (it says which differ, and names\n"
+             "a rank whose later collectives are the others' shifted by one as one collective\n"
+             "behind or ahead). Files that are not regular, not valid JSON, or dumps that\n"
+             "disagree with the others of their communicator are named and skipped.\n\n"
+             "  --max-file-mb N   read dumps of at most N MiB (%d)\n"
+             "  --max-entries N   hold at most N records in all (%lld): %d for a dump, 1 for\n"
+             "                    each of its collectives and for each rank whose progress\n"
+             "                    dumps report; at most 40 bytes of memory each\n\n"
+             "Exit 0 when the dumps were read (diverging or not), 1 when none could be, or one\n"
+             "was over a limit or could not be read, 2 on a usage error.\n",
+          MG_TR_FILE_MB_DEFAULT, (long long)MG_TR_RECORDS_DEFAULT, MG_TR_DUMP_RECORDS);
+  return f == stdout ? 0 : 2;
+}
+
+/* A positive decimal number of at most hi, or -1. */
+static long long mg_tr_count_arg(const char *s, long long hi) {
+  long long v = 0;
+  if (s == NULL || *s == '\0') return -1;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9') return -1;
+    v = v * 10 + (*s - '0');
+    if (v > hi) return -1;
+  }
+  return v > 0 ? v : -1;
+}
+
+int mg_cli_trace(int argc, char **argv) {
+  long long max_mb = MG_TR_FILE_MB_DEFAULT, max_records = MG_TR_RECORDS_DEFAULT;
+  const char *path = NULL;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return mg_tr_usage(stdout);
+    if (strcmp(a, "--max-file-mb") == 0 || strcmp(a, "--max-entries") == 0) {
+      const int mb = strcmp(a, "--max-file-mb") == 0;
+      long long v = mg_tr_count_arg(i + 1 < argc ? argv[i + 1] : NULL, mb ? 1 << 20 : 1LL << 40);
+      if (v < 0) {
+        fprintf(stderr, "mgcomm trace: %s takes a whole number from 1 to %lld\n", a,
+                mb ? 1LL << 20 : 1LL << 40);
+        return mg_tr_usage(stderr);
+      }
+      *(mb ? &max_mb : &max_records) = v;
+      i++;
+    } else if (a[0] == '-' || path != NULL) {
+      return mg_tr_usage(stderr);
+    } else {
+      path = a;
+    }
+  }
+  if (path == NULL) return mg_tr_usage(stderr);
+  DIR *dir = opendir(path);
+  if (dir == NULL) {
+    fprintf(stderr, "mgcomm trace: cannot open %s: %s\n", path, strerror(errno));
     return 1;
   }
-  qsort(dumps, (size_t)n, sizeof *dumps, mg_tr_cmp_dump);
-  printf("mgcomm trace: %d dump%s in %s\n", n, n > 1 ? "s" : "", argv[0]);
-  mg_tr_dump_t **group = malloc(sizeof *group * (size_t)n);
-  for (int i = 0; group != NULL && i < n;) {
-    int k = 0;
-    for (int j = i; j < n && strcmp(dumps[j].comm, dumps[i].comm) == 0; j++) group[k++] = &dumps[j];
-    mg_tr_analyse(group, k);
-    i += k;
+  int failed = 0;
+  size_t nnames;
+  long long max_files = max_records / MG_TR_DUMP_RECORDS;
+  char **names = mg_tr_list(dir, max_files > 0 ? (size_t)max_files : 1, &nnames, &failed);
+  mg_tr_set_t set;
+  mg_tr_set_init(&set, max_records);
+  const size_t max_bytes = (size_t)max_mb << 20;
+  for (size_t i = 0; i < nnames; i++) {
+    size_t plen = strlen(path) + strlen(names[i]) + 2;
+    char *file = malloc(plen), *text = NULL, why[MG_TR_WHY_LEN];
+    size_t len = 0;
+    long long size = 0;
+    if (file == NULL) {
+      fprintf(stderr, "mgcomm trace: out of memory\n");
+      failed = 1;
+      break;
+    }
+    snprintf(file, plen, "%s/%s", path, names[i]);
+    int rd = mg_tr_read_file(dirfd(dir), names[i], max_bytes, &text, &len, &size);
+    mg_tr_add_t add = MG_TR_NOT_DUMP;
+    if (rd == MG_TR_READ_NOT_REGULAR) {
+      fprintf(stderr, "mgcomm trace: %s is not a regular file; skipped\n", file);
+    } else if (rd == MG_TR_READ_TOO_BIG) {
+      fprintf(stderr, "mgcomm trace: %s is %lld bytes, more than the limit of %lld MiB per dump "
+              "(--max-file-mb); skipped\n", file, size, max_mb);
+      failed = 1;
+    } else if (rd == MG_TR_READ_ERROR) {
+      fprintf(stderr, "mgcomm trace: cannot read %s: %s\n", file, strerror(errno));
+      failed = 1;
+    } else {
+      add = mg_tr_set_add(&set, file, text, len, why);
+      free(text);
+    }
+    if (add == MG_TR_INVALID) {
+      fprintf(stderr, "mgcomm trace: %s %s; skipped\n", file, why);
+    } else if (add == MG_TR_FULL) {
+      fprintf(stderr, "mgcomm trace: %s %s: it and the %zu files after it are not read\n", file,
+              why, nnames - i - 1);
+      failed = 1;
+    } else if (add == MG_TR_NOMEM) {
+      fprintf(stderr, "mgcomm trace: out of memory reading %s; it and the %zu files after it "
+              "are not read\n", file, nnames - i - 1);
+      failed = 1;
+    }
+    free(file);
+    if (add == MG_TR_FULL || add == MG_TR_NOMEM) break;
   }
-  if (group == NULL) failed = 1;
-  free(group);
-  for (int i = 0; i < n; i++) mg_tr_free(&dumps[i]);
-  free(dumps);
+  for (size_t i = 0; i < nnames; i++) free(names[i]);
+  free(names);
+  closedir(dir); /* read-only directory stream */
+  if (set.ndumps == 0) {
+    fprintf(stderr, "mgcomm trace: no flight-recorder dump in %s\n", path);
+    mg_tr_set_free(&set);
+    return 1;
+  }
+  printf("mgcomm trace: %zu dump%s in %s\n", set.ndumps, set.ndumps > 1 ? "s" : "", path);
+  if (mg_tr_report(&set, stdout) != 0) {
+    fflush(stdout);
+    fprintf(stderr, "mgcomm trace: out of memory\n");
+    failed = 1;
+  }
+  mg_tr_set_free(&set);
   return failed;
 }
