@@ -13,3 +13,18 @@ foreach(t late_threads late_procs stopped_inside abort p2p_threads p2p_procs p2p
           ENV MGCOMM_HOST_SLOT_BYTES=4096 MGCOMM_HOST_SMALL_BYTES=1024
               MGCOMM_HOST_DIRECT_BYTES=65536 MGCOMM_HOST_P2P_BYTES=4096)
 endforeach()
+
+# A rank whose operation returned may leave at once (destroy, finalize then destroy, exit, or
+# destroy right after init); no peer fails because of it, nor reports it as an abort
+# (tests/fault/host_depart.c): processes 128 ranks x 8 rounds, threads 64 x 3, pinned to one
+# core. The thresholds are shrunk so that 1024 floats take the two-phase and the direct paths.
+foreach(t procs_128_8_destroy procs_128_8_finalize procs_128_8_exit procs_128_8_init
+          threads_64_3_destroy threads_64_3_init)
+  string(REPLACE "_" ";" mg_depart_args ${t})
+  list(GET mg_depart_args 0 mg_depart_how)
+  list(GET mg_depart_args 3 mg_depart_leave)
+  mg_test(NAME host_depart_${mg_depart_how}_${mg_depart_leave} EXE host_depart
+          SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_depart.c ARGS ${mg_depart_args}
+          LABELS host fault TIMEOUT 120
+          ENV MGCOMM_HOST_SMALL_BYTES=1024 MGCOMM_HOST_DIRECT_BYTES=4096)
+endforeach()

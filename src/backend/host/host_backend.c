@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "core/handle.h"
 #include "core/op.h"
 #include "core/trace.h"
 
@@ -194,8 +195,9 @@ static mg_status_t h_shrink(mg_comm_t *comm, const int *exclude, int nexclude, m
 }
 
 static mg_status_t h_finalize(mg_comm_t *comm, double deadline) {
-  /* Nothing is pending on the host backend; finalize is a barrier, so that no rank leaves while
-   * another still reads its slots. */
+  /* Nothing is pending on the host backend; finalize is a barrier: a rank that returns from it
+   * knows that every rank reached it. Leaving needs no barrier (host_coll.c, mg__hx_check: a
+   * rank gone after an operation was decided is no failure of it). */
   int64_t one = 1, out = 0;
   mg_status_t st = mg__internal(comm, MG_OPK_ALL_REDUCE, &one, &out, 1, deadline);
   if (st < 0) mg__error_prefix("mg_comm_finalize");
@@ -208,10 +210,15 @@ static void h_interrupt(mg_comm_t *comm) {
 }
 
 /* The peers learn of the abort at once; the mapping stays until destroy, so that threads still
- * reading this rank's progress (a timeout message, a trace dump) never touch unmapped memory. */
+ * reading this rank's progress (a timeout message, a trace dump) never touch unmapped memory.
+ * The abort that mg_comm_destroy makes of a communicator that was not finalized (its handle is
+ * out of the registry by then) publishes nothing: it runs under the communicator's lock, so no
+ * operation of this rank is inside the backend, and one that the abort ended published its own
+ * failure. The rank merely leaves, and h_destroy says so (MG__HRANK_LEFT): a rank whose
+ * operations returned may leave at once, and its peers must not take that for an abort. */
 static void h_abort(mg_comm_t *comm) {
   mg__hshm_t *s = &mg__hcomm(comm)->shm;
-  if (s->base != NULL) mg__hshm_fail(s, comm->rank);
+  if (s->base != NULL && mg__handle_valid(comm, MG__HANDLE_COMM)) mg__hshm_fail(s, comm->rank);
 }
 
 /* The peers learn of it as of an abort (their waits on this rank fail, naming it); this rank's
@@ -231,7 +238,10 @@ static mg_status_t h_async_error(mg_comm_t *comm) {
   for (int r = 0; r < comm->nranks; r++) {
     char why[160];
     int culprit;
-    mg_status_t ps = r == comm->rank ? MG_OK : mg__hshm_peer_status(s, r, why, sizeof why, &culprit);
+    /* A rank that destroyed its communicator left; that breaks nothing by itself: an operation
+     * that still needs it fails, naming it. */
+    if (r == comm->rank || atomic_load(&s->ranks[r].state) == MG__HRANK_LEFT) continue;
+    mg_status_t ps = mg__hshm_peer_status(s, r, why, sizeof why, &culprit);
     /* A peer that failed because of this rank is not a remote failure: this rank's own
      * operation reports what happened. */
     if (ps < 0 && culprit != comm->rank) return mg__error(ps, "host backend: %s", why);

@@ -290,8 +290,11 @@ static int mg__hx_check(mg__hx_t *x, double now) {
   if (x->started) {
     const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
     const int c = mg__hdec_cmp(w, x->key);
-    if (c > 0 || (c == 0 && mg__hdec_status(w) == MG_OK)) x->settled = 1;
-    else if (c == 0 && mg__hdec_status(w) != MG_ERR_TIMED_OUT) return mg__hx_remote(x, w);
+    if (c > 0 || (c == 0 && mg__hdec_status(w) == MG_OK)) {
+      x->settled = 1; /* nothing left to ask of the peers: see the peer loop below */
+      return 0;
+    }
+    if (c == 0 && mg__hdec_status(w) != MG_ERR_TIMED_OUT) return mg__hx_remote(x, w);
   }
   if (x->next_check == 0) {
     x->next_check = now + 0.1; /* the first look at the peers' processes comes 100 ms in */
@@ -304,6 +307,17 @@ static int mg__hx_check(mg__hx_t *x, double now) {
       int culprit;
       mg_status_t ps = mg__hshm_peer_status(x->s, r, why, sizeof why, &culprit);
       if (ps < 0) {
+        /* A rank whose operation returned may leave at once (destroy, finalize, exit): it
+         * settled the decision before it returned, and an operation decided to have succeeded
+         * has everything it needs in the segment (a direct copy is decided only once every
+         * reader is done). So a rank seen gone is a failure only if, looked at after seeing it
+         * gone, the operation is not decided yet. */
+        const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
+        const int c = x->started ? mg__hdec_cmp(w, x->key) : -1;
+        if (c > 0 || (c == 0 && mg__hdec_status(w) == MG_OK)) {
+          x->settled = 1;
+          return 0;
+        }
         mg__error(ps, "%s during %s", why, mg__desc(x->op, d, sizeof d));
         return mg__hx_fail(x, ps, culprit);
       }

@@ -295,7 +295,9 @@ static int mg__hshm_joined(mg__hshm_t *s, int verdicts, int *missing) {
   for (int r = 0; r < s->nranks; r++) {
     int st = atomic_load_explicit(&s->ranks[r].state, memory_order_acquire);
     int v = atomic_load(&s->ranks[r].direct_ok);
-    ready += st == MG__HRANK_ATTACHED;
+    /* A rank that left (destroyed its communicator) had found every rank attached and every
+     * verdict published: its init returned. */
+    ready += st == MG__HRANK_ATTACHED || st == MG__HRANK_LEFT;
     *missing += st == MG__HRANK_ABSENT || st == MG__HRANK_ATTACHING;
     judged += v != 0;
     all_ok &= v == 1;
@@ -324,8 +326,13 @@ static mg_status_t mg__hshm_wait(mg__hshm_t *s, double deadline, const atomic_in
       for (int r = 0; r < s->nranks; r++) {
         char why[160];
         int culprit;
+        if (atomic_load(&s->ranks[r].state) == MG__HRANK_LEFT) continue; /* see mg__hshm_joined */
         mg_status_t ps = mg__hshm_peer_status(s, r, why, sizeof why, &culprit);
-        if (ps < 0) return mg__error(ps, "%s: %s while the communicator was being created", fn, why);
+        if (ps >= 0) continue;
+        /* A rank whose init returned may leave at once (destroy, exit); it saw every rank
+         * joined before it did, so a second look finds this one joined too. */
+        if (mg__hshm_joined(s, verdicts, &missing)) return MG_OK;
+        return mg__error(ps, "%s: %s while the communicator was being created", fn, why);
       }
     }
     if (now > deadline) {

@@ -29,7 +29,7 @@ enum { /* mg__hshm_rank_t.state */
   MG__HRANK_ABSENT = 0,
   MG__HRANK_ATTACHED = 1,
   MG__HRANK_ATTACHING = 4, /* claimed, pid not yet published */
-  MG__HRANK_LEFT = 2,   /* destroyed its communicator normally */
+  MG__HRANK_LEFT = 2,   /* destroyed its communicator, finalized or not (h_abort) */
   MG__HRANK_FAILED = 3  /* aborted, or its communicator broke (timeout, peer failure) */
 };
 
