@@ -28,3 +28,7 @@ foreach(t procs_128_8_destroy procs_128_8_finalize procs_128_8_exit procs_128_8_
           LABELS host fault TIMEOUT 120
           ENV MGCOMM_HOST_SMALL_BYTES=1024 MGCOMM_HOST_DIRECT_BYTES=4096)
 endforeach()
+
+# A failure on the direct path is named by the rank that failed first (tests/fault/host_blame.c).
+mg_test(NAME host_blame_direct EXE host_blame SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_blame.c
+        LABELS host fault TIMEOUT 60 ENV MGCOMM_HOST_DIRECT_BYTES=4096)

@@ -671,8 +671,9 @@ static void mg__reduce_slice(mg__hx_t *x) {
   if (keep && share) memcpy(mg__slot(x, x->me) + lo * es, dst, (hi - lo) * es);
 }
 
-/* The output of a direct step: each piece read once, from the buffer its owner published. */
-static mg_status_t mg__direct_out(mg__hx_t *x) {
+/* The output of a direct step: each piece read once, from the buffer its owner published. On
+ * failure *from is the rank whose memory could not be read. */
+static mg_status_t mg__direct_out(mg__hx_t *x, int *from) {
   const mg__op_t *op = x->op;
   const size_t b = op->count * x->es;
   const int me = x->me, root = op->root;
@@ -681,12 +682,14 @@ static mg_status_t mg__direct_out(mg__hx_t *x) {
   mg_status_t st = MG_OK;
   switch (op->kind) {
     case MG_OPK_BROADCAST:
+      *from = root;
       if (me != root)
         st = mg__hshm_read_peer(x->s, root, recv, atomic_load(&x->s->ranks[root].daddr), b);
       else if (recv != send)
         memcpy(recv, send, b);
       break;
     case MG_OPK_SCATTER:
+      *from = root;
       if (me != root)
         st = mg__hshm_read_peer(x->s, root, recv,
                                 atomic_load(&x->s->ranks[root].daddr) + (uint64_t)me * b, b);
@@ -700,6 +703,7 @@ static mg_status_t mg__direct_out(mg__hx_t *x) {
       const uint64_t piece = op->kind == MG_OPK_ALL_TO_ALL ? (uint64_t)me * b : 0;
       for (int r = 0; r < x->n && st == MG_OK; r++) {
         unsigned char *dst = recv + (size_t)r * b;
+        *from = r;
         if (r != me)
           st = mg__hshm_read_peer(x->s, r, dst, atomic_load(&x->s->ranks[r].daddr) + piece, b);
         else if (dst != send + piece) /* not in place */
@@ -862,10 +866,20 @@ static int mg__coll_progress(mg__hx_t *x) {
       if (x->alg == MG__ALG_DIRECT) {
         if (mg__hx_doomed(x) < 0) return -1;
         for (int r = 0; r < x->n; r++) MG__TSAN_ACQUIRE(atomic_load(&x->s->ranks[r].daddr));
-        mg_status_t st = mg__direct_out(x);
+        int from = x->me;
+        mg_status_t st = mg__direct_out(x, &from);
         for (int r = 0; r < x->n; r++) MG__TSAN_RELEASE(atomic_load(&x->s->ranks[r].daddr));
         if (st < 0) {
-          char d[160];
+          /* The owner's process is gone, most often because it failed on its own read of a
+           * rank that died first (and exited): name the first culprit, as the liveness checks
+           * do, rather than the owner. */
+          char d[160], why[160];
+          int culprit;
+          if (from != x->me &&
+              mg__hshm_peer_status(x->s, from, why, sizeof why, &culprit) < 0) {
+            mg__error(MG_ERR_REMOTE, "%s during %s", why, mg__desc(x->op, d, sizeof d));
+            return mg__hx_fail(x, MG_ERR_REMOTE, culprit);
+          }
           mg__error_prefix("%s", mg__desc(x->op, d, sizeof d));
           return mg__hx_fail(x, st, x->me);
         }
