@@ -22,14 +22,7 @@
 #include <string.h>
 
 #include "boot/proto.h"
-
-#define CHECK(cond)                                                             \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      fprintf(stderr, "%s:%d: store_fuzz: %s\n", __FILE__, __LINE__, #cond);    \
-      abort();                                                                  \
-    }                                                                           \
-  } while (0)
+#include "fuzz.h"
 
 static uint8_t reencoded[2 * MG_STORE_VALUE_MAX + 4096];
 

@@ -24,14 +24,7 @@
 #include <string.h>
 
 #include "trace_parse.h"
-
-#define CHECK(cond)                                                             \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      fprintf(stderr, "%s:%d: trace_fuzz: %s\n", __FILE__, __LINE__, #cond);    \
-      abort();                                                                  \
-    }                                                                           \
-  } while (0)
+#include "fuzz.h"
 
 /* Small enough that inputs reach it; large enough for every seed. */
 #define MAX_RECORDS 4096
