@@ -599,7 +599,10 @@ mg_status_t mg_comm_destroy(mg_comm_t *comm) {
     return mg__error(MG_ERR_INVALID_USAGE, "%s: comm %p is being destroyed by another thread", fn,
                      (void *)comm);
   }
-  if (atomic_load(&comm->state) != MG_COMM_FINALIZED) mg__comm_abort(comm);
+  if (atomic_load(&comm->state) != MG_COMM_FINALIZED) {
+    comm->leaving = !atomic_load(&comm->aborting);
+    mg__comm_abort(comm);
+  }
   /* A finalized comm was not aborted: a request whose mark its backend has not signalled yet
    * (NCCL: the host function runs a little after the stream got there) is still listed, and
    * must not outlive the comm. After this the watchdog reaches the comm no more. */

@@ -94,6 +94,10 @@ struct mg_comm {
   _Atomic double call_deadline;   /* the deadline of the backend call a thread is in now, under
                                      lock (mg__comm_call_enter); 0: none */
   atomic_int call_expired;        /* the watchdog found call_deadline passed and aborted comm */
+  int leaving;                    /* set by mg_comm_destroy before the abort it makes of a comm
+                                     that was neither finalized nor aborted: the rank leaves, it
+                                     did not fail (a backend may tell its peers so); read by the
+                                     backend's comm_abort */
 };
 
 /* Every public call that uses a communicator enters it first and leaves it before it returns:

@@ -14,7 +14,6 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
-#include "core/handle.h"
 #include "core/op.h"
 #include "core/trace.h"
 
@@ -211,14 +210,14 @@ static void h_interrupt(mg_comm_t *comm) {
 
 /* The peers learn of the abort at once; the mapping stays until destroy, so that threads still
  * reading this rank's progress (a timeout message, a trace dump) never touch unmapped memory.
- * The abort that mg_comm_destroy makes of a communicator that was not finalized (its handle is
- * out of the registry by then) publishes nothing: it runs under the communicator's lock, so no
+ * The abort that mg_comm_destroy makes of a communicator that was neither finalized nor aborted
+ * (comm->leaving) publishes nothing: it runs under the communicator's lock, so no
  * operation of this rank is inside the backend, and one that the abort ended published its own
  * failure. The rank merely leaves, and h_destroy says so (MG__HRANK_LEFT): a rank whose
  * operations returned may leave at once, and its peers must not take that for an abort. */
 static void h_abort(mg_comm_t *comm) {
   mg__hshm_t *s = &mg__hcomm(comm)->shm;
-  if (s->base != NULL && mg__handle_valid(comm, MG__HANDLE_COMM)) mg__hshm_fail(s, comm->rank);
+  if (s->base != NULL && !comm->leaving) mg__hshm_fail(s, comm->rank);
 }
 
 /* The peers learn of it as of an abort (their waits on this rank fail, naming it); this rank's
