@@ -168,14 +168,6 @@ static void make_seeds(void) {
   s->len = seeds[1].len + seeds[2].len - 1;
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-
 int main(int argc, char **argv) {
   make_seeds();
   if (argc == 3 && strcmp(argv[1], "--write-seeds") == 0) {
@@ -194,21 +186,23 @@ int main(int argc, char **argv) {
   for (int i = 0; i < nseeds; i++) LLVMFuzzerTestOneInput(seeds[i].bytes, seeds[i].len);
   static uint8_t buf[2 * MAX_SEED];
   for (long it = 0; it < iterations; it++) {
-    const seed_t *s = &seeds[next() % (uint64_t)nseeds];
+    const seed_t *s = &seeds[mg_fuzz_next() % (uint64_t)nseeds];
     size_t len = s->len;
     memcpy(buf, s->bytes, len);
-    int edits = 1 + (int)(next() % 4);
+    int edits = 1 + (int)(mg_fuzz_next() % 4);
     for (int e = 0; e < edits; e++) {
-      switch (next() % 5) {
-        case 0: buf[next() % len] ^= (uint8_t)(1u << (next() % 8)); break; /* flip a bit */
-        case 1: buf[next() % len] = (uint8_t)next(); break;                /* a random byte */
-        case 2: if (len > 1) len = 1 + (size_t)(next() % (len - 1)); break; /* truncate */
-        case 3:                                                             /* extreme byte */
-          buf[next() % len] = (next() & 1) ? 0xff : 0x00;
+      switch (mg_fuzz_next() % 5) {
+        case 0: /* flip a bit */
+          buf[mg_fuzz_next() % len] ^= (uint8_t)(1u << (mg_fuzz_next() % 8));
+          break;
+        case 1: buf[mg_fuzz_next() % len] = (uint8_t)mg_fuzz_next(); break; /* a random byte */
+        case 2: if (len > 1) len = 1 + (size_t)(mg_fuzz_next() % (len - 1)); break; /* truncate */
+        case 3: /* extreme byte */
+          buf[mg_fuzz_next() % len] = (mg_fuzz_next() & 1) ? 0xff : 0x00;
           break;
         case 4:                                                             /* append junk */
           if (len + 8 <= sizeof buf) {
-            for (int k = 0; k < 8; k++) buf[len + (size_t)k] = (uint8_t)next();
+            for (int k = 0; k < 8; k++) buf[len + (size_t)k] = (uint8_t)mg_fuzz_next();
             len += 8;
           }
           break;

@@ -157,14 +157,6 @@ static void load_seeds(const char *dir) {
   CHECK(nseeds > 0);
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-
 /* Pieces of JSON and of dumps that mutations insert. */
 static const char *const tokens[] = {
     "{", "}", "[", "]", "\"", ",", ":", "\\", "\\u00", "\\u0041", "null", "true", "false", "-",
@@ -188,18 +180,18 @@ int main(int argc, char **argv) {
   char *buf = malloc(cap);
   CHECK(buf != NULL);
   for (long it = 0; it < iterations; it++) {
-    const seed_t *s = &seeds[next() % (uint64_t)nseeds];
+    const seed_t *s = &seeds[mg_fuzz_next() % (uint64_t)nseeds];
     size_t len = s->len;
     memcpy(buf, s->bytes, len);
-    int edits = 1 + (int)(next() % 4);
+    int edits = 1 + (int)(mg_fuzz_next() % 4);
     for (int e = 0; e < edits; e++) {
-      size_t at = len ? (size_t)(next() % len) : 0;
-      switch (next() % 7) {
-        case 0: if (len) buf[at] ^= (char)(1u << (next() % 8)); break; /* flip a bit */
-        case 1: if (len) buf[at] = (char)next(); break;                /* a random byte */
+      size_t at = len ? (size_t)(mg_fuzz_next() % len) : 0;
+      switch (mg_fuzz_next() % 7) {
+        case 0: if (len) buf[at] ^= (char)(1u << (mg_fuzz_next() % 8)); break; /* flip a bit */
+        case 1: if (len) buf[at] = (char)mg_fuzz_next(); break;                /* a random byte */
         case 2: len = at; break;                                      /* truncate */
         case 3: {                                                     /* insert a token */
-          const char *t = tokens[next() % (sizeof tokens / sizeof tokens[0])];
+          const char *t = tokens[mg_fuzz_next() % (sizeof tokens / sizeof tokens[0])];
           size_t n = strlen(t);
           if (len + n <= cap) {
             memmove(buf + at + n, buf + at, len - at);
@@ -209,14 +201,14 @@ int main(int argc, char **argv) {
           break;
         }
         case 4: {                                                     /* delete a span */
-          size_t n = (size_t)(next() % 64);
+          size_t n = (size_t)(mg_fuzz_next() % 64);
           if (n > len - at) n = len - at;
           memmove(buf + at, buf + at + n, len - at - n);
           len -= n;
           break;
         }
         case 5: {                                                     /* repeat a span */
-          size_t n = (size_t)(next() % 256);
+          size_t n = (size_t)(mg_fuzz_next() % 256);
           if (n > len - at) n = len - at;
           if (len + n <= cap) {
             memmove(buf + at + n, buf + at, len - at);
@@ -225,10 +217,10 @@ int main(int argc, char **argv) {
           break;
         }
         case 6: {                                                     /* a digit run */
-          size_t n = 1 + (size_t)(next() % 24);
+          size_t n = 1 + (size_t)(mg_fuzz_next() % 24);
           if (len + n <= cap) {
             memmove(buf + at + n, buf + at, len - at);
-            for (size_t k = 0; k < n; k++) buf[at + k] = (char)('0' + next() % 10);
+            for (size_t k = 0; k < n; k++) buf[at + k] = (char)('0' + mg_fuzz_next() % 10);
             len += n;
           }
           break;
