@@ -42,7 +42,7 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
   echo "## Tests (ctest -L gpu -R gpu_shmem)"
   echo '```'
 } >"$report"
-(cd "$build" && ctest -R gpu_shmem -V --timeout 300) >"$out/ctest.log" 2>&1
+(cd "$build" && ctest -R gpu_shmem -V --timeout 120) >"$out/ctest.log" 2>&1
 rc=$?
 grep -E 'Test +#|Passed|Failed|Skipped|SKIP|NVSHMEM [0-9]|init|refused|ok$|FAIL|tests passed' \
   "$out/ctest.log" | sed 's/^[0-9]*: //' | head -n 80 >>"$report"
@@ -52,7 +52,7 @@ bench() { # title, command...
   local title=$1
   shift
   { echo; echo "## $title"; echo; echo "\`$*\`"; echo '```'; } >>"$report"
-  timeout 240 "$@" >>"$report" 2>&1 || echo "(exit $?)" >>"$report"
+  timeout 90 "$@" >>"$report" 2>&1 || echo "(exit $?)" >>"$report"
   echo '```' >>"$report"
 }
 bench "One PE putting to itself" "$mg" bench shmem -b 8 -e 64M -f 4 -n 20
