@@ -109,6 +109,7 @@ static mg_status_t mg__shmem_start(unsigned flags, mg__nvshmemx_init_attr_t *att
   } else {
     mg__shmem.my_pe = me;
     mg__shmem.n_pes = n;
+    mg__shmem.limited_mpg = mg__nvshmem.init_status() == MG__NVSHMEM_STATUS_LIMITED_MPG;
     mg__CUcontext saved = NULL;
     st = mg__shmem_ctx_enter(&saved);
     if (st == MG_OK) {

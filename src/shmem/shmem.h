@@ -41,6 +41,8 @@ typedef struct {
   int my_pe, n_pes;
   int device;          /* CUDA ordinal of this PE's GPU; -1 with host PEs */
   int host_pes;        /* test builds: a fake NVSHMEM whose PEs live in host memory */
+  int limited_mpg;     /* NVSHMEM started in its "limited MPG" mode (several PEs share a GPU
+                          without MPS): it exits the process on the calls it lacks there */
   mg__CUdevice dev;    /* retained primary context of device, while initialised */
   mg__CUcontext ctx;
   mg__shmem_alloc_t *allocs; /* live allocations, sorted by base */

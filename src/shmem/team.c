@@ -34,6 +34,11 @@ mg_status_t mg_shmem_team_split_strided(mg_shmem_team_t parent, int start, int s
   const char *fn = "mg_shmem_team_split_strided";
   MG_CHECK(mg__shmem_enter(fn));
   mg_status_t st = mg__shmem_check_team(parent, fn, "parent");
+  /* NVSHMEM 3.4.5 prints "not supported with limited MPG" and exits the process here. */
+  if (st == MG_OK && mg__shmem.limited_mpg)
+    st = mg__error(MG_ERR_NOT_SUPPORTED, "%s: NVSHMEM runs in its limited MPG mode (several PEs "
+                   "share a GPU without MPS), where it cannot split teams (it would exit the "
+                   "process); give each PE a GPU of its own, or run the PEs under MPS", fn);
   int psize = 0;
   if (st == MG_OK) psize = mg__nvshmem.team_n_pes(parent);
   if (st != MG_OK) {

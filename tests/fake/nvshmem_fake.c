@@ -12,7 +12,9 @@
  * barriers, and strided teams. Like NVSHMEM it checks nothing else: a bad PE, address or team
  * is undefined behaviour here too, which is what mgcomm's checks must prevent.
  * nvshmem_fake_rma_calls counts the puts and gets that reached it, so that a test can tell that
- * a refused call never did. A barrier that waits 30 s aborts the process (a test bug).
+ * a refused call never did. NVSHMEM_FAKE_LIMITED_MPG=1 reports NVSHMEM's "limited MPG" status
+ * (PEs sharing a GPU), in which, as the real library, it exits the process on a team split.
+ * A barrier that waits 30 s aborts the process (a test bug).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -125,7 +127,9 @@ EXPORT int nvshmemx_hostlib_init_attr(unsigned int flags, init_attr_t *attr) {
   hdr = (seg_hdr_t *)seg;
   for (int t = 0; t < 3; t++) teams[t].used = 1, teams[t].start = 0, teams[t].stride = 1,
                               teams[t].size = npes;
-  status_v = 2; /* NVSHMEM_STATUS_IS_INITIALIZED */
+  /* NVSHMEM_STATUS_IS_INITIALIZED, or LIMITED_MPG (PEs sharing a GPU) when a test asks. */
+  const char *mpg = getenv("NVSHMEM_FAKE_LIMITED_MPG");
+  status_v = mpg != NULL && strcmp(mpg, "1") == 0 ? 3 : 2;
   barrier();
   if ((flags & 8u) && me == 0) shm_unlink(attr->args.uid_args.id->internal); /* all mapped it */
   return 0;
@@ -226,6 +230,10 @@ EXPORT int nvshmem_team_split_strided(int parent, int start, int stride, int siz
                                       const void *config, long mask, int *new_team) {
   (void)config;
   (void)mask;
+  if (status_v == 3) { /* as NVSHMEM 3.4.5 does in limited MPG mode */
+    fprintf(stderr, "nvshmem_fake: team split is not supported with limited MPG; exiting\n");
+    exit(-1);
+  }
   int t = 3;
   while (t < FAKE_MAX_TEAMS && teams[t].used) t++;
   if (t == FAKE_MAX_TEAMS) return 1;

@@ -13,6 +13,8 @@
  *   remote    rank 1 cannot start (a bad device): rank 0 gets MG_ERR_REMOTE naming PE 1
  *   initfail  NVSHMEM's init fails (an injected code): MG_ERR_BACKEND, and no second try
  *   env       NVSHMEM's own bootstrap (one PE)
+ *   mpg       NVSHMEM in its limited MPG mode (PEs sharing a GPU): a team split, which would
+ *             exit the process, is refused with MG_ERR_NOT_SUPPORTED
  */
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -238,6 +240,21 @@ static void remote(int r) {
   ASSERT_OK(mg_comm_destroy(comm));
 }
 
+static void mpg(int r) {
+  mg_comm_t *comm = make_comm(r, 30);
+  setenv("NVSHMEM_FAKE_LIMITED_MPG", "1", 1);
+  ASSERT_OK(mg_shmem_init_comm(comm, MG_UNDEF_INT));
+  mg_shmem_team_t t = 5;
+  ASSERT_STATUS(MG_ERR_NOT_SUPPORTED, mg_shmem_team_split_strided(MG_SHMEM_TEAM_WORLD, 0, 1, 1, &t));
+  ASSERT_CONTAINS(mg_last_error(), "limited MPG");
+  ASSERT_EQ(t, 5);
+  int v;
+  ASSERT_OK(mg_shmem_team_n_pes(MG_SHMEM_TEAM_WORLD, &v));
+  ASSERT_EQ(v, N);
+  ASSERT_OK(mg_shmem_finalize());
+  ASSERT_OK(mg_comm_destroy(comm));
+}
+
 static void run_ranks(void (*fn)(int)) {
   ASSERT_OK(mg_unique_id_create(MG_BACKEND_HOST, &uid));
   pid_t pids[N];
@@ -258,6 +275,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "mismatch") == 0) run_ranks(mismatch);
   else if (strcmp(mode, "timeout") == 0) run_ranks(timeout);
   else if (strcmp(mode, "remote") == 0) run_ranks(remote);
+  else if (strcmp(mode, "mpg") == 0) run_ranks(mpg);
   else if (strcmp(mode, "initfail") == 0) {
     mg_config_t cfg = MG_CONFIG_INIT;
     cfg.backend = MG_BACKEND_HOST;
