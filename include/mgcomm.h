@@ -1222,15 +1222,18 @@ MG_EXTERN mg_status_t mg_shmem_init_comm(mg_comm_t *comm, int device);
 
 /* Starts NVSHMEM through its own bootstrap (NVSHMEM_BOOTSTRAP: PMI, PMI-2, PMIx, MPI, ...), for
  * programs started by nvshmrun, mpirun or srun that already use it: nvshmemx_hostlib_init_attr
- * without flags. device as for mg_shmem_init_comm (MG_UNDEF_INT = the launcher's local rank, else
- * 0). Collective over the job; NVSHMEM's bootstrap has no deadline of mgcomm's. Errors as
+ * without flags. device as for mg_shmem_init_comm (MG_UNDEF_INT = the launcher's local rank:
+ * mg_comm_init_env's variables, else MPI_LOCALRANKID, OMPI_COMM_WORLD_LOCAL_RANK or
+ * SLURM_LOCALID; else 0). Collective over the job; NVSHMEM's bootstrap has no deadline of mgcomm's. Errors as
  * mg_shmem_init_comm, without the communicator's. */
 MG_EXTERN mg_status_t mg_shmem_init_env(int device);
 
 /* Ends NVSHMEM (nvshmemx_hostlib_finalize): collective. Refused with MG_ERR_INVALID_USAGE while
- * symmetric allocations are live (the message says how many; free them first) or while teams
- * split by this library are live. MG_OK when NVSHMEM was finalized already (idempotent after a
- * success). MG_ERR_INVALID_USAGE when it was never initialised. */
+ * symmetric allocations are live (the message says how many; free them first: every PE has the
+ * same ones, so every PE refuses alike). Teams split and not destroyed are destroyed by it. MG_OK
+ * when NVSHMEM was finalized already (idempotent after a success). MG_ERR_INVALID_USAGE when it
+ * was never initialised, or its initialisation failed. Afterwards NVSHMEM cannot be started
+ * again in this process. */
 MG_EXTERN mg_status_t mg_shmem_finalize(void);
 
 /* This PE's number and the number of PEs. MG_ERR_INVALID_USAGE before init or after finalize,
@@ -1270,8 +1273,8 @@ MG_EXTERN mg_status_t mg_shmem_align(size_t alignment, size_t bytes, void **ptr)
 /* Frees a symmetric allocation: collective, checked as allocation is (every PE must free the
  * same object). NULL is MG_OK when NVSHMEM is not initialised; otherwise it takes part in the
  * comparison (so pass NULL on every PE or on none) and frees nothing. Errors:
- * MG_ERR_INVALID_ARGUMENT (ptr is not the start of a live symmetric allocation), 
- * MG_ERR_INVALID_USAGE (the PEs freed different objects: named). */
+ * MG_ERR_INVALID_ARGUMENT (ptr is not the start of a live symmetric allocation; named when it
+ * was another PE's), MG_ERR_INVALID_USAGE (the PEs freed different objects: named). */
 MG_EXTERN mg_status_t mg_shmem_free(void *ptr);
 
 /* One-sided copies. put copies bytes from the local buffer src into the copy of the symmetric
@@ -1313,10 +1316,13 @@ MG_EXTERN mg_status_t mg_shmem_sync_all(void);
 /* Teams. split_strided: collective over parent (every PE of parent calls it with the same
  * arguments): the new team holds the parent's PEs start, start + stride, ..., size of them
  * (indices in parent). A PE of parent outside the new team gets *team = MG_SHMEM_TEAM_NONE and
- * MG_OK: "no team" is not an error. Errors: MG_ERR_INVALID_USAGE (not initialised),
- * MG_ERR_INVALID_ARGUMENT (parent not a live team, start out of range, stride or size < 1, the
- * last member past the parent's end, team NULL), MG_ERR_BACKEND (NVSHMEM refused, e.g. out of
- * team slots). */
+ * MG_OK: "no team" is not an error. The arguments are checked on each PE before NVSHMEM is
+ * called, not compared between PEs: a PE refused alone leaves the others waiting in NVSHMEM.
+ * Errors: MG_ERR_INVALID_USAGE (not initialised), MG_ERR_INVALID_ARGUMENT (parent not a live
+ * team, start out of range, stride or size < 1, the last member past the parent's end, team
+ * NULL), MG_ERR_NOT_SUPPORTED (NVSHMEM runs in its limited MPG mode, PEs sharing a GPU without
+ * MPS, where NVSHMEM 3.4.5 exits the process on a split), MG_ERR_BACKEND (NVSHMEM refused, e.g.
+ * out of team slots). */
 MG_EXTERN mg_status_t mg_shmem_team_split_strided(mg_shmem_team_t parent, int start, int stride,
                                                   int size, mg_shmem_team_t *team);
 /* This PE's number in team, and team's size. Errors: MG_ERR_INVALID_USAGE (not initialised),

@@ -50,6 +50,17 @@ static int mg__shmem_pick_device(int device, mg_comm_t *comm, int size) {
   mg__boot_env_t env;
   if (mg__boot_env_read(mg__boot_env_process, NULL, &env) == MG_OK && env.local_rank >= 0)
     return env.local_rank;
+  /* Without a store address mg_comm_init_env's conventions do not apply, but a job under
+   * NVSHMEM's own bootstrap still has its launcher's local rank: nvshmrun and MPICH (Hydra),
+   * Open MPI, Slurm. */
+  static const char *const local_vars[] = {"MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                           "SLURM_LOCALID"};
+  for (size_t i = 0; i < sizeof local_vars / sizeof local_vars[0]; i++) {
+    const char *v = getenv(local_vars[i]);
+    char *end;
+    long l = v != NULL ? strtol(v, &end, 10) : -1;
+    if (v != NULL && *v != '\0' && *end == '\0' && l >= 0 && l < 1024) return (int)l;
+  }
   return size == 1 ? 0 : -1;
 }
 
@@ -242,6 +253,7 @@ static mg_status_t mg__shmem_init_env(int device, const char *fn) {
   MG_CHECK(mg__load_nvshmem());
   if (device != MG_UNDEF_INT && device < 0)
     return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: device %d is not a device ordinal", fn, device);
+  /* Alone or unnamed by the launcher, a PE takes device 0 (as nvshmrun's users expect). */
   int dev = mg__shmem_pick_device(device, NULL, 1);
   MG_CHECK(mg__shmem_space_open(dev, fn));
   mg__nvshmemx_init_attr_t attr;
@@ -271,11 +283,13 @@ mg_status_t mg_shmem_finalize(void) {
     /* Idempotent after a success. */
   } else if (mg__shmem.phase != MG__SHMEM_READY) {
     st = mg__error(MG_ERR_INVALID_USAGE, "%s: %s", fn, mg__shmem_phase_why());
-  } else if (mg__shmem.nallocs > 0 || mg__shmem.nteams > 0) {
-    st = mg__error(MG_ERR_INVALID_USAGE, "%s: refused while %d symmetric allocation%s and %d "
-                   "team%s split by mgcomm are live: free and destroy them first, on every PE",
-                   fn, mg__shmem.nallocs, mg__shmem.nallocs == 1 ? "" : "s", mg__shmem.nteams,
-                   mg__shmem.nteams == 1 ? "" : "s");
+  } else if (mg__shmem.nallocs > 0) {
+    /* Every PE has the same live allocations (they were compared), so every PE refuses alike
+     * and none is left waiting in NVSHMEM's finalize. Teams differ between members and the
+     * others; NVSHMEM's finalize destroys those still live. */
+    st = mg__error(MG_ERR_INVALID_USAGE, "%s: refused while %d symmetric allocation%s live: "
+                   "free %s first, on every PE", fn, mg__shmem.nallocs,
+                   mg__shmem.nallocs == 1 ? " is" : "s are", mg__shmem.nallocs == 1 ? "it" : "them");
   } else {
     mg__CUcontext saved = NULL;
     st = mg__shmem_ctx_enter(&saved);

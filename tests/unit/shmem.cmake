@@ -18,3 +18,11 @@ endif()
 mg_test(NAME shmem_wheel_nodriver SOURCES ${_mg_dir}/test_shmem_wheel.c LABELS unit shmem
         ENV "MGCOMM_NVSHMEM_LIBRARY=${MGCOMM_TEST_NVSHMEM_DIR}/libnvshmem_host.so.3"
             "MGCOMM_CUDA_LIBRARY=/nonexistent/libcuda.so.1")
+# mgcomm's declaration of the init attribute and constants against the wheel's own headers, when
+# they were unpacked too (add 'nvidia/nvshmem/include/*' to the unzip of loader.cmake).
+set(_mg_nvshmem_inc "${MGCOMM_TEST_NVSHMEM_DIR}/../include")
+if(EXISTS "${_mg_nvshmem_inc}/device_host/nvshmem_types.h")
+  mg_test(NAME shmem_header_compat SOURCES ${_mg_dir}/test_shmem_header.c LABELS unit shmem)
+  target_include_directories(shmem_header_compat SYSTEM PRIVATE "${_mg_nvshmem_inc}"
+                             "${MGCOMM_TEST_CUDA_DIR}/include")
+endif()
