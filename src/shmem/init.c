@@ -302,7 +302,7 @@ mg_status_t mg_shmem_finalize(void) {
       free(mg__shmem.teams);
       mg__shmem.allocs = NULL;
       mg__shmem.teams = NULL;
-      mg__shmem.cap_allocs = mg__shmem.cap_teams = 0;
+      mg__shmem.cap_allocs = mg__shmem.cap_teams = mg__shmem.nteams = 0;
       mg__shmem_space_close();
       mg__shmem.phase = MG__SHMEM_FINALIZED;
     }
