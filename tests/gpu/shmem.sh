@@ -7,6 +7,9 @@
 # GPU per PE, over an NCCL one (NCCL send/recv in the same run); and `mgcomm bench -c sendrecv`
 # on the machine's GPUs. Writes $OUT/shmem.md (commit it under tests/gpu/results/) and
 # build.log. Exit 0 when every test passed or skipped.
+#   one GPU:            NP=2 tests/gpu/shmem.sh  (two PEs share the GPU: NVSHMEM's limited MPG)
+#   issue 21 run 5:     NP=2 on 2 GPUs, NP=4 on 4 GPUs: one PE per GPU, team splits across
+#                       PEs, put/get beside NCCL send/recv over the same ring in one run
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 

@@ -26,3 +26,5 @@ if(EXISTS "${_mg_nvshmem_inc}/device_host/nvshmem_types.h")
   target_include_directories(shmem_header_compat SYSTEM PRIVATE "${_mg_nvshmem_inc}"
                              "${MGCOMM_TEST_CUDA_DIR}/include")
 endif()
+mg_cli_test(NAME shmem_cli COMMAND sh ${_mg_dir}/shmem_cli.sh
+            ENV "FAKE_NVSHMEM=$<TARGET_FILE:nvshmem_fake>")
