@@ -1212,7 +1212,9 @@ typedef int32_t mg_shmem_team_t;
  * launcher's local rank (as mg_comm_init_env reads it), else 0 when comm has one rank. It is
  * made current on the calling thread before NVSHMEM starts (NVSHMEM uses the current device).
  * Errors: MG_ERR_INVALID_USAGE (bad comm, comm not ready, NVSHMEM already initialised or once
- * finalized in this process: NVSHMEM starts at most once), MG_ERR_INVALID_ARGUMENT (no device can
+ * finalized in this process: NVSHMEM starts at most once; another thread of this process is
+ * starting it: one PE per process, so a communicator of threads cannot start it),
+ * MG_ERR_INVALID_ARGUMENT (no device can
  * be chosen, device out of range), MG_ERR_BACKEND_UNAVAILABLE (NVSHMEM or the CUDA driver not
  * found: the message names what is missing), MG_ERR_TIMED_OUT (a rank did not arrive at the
  * rendezvous; the message names it), MG_ERR_REMOTE (another PE could not start: named, with its

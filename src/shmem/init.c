@@ -7,6 +7,7 @@
  * NVSHMEM 3.x exports no nvshmem_init or nvshmem_finalize (inline functions of its headers):
  * the entry points are nvshmemx_hostlib_init_attr and nvshmemx_hostlib_finalize.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,17 @@
 #include "shmem/shmem.h"
 
 mg__shmem_t mg__shmem = {.lock = PTHREAD_MUTEX_INITIALIZER, .device = -1};
+
+/* 1 while a thread is inside an init. A second thread that calls init meanwhile is refused at
+ * once: it would otherwise wait for the lock while the first waits for it at the rendezvous (the
+ * ranks of a communicator made of threads of one process; NVSHMEM has one PE per process). */
+static atomic_int mg__shmem_starting;
+
+static mg_status_t mg__shmem_busy(const char *fn) {
+  return mg__error(MG_ERR_INVALID_USAGE, "%s: another thread of this process is starting NVSHMEM "
+                   "already: NVSHMEM runs one PE per process, so a communicator whose ranks are "
+                   "threads of one process cannot start it", fn);
+}
 
 static const char *mg__shmem_phase_why(void) {
   switch (mg__shmem.phase) {
@@ -239,11 +251,13 @@ fail:
 
 mg_status_t mg_shmem_init_comm(mg_comm_t *comm, int device) {
   const char *fn = "mg_shmem_init_comm";
+  if (atomic_exchange(&mg__shmem_starting, 1)) return mg__shmem_busy(fn);
   pthread_mutex_lock(&mg__shmem.lock);
   mg_status_t st = mg__shmem.phase == MG__SHMEM_NEVER
                        ? mg__shmem_init_comm(comm, device, fn)
                        : mg__error(MG_ERR_INVALID_USAGE, "%s: %s", fn, mg__shmem_phase_why());
   pthread_mutex_unlock(&mg__shmem.lock);
+  atomic_store(&mg__shmem_starting, 0);
   return st;
 }
 
@@ -265,11 +279,13 @@ static mg_status_t mg__shmem_init_env(int device, const char *fn) {
 
 mg_status_t mg_shmem_init_env(int device) {
   const char *fn = "mg_shmem_init_env";
+  if (atomic_exchange(&mg__shmem_starting, 1)) return mg__shmem_busy(fn);
   pthread_mutex_lock(&mg__shmem.lock);
   mg_status_t st = mg__shmem.phase == MG__SHMEM_NEVER
                        ? mg__shmem_init_env(device, fn)
                        : mg__error(MG_ERR_INVALID_USAGE, "%s: %s", fn, mg__shmem_phase_why());
   pthread_mutex_unlock(&mg__shmem.lock);
+  atomic_store(&mg__shmem_starting, 0);
   return st;
 }
 

@@ -13,10 +13,14 @@
  *   remote    rank 1 cannot start (a bad device): rank 0 gets MG_ERR_REMOTE naming PE 1
  *   initfail  NVSHMEM's init fails (an injected code): MG_ERR_BACKEND, and no second try
  *   env       NVSHMEM's own bootstrap (one PE)
+ *   threads   a communicator whose ranks are threads of this process: the second thread's init
+ *             is refused at once (one PE per process), the first times out naming that rank
  *   mpg       NVSHMEM in its limited MPG mode (PEs sharing a GPU): a team split, which would
  *             exit the process, is refused with MG_ERR_NOT_SUPPORTED
  */
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,6 +259,34 @@ static void mpg(int r) {
   ASSERT_OK(mg_comm_destroy(comm));
 }
 
+static mg_comm_t *thread_comms[N];
+static mg_status_t thread_status[N];
+static char thread_msg[N][1024];
+
+static void *thread_init(void *arg) {
+  int r = (int)(intptr_t)arg;
+  if (r == 1) usleep(300 * 1000); /* rank 0 is inside init by then */
+  thread_status[r] = mg_shmem_init_comm(thread_comms[r], MG_UNDEF_INT);
+  mg_last_error_copy(thread_msg[r], sizeof thread_msg[r]);
+  return NULL;
+}
+
+static void threads(void) {
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_HOST;
+  cfg.timeout_s = 2;
+  ASSERT_OK(mg_comm_init_all(&cfg, N, NULL, thread_comms));
+  pthread_t t[N];
+  for (int r = 0; r < N; r++)
+    ASSERT_EQ(pthread_create(&t[r], NULL, thread_init, (void *)(intptr_t)r), 0);
+  for (int r = 0; r < N; r++) ASSERT_EQ(pthread_join(t[r], NULL), 0);
+  ASSERT_EQ(thread_status[1], MG_ERR_INVALID_USAGE);
+  ASSERT_CONTAINS(thread_msg[1], "one PE per process");
+  ASSERT_EQ(thread_status[0], MG_ERR_TIMED_OUT);
+  ASSERT_CONTAINS(thread_msg[0], "rendezvous");
+  for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(thread_comms[r]));
+}
+
 static void run_ranks(void (*fn)(int)) {
   ASSERT_OK(mg_unique_id_create(MG_BACKEND_HOST, &uid));
   pid_t pids[N];
@@ -276,6 +308,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "timeout") == 0) run_ranks(timeout);
   else if (strcmp(mode, "remote") == 0) run_ranks(remote);
   else if (strcmp(mode, "mpg") == 0) run_ranks(mpg);
+  else if (strcmp(mode, "threads") == 0) threads();
   else if (strcmp(mode, "initfail") == 0) {
     mg_config_t cfg = MG_CONFIG_INIT;
     cfg.backend = MG_BACKEND_HOST;
