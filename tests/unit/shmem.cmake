@@ -9,7 +9,7 @@ target_compile_options(nvshmem_fake PRIVATE -fvisibility=hidden)
 target_link_libraries(nvshmem_fake PRIVATE rt)
 set(_mg_fake_env "MGCOMM_NVSHMEM_LIBRARY=$<TARGET_FILE:nvshmem_fake>" MG_TEST_SHMEM_HOST_PES=1)
 if(MGCOMM_TESTING)
-  foreach(mode checks mismatch timeout remote initfail env mpg threads)
+  foreach(mode checks mismatch timeout remote initfail env mpg threads heap)
     mg_test(NAME shmem_fake_${mode} EXE test_shmem_fake SOURCES ${_mg_dir}/test_shmem_fake.c
             ARGS ${mode} ENV ${_mg_fake_env} LABELS unit shmem TIMEOUT 120)
   endforeach()

@@ -13,6 +13,9 @@
  *   remote    rank 1 cannot start (a bad device): rank 0 gets MG_ERR_REMOTE naming PE 1
  *   initfail  NVSHMEM's init fails (an injected code): MG_ERR_BACKEND, and no second try
  *   env       NVSHMEM's own bootstrap (one PE)
+ *   heap      the record of live allocations over many allocations and frees in mixed order
+ *             (growth, holes reused): every live one accepts its last byte and refuses one more,
+ *             a freed one is refused, finalize counts exactly
  *   threads   a communicator whose ranks are threads of this process: the second thread's init
  *             is refused at once (one PE per process), the first times out naming that rank
  *   mpg       NVSHMEM in its limited MPG mode (PEs sharing a GPU): a team split, which would
@@ -259,6 +262,65 @@ static void mpg(int r) {
   ASSERT_OK(mg_comm_destroy(comm));
 }
 
+#define HEAP_N 48
+
+/* Every allocation of a[0..n) is live: its last byte is accepted, two bytes from there refused. */
+static void heap_check(unsigned char **a, const size_t *sizes, int n, int peer) {
+  unsigned char x[2] = {1, 1};
+  for (int i = 0; i < n; i++) {
+    ASSERT_OK(mg_shmem_put(a[i] + sizes[i] - 1, x, 1, peer));
+    ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_shmem_get(x, a[i] + sizes[i] - 1, 2, peer));
+  }
+}
+
+static void heap(int r) {
+  mg_comm_t *comm = make_comm(r, 30);
+  ASSERT_OK(mg_shmem_init_comm(comm, MG_UNDEF_INT));
+  unsigned char *a[HEAP_N + 16];
+  size_t sizes[HEAP_N + 16];
+  for (int i = 0; i < HEAP_N; i++) {
+    sizes[i] = 100 + 37 * (size_t)i;
+    ASSERT_OK(mg_shmem_malloc(sizes[i], (void **)&a[i]));
+  }
+  heap_check(a, sizes, HEAP_N, 1 - r);
+  for (int i = HEAP_N - 1; i >= 0; i -= 2) { /* every other one, from the end */
+    ASSERT_OK(mg_shmem_free(a[i]));
+    sizes[i] = 0;
+  }
+  for (int i = 0; i < HEAP_N; i += 6) {
+    ASSERT_OK(mg_shmem_free(a[i]));
+    sizes[i] = 0;
+  }
+  int live = 0;
+  for (int i = 0; i < HEAP_N; i++) live += sizes[i] > 0;
+  for (int i = HEAP_N; i < HEAP_N + 16; i++) { /* small ones, into the holes */
+    sizes[i] = 16 + (size_t)i;
+    ASSERT_OK(mg_shmem_malloc(sizes[i], (void **)&a[i]));
+    live++;
+  }
+  /* The freed ones whose place was not taken again must still be refused. */
+  unsigned char x = 2;
+  for (int i = 0; i < HEAP_N; i++) {
+    if (sizes[i] > 0) continue;
+    int reused = 0;
+    for (int j = HEAP_N; j < HEAP_N + 16; j++) reused |= a[j] <= a[i] && a[i] < a[j] + sizes[j];
+    if (!reused) ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_shmem_put(a[i], &x, 1, 1 - r));
+  }
+  for (int i = 0; i < HEAP_N + 16; i++)
+    if (sizes[i] > 0) {
+      ASSERT_OK(mg_shmem_put(a[i] + sizes[i] - 1, &x, 1, 1 - r));
+      ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_shmem_put(a[i] + sizes[i] - 1, &x, 2, 1 - r));
+    }
+  char want[64];
+  snprintf(want, sizeof want, "%d symmetric allocations are live", live);
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_shmem_finalize());
+  ASSERT_CONTAINS(mg_last_error(), want);
+  for (int i = 0; i < HEAP_N + 16; i++)
+    if (sizes[i] > 0) ASSERT_OK(mg_shmem_free(a[i]));
+  ASSERT_OK(mg_shmem_finalize());
+  ASSERT_OK(mg_comm_destroy(comm));
+}
+
 static mg_comm_t *thread_comms[N];
 static mg_status_t thread_status[N];
 static char thread_msg[N][1024];
@@ -309,6 +371,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "remote") == 0) run_ranks(remote);
   else if (strcmp(mode, "mpg") == 0) run_ranks(mpg);
   else if (strcmp(mode, "threads") == 0) threads();
+  else if (strcmp(mode, "heap") == 0) run_ranks(heap);
   else if (strcmp(mode, "initfail") == 0) {
     mg_config_t cfg = MG_CONFIG_INIT;
     cfg.backend = MG_BACKEND_HOST;
