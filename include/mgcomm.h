@@ -1166,6 +1166,181 @@ MG_EXTERN mg_status_t mg_device_info(int ordinal, mg_device_info_t *info);
  * (cuDeviceCanAccessPeer); 1 when from == to. Errors as mg_device_info. */
 MG_EXTERN mg_status_t mg_device_can_access_peer(int from, int to, int *can_access);
 
+/* ---------------------------------------------------------------------------------------------
+ * NVSHMEM (the host API of libnvshmem_host.so.3, loaded at run time; docs/shmem.md)
+ *
+ * A PE (processing element) is one process with one GPU; the PEs of a job share a symmetric
+ * heap: every PE allocates the same objects in the same order, and an address of a symmetric
+ * object on this PE names the same object on every PE, so that put and get read and write
+ * another PE's copy. NVSHMEM is initialised at most once per process, by mg_shmem_init_comm or
+ * mg_shmem_init_env; mg_shmem_finalize ends it.
+ *
+ * Checks: every call checks its arguments before NVSHMEM sees them: the PE in range, the
+ * symmetric address inside one live allocation of this library (mgcomm keeps the record of every
+ * live symmetric allocation), the local buffer in the PE's device memory as the operations of
+ * communicators check theirs, the team one of the predefined teams or one split and not yet
+ * destroyed. Collective calls (allocation, free, split, barrier, finalize) must be made by every
+ * PE, in the same order.
+ *
+ * Deadlines: the rendezvous of mg_shmem_init_comm runs over the communicator and is bounded by
+ * its timeout_s: a PE that never arrives makes the others return MG_ERR_TIMED_OUT naming it, and
+ * a PE that cannot start (no library, no device) makes the others fail naming it, before NVSHMEM
+ * waits for anybody. NVSHMEM's own waits have no deadline and no abort: its initialisation after
+ * that rendezvous, its collectives (allocation, free, split, barrier_all, sync_all, finalize)
+ * and quiet wait until every PE arrives or the transfers complete; a PE that dies or never calls
+ * leaves the others inside NVSHMEM. What a program can do about it: docs/shmem.md.
+ *
+ * Threads: the calls may come from any thread; the library serialises them. NVSHMEM's
+ * initialisation asks for NVSHMEM_THREAD_SERIALIZED.
+ */
+
+/* A team of PEs (nvshmem_team_t). */
+typedef int32_t mg_shmem_team_t;
+#define MG_SHMEM_TEAM_NONE ((mg_shmem_team_t)-1)  /* "no team": this PE is not a member */
+#define MG_SHMEM_TEAM_WORLD ((mg_shmem_team_t)0)  /* every PE */
+#define MG_SHMEM_TEAM_SHARED ((mg_shmem_team_t)1) /* the PEs that can share memory with this one */
+#define MG_SHMEM_TEAM_NODE ((mg_shmem_team_t)2)   /* the PEs of this node */
+
+/* Starts NVSHMEM with one PE per rank of comm (PE number = rank), through NVSHMEM's unique-id
+ * bootstrap: rank 0 makes the id (nvshmemx_get_uniqueid), the ranks share it over comm, each
+ * sets it in an init attribute stamped as NVSHMEM's NVSHMEMX_INIT_ATTR_INITIALIZER stamps it and
+ * calls nvshmemx_hostlib_init_attr with NVSHMEMX_INIT_WITH_UNIQUEID. Works on communicators of
+ * either backend, however they were made (mg_comm_init_env under mgcomm launch, torchrun,
+ * mpirun or srun; mg_comm_init_rank). Collective over comm (READY). comm is used during the call
+ * only and may be destroyed afterwards.
+ * device: the CUDA device of this PE; MG_UNDEF_INT = comm's device on the NCCL backend, else the
+ * launcher's local rank (as mg_comm_init_env reads it), else 0 when comm has one rank. It is
+ * made current on the calling thread before NVSHMEM starts (NVSHMEM uses the current device).
+ * Errors: MG_ERR_INVALID_USAGE (bad comm, comm not ready, NVSHMEM already initialised or once
+ * finalized in this process: NVSHMEM starts at most once; another thread of this process is
+ * starting it: one PE per process, so a communicator of threads cannot start it),
+ * MG_ERR_INVALID_ARGUMENT (no device can
+ * be chosen, device out of range), MG_ERR_BACKEND_UNAVAILABLE (NVSHMEM or the CUDA driver not
+ * found: the message names what is missing), MG_ERR_TIMED_OUT (a rank did not arrive at the
+ * rendezvous; the message names it), MG_ERR_REMOTE (another PE could not start: named, with its
+ * status), MG_ERR_BACKEND (an NVSHMEM call failed: named, with its code; NVSHMEM is then not
+ * usable in this process), MG_ERR_OUT_OF_MEMORY. On error nothing stays initialised. */
+MG_EXTERN mg_status_t mg_shmem_init_comm(mg_comm_t *comm, int device);
+
+/* Starts NVSHMEM through its own bootstrap (NVSHMEM_BOOTSTRAP: PMI, PMI-2, PMIx, MPI, ...), for
+ * programs started by nvshmrun, mpirun or srun that already use it: nvshmemx_hostlib_init_attr
+ * without flags. device as for mg_shmem_init_comm (MG_UNDEF_INT = the launcher's local rank:
+ * mg_comm_init_env's variables, else MPI_LOCALRANKID, OMPI_COMM_WORLD_LOCAL_RANK or
+ * SLURM_LOCALID; else 0). Collective over the job; NVSHMEM's bootstrap has no deadline of mgcomm's. Errors as
+ * mg_shmem_init_comm, without the communicator's. */
+MG_EXTERN mg_status_t mg_shmem_init_env(int device);
+
+/* Ends NVSHMEM (nvshmemx_hostlib_finalize): collective. Refused with MG_ERR_INVALID_USAGE while
+ * symmetric allocations are live (the message says how many; free them first: every PE has the
+ * same ones, so every PE refuses alike). Teams split and not destroyed are destroyed by it. MG_OK
+ * when NVSHMEM was finalized already (idempotent after a success). MG_ERR_INVALID_USAGE when it
+ * was never initialised, or its initialisation failed. Afterwards NVSHMEM cannot be started
+ * again in this process. */
+MG_EXTERN mg_status_t mg_shmem_finalize(void);
+
+/* This PE's number and the number of PEs. MG_ERR_INVALID_USAGE before init or after finalize,
+ * MG_ERR_INVALID_ARGUMENT for a NULL output. */
+MG_EXTERN mg_status_t mg_shmem_my_pe(int *pe);
+MG_EXTERN mg_status_t mg_shmem_n_pes(int *n);
+
+/* NVSHMEM's release (3.4.5 = 30405, nvshmemx_vendor_get_version_info; 0 when the library does
+ * not say) and the OpenSHMEM specification it implements (nvshmem_info_get_version; 1.3 = 103).
+ * Either output may be NULL. Loads the library if needed; needs no initialisation. Errors:
+ * MG_ERR_BACKEND_UNAVAILABLE (no NVSHMEM; the message lists the candidates tried). */
+MG_EXTERN mg_status_t mg_shmem_version(int *release, int *spec);
+
+/* What the loaded NVSHMEM exports of the host API mgcomm uses: entry index (0 <= index <
+ * mg_shmem_symbol_count()) is the exported name, whether mgcomm requires it (a library without
+ * it is refused) and whether it is present. The count does not depend on the library; the
+ * entries need it loaded. Errors: MG_ERR_INVALID_ARGUMENT (index out of range, name or present
+ * NULL; required may be NULL), MG_ERR_BACKEND_UNAVAILABLE (no NVSHMEM). */
+MG_EXTERN int mg_shmem_symbol_count(void);
+MG_EXTERN mg_status_t mg_shmem_symbol(int index, const char **name, int *required, int *present);
+
+/* Symmetric allocation: collective; every PE calls with the same arguments, in the same order.
+ * Before NVSHMEM allocates, the PEs compare what each asked for (an exchange through NVSHMEM
+ * itself, ended by a barrier), so that a mismatch fails on every PE, naming the PEs and what
+ * each asked, and leaves the heap as it was; a PE whose own arguments are wrong (a NULL output,
+ * an overflow, a bad alignment) makes every PE fail the same way. bytes 0 (or a count or size
+ * of 0) is compared too and gives *ptr = NULL without allocating. The memory is device memory
+ * of the PE's GPU, uninitialised except for mg_shmem_calloc (zeroed).
+ * Errors: MG_ERR_INVALID_USAGE (not initialised; the PEs asked for different sizes: the
+ * message names them), MG_ERR_INVALID_ARGUMENT (ptr NULL; count * size overflows; alignment not
+ * a power of two; another PE's own arguments were wrong: named), MG_ERR_NOT_SUPPORTED (the
+ * library lacks nvshmem_calloc or nvshmem_align), MG_ERR_OUT_OF_MEMORY (NVSHMEM's heap is
+ * full: NVSHMEM_SYMMETRIC_SIZE sets its size). */
+MG_EXTERN mg_status_t mg_shmem_malloc(size_t bytes, void **ptr);
+MG_EXTERN mg_status_t mg_shmem_calloc(size_t count, size_t size, void **ptr);
+MG_EXTERN mg_status_t mg_shmem_align(size_t alignment, size_t bytes, void **ptr);
+/* Frees a symmetric allocation: collective, checked as allocation is (every PE must free the
+ * same object). NULL is MG_OK when NVSHMEM is not initialised; otherwise it takes part in the
+ * comparison (so pass NULL on every PE or on none) and frees nothing. Errors:
+ * MG_ERR_INVALID_ARGUMENT (ptr is not the start of a live symmetric allocation; named when it
+ * was another PE's), MG_ERR_INVALID_USAGE (the PEs freed different objects: named). */
+MG_EXTERN mg_status_t mg_shmem_free(void *ptr);
+
+/* One-sided copies. put copies bytes from the local buffer src into the copy of the symmetric
+ * object dst held by PE pe; get copies from PE pe's copy of the symmetric object src into the
+ * local buffer dst. The symmetric side must lie inside one live allocation of mg_shmem_malloc
+ * (and friends); the local side must be memory of this PE's device (or managed memory), as the
+ * buffers of operations on communicators; pe in [0, n_pes); bytes 0 is MG_OK and copies nothing.
+ * Ordering, as NVSHMEM defines it: a blocking put returns when src may be reused (local
+ * completion); the data is delivered at PE pe only after mg_shmem_quiet or mg_shmem_barrier_all.
+ * A blocking get returns when dst holds the data. The _on_stream forms are ordered on stream (a
+ * CUDA stream of this PE's device, NULL the default stream) and return at once: the copy happens
+ * when the stream reaches it; remote delivery of a put needs a quiet or a barrier (on the
+ * stream: mg_shmem_barrier_all_on_stream) after it.
+ * Errors: MG_ERR_INVALID_USAGE (not initialised), MG_ERR_INVALID_ARGUMENT (pe out of range; a
+ * NULL buffer with bytes > 0; the symmetric address not in a live allocation, or the range
+ * running past its end: the message gives the allocation; the local buffer not device memory of
+ * this PE's GPU, or too short; a stream of another device). */
+MG_EXTERN mg_status_t mg_shmem_put(void *dst, const void *src, size_t bytes, int pe);
+MG_EXTERN mg_status_t mg_shmem_get(void *dst, const void *src, size_t bytes, int pe);
+MG_EXTERN mg_status_t mg_shmem_put_on_stream(void *dst, const void *src, size_t bytes, int pe,
+                                             void *stream);
+MG_EXTERN mg_status_t mg_shmem_get_on_stream(void *dst, const void *src, size_t bytes, int pe,
+                                             void *stream);
+
+/* Ordering and synchronisation (NVSHMEM's definitions). quiet: returns when every put issued by
+ * this PE, to any PE, is complete and visible at its target (remote completion). fence: orders
+ * this PE's puts to each one PE: those issued before it are delivered before those issued after
+ * it, to the same PE; it completes nothing. barrier_all: collective; returns when every PE has
+ * arrived and every put issued before it by any PE is complete (a quiet, then a sync).
+ * barrier_all_on_stream: the same, ordered on stream. sync_all: collective; every PE has arrived;
+ * completes no put. None has a deadline (see above). Errors: MG_ERR_INVALID_USAGE (not
+ * initialised), MG_ERR_INVALID_ARGUMENT (a stream of another device). */
+MG_EXTERN mg_status_t mg_shmem_quiet(void);
+MG_EXTERN mg_status_t mg_shmem_fence(void);
+MG_EXTERN mg_status_t mg_shmem_barrier_all(void);
+MG_EXTERN mg_status_t mg_shmem_barrier_all_on_stream(void *stream);
+MG_EXTERN mg_status_t mg_shmem_sync_all(void);
+
+/* Teams. split_strided: collective over parent (every PE of parent calls it with the same
+ * arguments): the new team holds the parent's PEs start, start + stride, ..., size of them
+ * (indices in parent). A PE of parent outside the new team gets *team = MG_SHMEM_TEAM_NONE and
+ * MG_OK: "no team" is not an error. The arguments are checked on each PE before NVSHMEM is
+ * called, not compared between PEs: a PE refused alone leaves the others waiting in NVSHMEM.
+ * Errors: MG_ERR_INVALID_USAGE (not initialised), MG_ERR_INVALID_ARGUMENT (parent not a live
+ * team, start out of range, stride or size < 1, the last member past the parent's end, team
+ * NULL), MG_ERR_NOT_SUPPORTED (NVSHMEM runs in its limited MPG mode, PEs sharing a GPU without
+ * MPS, where NVSHMEM 3.4.5 exits the process on a split), MG_ERR_BACKEND (NVSHMEM refused, e.g.
+ * out of team slots). */
+MG_EXTERN mg_status_t mg_shmem_team_split_strided(mg_shmem_team_t parent, int start, int stride,
+                                                  int size, mg_shmem_team_t *team);
+/* This PE's number in team, and team's size. Errors: MG_ERR_INVALID_USAGE (not initialised),
+ * MG_ERR_INVALID_ARGUMENT (team not a live team, including MG_SHMEM_TEAM_NONE; NULL output). */
+MG_EXTERN mg_status_t mg_shmem_team_my_pe(mg_shmem_team_t team, int *pe);
+MG_EXTERN mg_status_t mg_shmem_team_n_pes(mg_shmem_team_t team, int *n);
+/* The number in dest of PE src_pe of src; -1 when that PE is not in dest. Errors as
+ * mg_shmem_team_my_pe, plus MG_ERR_INVALID_ARGUMENT for src_pe out of [0, size of src). */
+MG_EXTERN mg_status_t mg_shmem_team_translate_pe(mg_shmem_team_t src, int src_pe,
+                                                 mg_shmem_team_t dest, int *dest_pe);
+/* Destroys a team made by mg_shmem_team_split_strided (collective over its members).
+ * MG_SHMEM_TEAM_NONE is MG_OK (as NULL for other destroys). Errors: MG_ERR_INVALID_USAGE (not
+ * initialised; a predefined team: WORLD, SHARED and NODE cannot be destroyed),
+ * MG_ERR_INVALID_ARGUMENT (not a live team: never made, or destroyed already). */
+MG_EXTERN mg_status_t mg_shmem_team_destroy(mg_shmem_team_t team);
+
 #ifdef __cplusplus
 }
 #endif

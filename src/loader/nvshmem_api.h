@@ -37,6 +37,16 @@ enum {
   MG__NVSHMEMX_INIT_WITH_UNIQUEID = 8
 };
 
+/* nvshmemx_init_status() (nvshmemx_init_status_t). LIMITED_MPG: several PEs share a GPU
+ * without MPS, a mode in which some calls (team split) exit the process. */
+enum {
+  MG__NVSHMEM_STATUS_NOT_INITIALIZED = 0,
+  MG__NVSHMEM_STATUS_IS_BOOTSTRAPPED = 1,
+  MG__NVSHMEM_STATUS_IS_INITIALIZED = 2,
+  MG__NVSHMEM_STATUS_LIMITED_MPG = 3,
+  MG__NVSHMEM_STATUS_FULL_MPG = 4
+};
+
 /* nvshmemx_uniqueid_t (nvshmemx_uniqueid_v1): 128 bytes; version = (1 << 16) + 128. */
 typedef struct {
   int version;

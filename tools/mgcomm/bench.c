@@ -294,6 +294,7 @@ static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, mg_bench_re
 }
 
 int mg_cli_bench(int argc, char **argv) {
+  if (argc > 0 && strcmp(argv[0], "shmem") == 0) return mg_cli_bench_shmem(argc - 1, argv + 1);
   mg_bench_opts_t o = {
       .colls = {MG_BENCH_ALL_REDUCE, MG_BENCH_ALL_GATHER, MG_BENCH_REDUCE_SCATTER},
       .ncolls = 3,

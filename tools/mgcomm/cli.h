@@ -6,8 +6,12 @@
 #ifndef MG_CLI_H
 #define MG_CLI_H
 
+#include <stdio.h>
+
 int mg_cli_info(int argc, char **argv);
+void mg_cli_info_shmem(FILE *f); /* info_shmem.c: NVSHMEM's part of `mgcomm info` */
 int mg_cli_bench(int argc, char **argv);
+int mg_cli_bench_shmem(int argc, char **argv); /* bench_shmem.c: `mgcomm bench shmem` */
 int mg_cli_launch(int argc, char **argv);
 int mg_cli_trace(int argc, char **argv);
 

@@ -337,6 +337,8 @@ static void text_print(FILE *f, const snap_t *s) {
               short_outcome(l->paths[a], l->outcomes[a]));
   }
 
+  if (s->libs[MG_LIB_NVSHMEM].info.loaded) mg_cli_info_shmem(f);
+
   const mg_library_info_t *cu = &s->libs[MG_LIB_CUDA].info;
   fprintf(f, "\nCUDA driver: %s\n", cu->loaded ? cu->version_string : "not available");
   if (s->dev_status != MG_OK && !cu->loaded) {
