@@ -9,7 +9,8 @@
 #   pip download --no-deps --only-binary=:all: --python-version 3.11 \
 #       --platform manylinux2014_x86_64 -d .whl nvidia-nccl-cu12==2.21.5 nvidia-nvshmem-cu13==3.4.5
 #   unzip -o -j -q .whl/nvidia_nccl_cu12-2.21.5-*.whl 'nvidia/nccl/lib/libnccl.so.2' -d .whl/nccl-2.21.5
-#   unzip -o -q .whl/nvidia_nvshmem_cu13-3.4.5-*.whl 'nvidia/nvshmem/lib/*.so*' -d .whl/nvshmem-3.4.5
+#   unzip -o -q .whl/nvidia_nvshmem_cu13-3.4.5-*.whl 'nvidia/nvshmem/lib/*.so*' \
+#       'nvidia/nvshmem/include/*' -d .whl/nvshmem-3.4.5
 # (.whl/ is ignored by git.)
 set(MGCOMM_TEST_CUDA_DIR "/usr/local/cuda" CACHE PATH "CUDA toolkit used by the loader tests")
 set(MGCOMM_TEST_OLD_NCCL "${PROJECT_SOURCE_DIR}/.whl/nccl-2.21.5/libnccl.so.2" CACHE FILEPATH
