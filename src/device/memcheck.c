@@ -44,13 +44,13 @@ mg_status_t mg__device_check_buffer(const mg__ptr_attr_t *a, const void *p, size
         break;
       case 0:
         return mg__error(MG_ERR_INVALID_ARGUMENT,
-                         "%s: %s %p is host memory (not allocated by CUDA); the NCCL backend "
-                         "needs memory of device %d (cudaMalloc, cuMemAlloc, mg_mem_alloc)",
+                         "%s: %s %p is host memory (not allocated by CUDA); it must be "
+                         "memory of device %d (cudaMalloc, cuMemAlloc, mg_mem_alloc)",
                          fn, arg, p, device);
       case MG__CU_MEMORYTYPE_HOST:
         return mg__error(MG_ERR_INVALID_ARGUMENT,
                          "%s: %s %p is page-locked host memory (cudaHostAlloc, cuMemAllocHost or "
-                         "registered host memory); the NCCL backend needs memory of device %d",
+                         "registered host memory); it must be memory of device %d",
                          fn, arg, p, device);
       default:
         return mg__error(MG_ERR_INVALID_ARGUMENT,
