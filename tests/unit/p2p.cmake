@@ -26,3 +26,12 @@ mg_test(NAME p2p_nodriver EXE p2p SOURCES ${_mg_p2p} ARGS nodriver LABELS unit p
         ENV "MGCOMM_CUDA_LIBRARY=/nonexistent/libcuda.so.1")
 mg_test(NAME p2p_hostbuf EXE p2p ARGS hostbuf LABELS unit p2p host
         ENV "MGCOMM_CUDA_LIBRARY=/nonexistent/libcuda.so.1")
+# `mgcomm topo`: no driver, no GPU, and 4 simulated GPUs with every kind of failure.
+if(MGCOMM_TESTING)
+  find_package(Python3 COMPONENTS Interpreter QUIET)
+  if(Python3_Interpreter_FOUND)
+    mg_cli_test(NAME p2p_topo_cli LABELS cli p2p sim
+                COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/p2p_cli.py
+                        $<TARGET_FILE:mgcomm_cli> $<TARGET_FILE:mgsim_cuda>)
+  endif()
+endif()

@@ -10,5 +10,6 @@ int mg_cli_info(int argc, char **argv);
 int mg_cli_bench(int argc, char **argv);
 int mg_cli_launch(int argc, char **argv);
 int mg_cli_trace(int argc, char **argv);
+int mg_cli_topo(int argc, char **argv);
 
 #endif
