@@ -1,8 +1,9 @@
 /*
  * copy.c -- asynchronous peer copies: every argument checked, the copy enqueued after the
  * source's last writer (an event the stream waits for on the GPU), and a request that a host
- * function on the stream completes. Nothing here waits on the host, except mg__p2p_event_wait,
- * which only the probe uses.
+ * function completes once the stream passed the copy (on a stream of its own: the copy's stream
+ * is never held up by it). Nothing here waits on the host, except mg__p2p_event_wait, which
+ * only the probe uses.
  *
  * Divisions: the request; checks; mg__p2p_copy; mg_p2p_copy; waiting for an event.
  */
@@ -53,6 +54,19 @@ static void mg__p2p_copy_done(void *arg) {
   mg_request_t *req = arg;
   (void)mg__request_complete(req, MG_OK, NULL, 0); /* 0: a timeout completed it first */
   mg__request_unref(req);                          /* the host function's reference */
+}
+
+/* Has req completed once the stream s (of device d's context, current) passes this point,
+ * without stalling s: a CUDA host function holds back the work of its stream until it returns,
+ * so it runs on a stream of its own (p->done[d]) that waits for an event recorded on s.
+ * Under p->lock, which also keeps p->mark[d] from being recorded twice at once. */
+static mg_status_t mg__p2p_notify_locked(mg__p2p_t *p, int d, mg__CUstream s, mg_request_t *req) {
+  if (p->done[d] == NULL) MG_CU_CHECK(StreamCreate, &p->done[d], MG__CU_STREAM_NON_BLOCKING);
+  if (p->mark[d] == NULL) MG_CU_CHECK(EventCreate, &p->mark[d], MG__CU_EVENT_DISABLE_TIMING);
+  MG_CU_CHECK(EventRecord, p->mark[d], s);
+  MG_CU_CHECK(StreamWaitEvent, p->done[d], p->mark[d], 0);
+  MG_CU_CHECK(LaunchHostFunc, p->done[d], mg__p2p_copy_done, req);
+  return MG_OK;
 }
 
 /* ---- checks --------------------------------------------------------------------------------- */
@@ -180,11 +194,12 @@ mg_status_t mg__p2p_copy(const mg__p2p_copy_t *c, const char *fn, mg_p2p_path_t 
   if (st == MG_OK) st = mg__wd_add(r, NULL);
   if (st == MG_OK) {
     mg__request_ref(r); /* the host function's */
-    mg__CUresult cr = mg__cuda.LaunchHostFunc(s, mg__p2p_copy_done, r);
-    if (cr != MG__CUDA_SUCCESS) {
+    pthread_mutex_lock(&p->lock);
+    st = mg__p2p_notify_locked(p, ctx == dst_ctx ? c->dst_device : c->src_device, s, r);
+    pthread_mutex_unlock(&p->lock);
+    if (st != MG_OK) {
       mg__request_unref(r);
       mg__wd_remove(r);
-      st = mg__cu_error(cr, "cuLaunchHostFunc");
     }
   }
   mg__device_ctx_leave(ctx, saved);
