@@ -13,15 +13,19 @@
  * that the host leaves between two copies: a slow enqueue shows). The copies of a method are
  * enqueued without any host wait in between; mgcomm's requests are freed as they are made
  * (detached) and the last one is waited for. Reported: the median GB/s (1e9 bytes) over the
- * rounds, and each mgcomm method's ratio to cudaMemcpyPeerAsync.
- *   mg_p2p_copy    plain pointers: every call asks the driver about both pointers
- *   mg_buf_copy    buffers: their own record replaces those queries; last writer recorded
+ * rounds, and each mgcomm method's ratio to cudaMemcpyPeerAsync; and the host's time per call
+ * (the enqueue loop's wall time over reps, median), which is what limits small copies.
+ *   mg_p2p_copy        plain pointers (every call asks the driver about both), with a request
+ *   mg_p2p_copy, req NULL   the same without a request: ordered on its stream only
+ *   mg_buf_copy        buffers (their own record replaces the pointer queries; the destination
+ *                      records its last writer), with a request
  *
  * Usage: p2p_vs_memcpy_peer [--min-bytes N] [--max-bytes N] [--rounds R] [--pairs all|self|peers]
  * Prints a markdown table on stdout. Exit 0, 1 on an error, 77 without a GPU.
  */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,9 +49,15 @@
     }                                                                                    \
   } while (0)
 
-enum { M_CUDA, M_P2P, M_BUF, M_COUNT };
+enum { M_CUDA, M_P2P, M_NOREQ, M_BUF, M_COUNT };
 static const char *const method_names[M_COUNT] = {"cudaMemcpyPeerAsync", "mg_p2p_copy",
-                                                  "mg_buf_copy"};
+                                                  "mg_p2p_copy req NULL", "mg_buf_copy"};
+
+static double wall(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 typedef struct {
   int src, dst;
@@ -57,17 +67,23 @@ typedef struct {
   cudaEvent_t start, end;
 } pair_t;
 
-/* reps copies of bytes with method m on the pair's stream; the GPU time in seconds. */
-static double timed(pair_t *p, int m, size_t bytes, int reps) {
+/* reps copies of bytes with method m on the pair's stream; the GPU time in seconds, and the
+ * host's time per call in *host_s. */
+static double timed(pair_t *p, int m, size_t bytes, int reps, double *host_s) {
   CK(cudaSetDevice(p->dst));
   CK(cudaEventRecord(p->start, p->stream));
   mg_request_t *req = NULL;
+  const double t0 = wall();
   for (int i = 0; i < reps; i++) {
     switch (m) {
       case M_CUDA: CK(cudaMemcpyPeerAsync(p->pdst, p->dst, p->psrc, p->src, bytes, p->stream)); break;
       case M_P2P:
         MK(mg_p2p_copy(p->pdst, p->dst, p->psrc, p->src, bytes, (mg_stream_t)p->stream, NULL,
                        &req));
+        break;
+      case M_NOREQ:
+        MK(mg_p2p_copy(p->pdst, p->dst, p->psrc, p->src, bytes, (mg_stream_t)p->stream, NULL,
+                       NULL));
         break;
       default:
         MK(mg_buf_copy(p->bdst, 0, p->bsrc, 0, bytes, (mg_stream_t)p->stream, NULL, &req));
@@ -78,6 +94,7 @@ static double timed(pair_t *p, int m, size_t bytes, int reps) {
       req = NULL;
     }
   }
+  *host_s = (wall() - t0) / reps;
   CK(cudaEventRecord(p->end, p->stream));
   if (req != NULL) {
     MK(mg_request_wait(req, 600));
@@ -129,9 +146,13 @@ int main(int argc, char **argv) {
   int failed = 0;
   MK(mg_p2p_enable_all(&failed));
   MK(mg_p2p_probe(0, 0, &failed));
-  printf("| src | dst | path | bytes | reps | %s GB/s | %s GB/s | ratio | %s GB/s | ratio |\n",
-         method_names[M_CUDA], method_names[M_P2P], method_names[M_BUF]);
-  printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  printf("GB/s (ratio to %s) | host us per call, for", method_names[M_CUDA]);
+  for (int m = 0; m < M_COUNT; m++) printf("%s %s", m ? "," : "", method_names[m]);
+  printf("\n\n| src | dst | path | bytes | reps |");
+  for (int m = 0; m < M_COUNT; m++) printf(" %s |", method_names[m]);
+  printf(" host us: cuda / p2p / req NULL / buf |\n|---|---|---|---|---|");
+  for (int m = 0; m <= M_COUNT; m++) printf("---|");
+  printf("\n");
   for (int a = 0; a < n; a++)
     for (int b = 0; b < n; b++) {
       if ((strcmp(which, "self") == 0 && a != b) || (strcmp(which, "peers") == 0 && a == b))
@@ -152,21 +173,25 @@ int main(int argc, char **argv) {
         /* Enough copies that a round lasts about 2 ms or more at NVLink speed, at most 200. */
         size_t r = ((size_t)512 << 20) / bytes;
         const int reps = r < 4 ? 4 : r > 200 ? 200 : (int)r;
-        double gbps[M_COUNT][99];
-        for (int m = 0; m < M_COUNT; m++) (void)timed(&p, m, bytes, 2); /* warm-up */
+        double gbps[M_COUNT][99], host[M_COUNT][99], h;
+        for (int m = 0; m < M_COUNT; m++) (void)timed(&p, m, bytes, 2, &h); /* warm-up */
         for (int k = 0; k < rounds; k++)
           for (int j = 0; j < M_COUNT; j++) {
             const int m = (j + k) % M_COUNT;
-            gbps[m][k] = (double)bytes * reps / timed(&p, m, bytes, reps) / 1e9;
+            gbps[m][k] = (double)bytes * reps / timed(&p, m, bytes, reps, &host[m][k]) / 1e9;
           }
-        double med[M_COUNT];
+        double med[M_COUNT], hmed[M_COUNT];
         for (int m = 0; m < M_COUNT; m++) {
           qsort(gbps[m], (size_t)rounds, sizeof gbps[m][0], cmp_dbl);
+          qsort(host[m], (size_t)rounds, sizeof host[m][0], cmp_dbl);
           med[m] = gbps[m][rounds / 2];
+          hmed[m] = host[m][rounds / 2];
         }
-        printf("| %d | %d | %s | %zu | %d | %.1f | %.1f | %.3f | %.1f | %.3f |\n", a, b,
-               paths[pi.path], bytes, reps, med[M_CUDA], med[M_P2P], med[M_P2P] / med[M_CUDA],
-               med[M_BUF], med[M_BUF] / med[M_CUDA]);
+        printf("| %d | %d | %s | %zu | %d | %.1f |", a, b, paths[pi.path], bytes, reps,
+               med[M_CUDA]);
+        for (int m = 1; m < M_COUNT; m++) printf(" %.1f (%.3f) |", med[m], med[m] / med[M_CUDA]);
+        for (int m = 0; m < M_COUNT; m++) printf("%s%.1f", m ? " / " : " ", hmed[m] * 1e6);
+        printf(" |\n");
         fflush(stdout);
       }
       CK(cudaStreamDestroy(p.stream));

@@ -32,7 +32,7 @@ fi
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); host: $(hostname)"
   echo "- GPUs: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null |
     sort | uniq -c | sed 's/^ *//' | paste -sd ';' -)"
-  echo "- nvcc: $("$nvcc" --version | tail -1); mgcomm $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo "${SOURCE_COMMIT:-unknown}")"
+  echo "- nvcc: $("$nvcc" --version | tail -1); mgcomm ${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
   echo "- method: bench/p2p_vs_memcpy_peer.c (copies back to back on one stream of the"
   echo "  destination, timed by CUDA events; median of ${ROUNDS:-7} rounds; GB/s = 1e9 bytes/s)"
   echo

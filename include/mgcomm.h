@@ -716,13 +716,14 @@ MG_EXTERN mg_status_t mg_p2p_probe(size_t bytes, int timed, int *failed);
  * dst_device or src_device; NULL: a stream mgcomm keeps for dst_device, in which copies run in
  * the order they were made) and *req receives a request that completes once the copy has
  * (callbacks on a library thread; a copy that never completes, e.g. in a context that faulted,
- * ends with MG_ERR_TIMED_OUT after MGCOMM_TIMEOUT). *path (may be NULL) receives the path it
- * takes. Every argument is checked before anything is enqueued: both pointers must be device
+ * ends with MG_ERR_TIMED_OUT after MGCOMM_TIMEOUT). req may be NULL: no request is made and the
+ * copy is ordered on its stream only, as cudaMemcpyPeerAsync's (the request costs a few
+ * microseconds of host time per copy). *path (may be NULL) receives the path it takes. Every argument is checked before anything is enqueued: both pointers must be device
  * (or managed) memory of the devices named, each range [p, p + bytes) inside one allocation,
  * and on one device the ranges must not overlap. bytes == 0 gives a request complete already.
  * The caller keeps both ranges alive, and writes neither, until the request completes.
- * Errors (no request is made, nothing is enqueued): MG_ERR_INVALID_ARGUMENT (a NULL pointer or
- * req, a device out of range, a pointer not on its device or a range outside its allocation,
+ * Errors (no request is made, nothing is enqueued): MG_ERR_INVALID_ARGUMENT (a NULL pointer, a
+ * device out of range, a pointer not on its device or a range outside its allocation,
  * overlap, a stream of another device), MG_ERR_OUT_OF_MEMORY, MG_ERR_BACKEND_UNAVAILABLE,
  * MG_ERR_BACKEND (the driver refused the copy; the message has its error). */
 MG_EXTERN mg_status_t mg_p2p_copy(void *dst, int dst_device, const void *src, int src_device,

@@ -23,13 +23,19 @@ static const char *const mg__path_names[] = {"local", "peer", "staged"};
 
 /* ---- the request ------------------------------------------------------------------------- */
 
-/* What a copy's request is, for its messages. Owned by the request (freed by release). */
+/* What a copy's request is, for its messages (written only when one is: formatting it for every
+ * copy would cost more than the rest of the request). Owned by the request, freed by release. */
 typedef struct {
-  char what[160];
+  const char *fn;
+  size_t bytes;
+  int src, dst;
+  mg_p2p_path_t path;
 } mg__p2p_req_ctx_t;
 
 static void mg__p2p_req_what(const void *ctx, char *buf, size_t len) {
-  snprintf(buf, len, "%s", ((const mg__p2p_req_ctx_t *)ctx)->what);
+  const mg__p2p_req_ctx_t *rc = ctx;
+  snprintf(buf, len, "%s of %zu bytes from device %d to device %d (%s path)", rc->fn, rc->bytes,
+           rc->src, rc->dst, mg__path_names[rc->path]);
 }
 
 /* There is nothing to abort: a copy that passed its deadline is one whose stream never reached
@@ -145,72 +151,75 @@ static mg_status_t mg__p2p_enqueue(const mg__p2p_copy_t *c, mg_p2p_path_t path,
   return MG_OK;
 }
 
-mg_status_t mg__p2p_copy(const mg__p2p_copy_t *c, const char *fn, mg_p2p_path_t *path,
-                         mg_request_t **req) {
-  if (req == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: req is NULL", fn);
-  mg__p2p_t *p;
-  MG_CHECK(mg__p2p_get(&p));
-  MG_CHECK(mg__p2p_check(p, c, fn));
-
+/* The request of a copy that is enqueued: listed with the watchdog (its deadline) and completed
+ * by a host function once the stream passes this point. Device d's context is current. */
+static mg_status_t mg__p2p_request(mg__p2p_t *p, const mg__p2p_copy_t *c, mg_p2p_path_t pth,
+                                   int d, mg__CUstream s, const char *fn, mg_request_t **out) {
   mg__p2p_req_ctx_t *rc = malloc(sizeof *rc);
   if (rc == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-  mg__CUcontext dst_ctx = NULL, src_ctx = NULL, ctx = NULL, saved = NULL;
-  mg__CUstream s = (mg__CUstream)c->stream;
-  mg_request_t *r = NULL;
-  mg_status_t st;
-  pthread_mutex_lock(&p->lock);
-  const mg_p2p_path_t pth = mg__p2p_path_locked(p, c->src_device, c->dst_device);
-  st = mg__p2p_ctx_locked(p, c->dst_device, &dst_ctx);
-  if (st == MG_OK) st = mg__p2p_ctx_locked(p, c->src_device, &src_ctx);
-  if (st == MG_OK && s == NULL) st = mg__p2p_stream_locked(p, c->dst_device, &s);
-  pthread_mutex_unlock(&p->lock);
-  if (st == MG_OK) st = mg__p2p_stream_ctx(s, dst_ctx, src_ctx, c, fn, &ctx);
-  if (st != MG_OK) {
-    free(rc);
-    return st;
-  }
-  snprintf(rc->what, sizeof rc->what, "%s of %zu bytes from device %d to device %d (%s path)",
-           fn, c->bytes, c->src_device, c->dst_device, mg__path_names[pth]);
-  if (c->bytes == 0) {
-    free(rc);
-    MG_CHECK(mg__request_done(MG__REQ_P2P, MG_ON_TIMEOUT_REPORT, req, fn));
-    if (path != NULL) *path = pth;
-    return MG_OK;
-  }
+  *rc = (mg__p2p_req_ctx_t){fn, c->bytes, c->src_device, c->dst_device, pth};
   const double deadline = mg__now() + mg__param_double(MG_PARAM_TIMEOUT);
-  r = mg__request_new(MG__REQ_P2P, deadline, MG_ON_TIMEOUT_REPORT, fn);
+  mg_request_t *r = mg__request_new(MG__REQ_P2P, deadline, MG_ON_TIMEOUT_REPORT, fn);
   if (r == NULL) {
     free(rc);
     return MG_ERR_OUT_OF_MEMORY;
   }
   r->oops = &mg__p2p_req_ops;
   r->octx = rc; /* the request owns it from here: released with it */
-
-  MG_CHECK_GOTO(mg__device_ctx_enter(ctx, &saved), st, fail);
-  st = mg__p2p_enqueue(c, pth, dst_ctx, src_ctx, s);
-  /* From here the copy is enqueued: its destination buffer records it, and the request follows
-   * it. A failure below still returns an error (no request), but the copy runs. */
-  if (st == MG_OK && c->dst_buf != NULL) st = mg__buf_record(c->dst_buf, s, ctx);
-  if (st == MG_OK) st = mg__wd_add(r, NULL);
+  mg_status_t st = mg__wd_add(r, NULL);
   if (st == MG_OK) {
     mg__request_ref(r); /* the host function's */
     pthread_mutex_lock(&p->lock);
-    st = mg__p2p_notify_locked(p, ctx == dst_ctx ? c->dst_device : c->src_device, s, r);
+    st = mg__p2p_notify_locked(p, d, s, r);
     pthread_mutex_unlock(&p->lock);
     if (st != MG_OK) {
       mg__request_unref(r);
       mg__wd_remove(r);
     }
   }
-  mg__device_ctx_leave(ctx, saved);
-  if (st != MG_OK) goto fail;
-  if (path != NULL) *path = pth;
-  *req = r;
+  if (st != MG_OK) {
+    mg__request_discard(r);
+    return st;
+  }
+  *out = r;
   return MG_OK;
-fail:
-  mg__error_prefix("%s", fn);
-  mg__request_discard(r);
-  return st;
+}
+
+mg_status_t mg__p2p_copy(const mg__p2p_copy_t *c, const char *fn, mg_p2p_path_t *path,
+                         mg_request_t **req) {
+  mg__p2p_t *p;
+  MG_CHECK(mg__p2p_get(&p));
+  MG_CHECK(mg__p2p_check(p, c, fn));
+  mg__CUcontext dst_ctx = NULL, src_ctx = NULL, ctx = NULL, saved = NULL;
+  mg__CUstream s = (mg__CUstream)c->stream;
+  pthread_mutex_lock(&p->lock);
+  const mg_p2p_path_t pth = mg__p2p_path_locked(p, c->src_device, c->dst_device);
+  mg_status_t st = mg__p2p_ctx_locked(p, c->dst_device, &dst_ctx);
+  if (st == MG_OK) st = mg__p2p_ctx_locked(p, c->src_device, &src_ctx);
+  if (st == MG_OK && s == NULL) st = mg__p2p_stream_locked(p, c->dst_device, &s);
+  pthread_mutex_unlock(&p->lock);
+  if (st == MG_OK) st = mg__p2p_stream_ctx(s, dst_ctx, src_ctx, c, fn, &ctx);
+  if (st != MG_OK) return st;
+  mg_request_t *r = NULL;
+  if (c->bytes == 0) {
+    if (req != NULL) MG_CHECK(mg__request_done(MG__REQ_P2P, MG_ON_TIMEOUT_REPORT, &r, fn));
+  } else {
+    MG_CHECK(mg__device_ctx_enter(ctx, &saved));
+    st = mg__p2p_enqueue(c, pth, dst_ctx, src_ctx, s);
+    /* From here the copy is enqueued: its destination buffer records it, and the request
+     * follows it. A failure below still returns an error (no request), but the copy runs. */
+    if (st == MG_OK && c->dst_buf != NULL) st = mg__buf_record(c->dst_buf, s, ctx);
+    if (st == MG_OK && req != NULL)
+      st = mg__p2p_request(p, c, pth, ctx == dst_ctx ? c->dst_device : c->src_device, s, fn, &r);
+    mg__device_ctx_leave(ctx, saved);
+    if (st != MG_OK) {
+      mg__error_prefix("%s", fn);
+      return st;
+    }
+  }
+  if (path != NULL) *path = pth;
+  if (req != NULL) *req = r;
+  return MG_OK;
 }
 
 mg_status_t mg_p2p_copy(void *dst, int dst_device, const void *src, int src_device,

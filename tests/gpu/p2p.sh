@@ -3,7 +3,8 @@
 # with the tests), the GPU test gpu_p2p (tests/gpu/test_gpu_p2p.c), `mgcomm topo`, `mgcomm topo
 # --json --bandwidth`, `nvidia-smi topo -m`, and bench/p2p_vs_memcpy_peer.sh (mgcomm's copies
 # against cudaMemcpyPeerAsync; on one GPU the same-device case). Writes $OUT/p2p.md (for
-# tests/gpu/results/), plus build.log, ctest.log and bench.md. Exit 0 when the test passed (or
+# tests/gpu/results/; `mgcomm topo` is in the bench's part), plus build.log, ctest.log and
+# bench.md. Exit 0 when the test passed (or
 # skipped) and every step ran.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -34,11 +35,6 @@ report=$out/p2p.md
 (cd "$build" && ctest -R '^gpu_p2p$' -V --timeout 300) >"$out/ctest.log" 2>&1 || rc=1
 grep -v '^ *$' "$out/ctest.log" | tail -40 >>"$report"
 {
-  echo '```'
-  echo
-  echo '## mgcomm topo'
-  echo '```'
-  "$build/mgcomm" topo 2>&1 || rc=1
   echo '```'
   echo
   echo '## mgcomm topo --json --bandwidth'

@@ -232,7 +232,6 @@ static void t_copy_checks(void) {
     ASSERT(req == untouched);                       \
   } while (0)
   REFUSED("dst is NULL", mg_p2p_copy(NULL, 1, p0, 0, 8, NULL, NULL, &req));
-  REFUSED("req is NULL", mg_p2p_copy(p1, 1, p0, 0, 8, NULL, NULL, NULL));
   REFUSED("dst_device 2 is out of range: 2 CUDA devices", mg_p2p_copy(p1, 2, p0, 0, 8, NULL, NULL, &req));
   REFUSED("src_device -1 is out of range", mg_p2p_copy(p1, 1, p0, -1, 8, NULL, NULL, &req));
   REFUSED("src", mg_p2p_copy(p1, 1, p0, 1, 8, NULL, NULL, &req));         /* p0 is on 0 */
@@ -269,6 +268,11 @@ static void t_copy_checks(void) {
   ASSERT_OK(mg_request_wait(req, 10));
   ASSERT_OK(mg_request_free(req));
   ASSERT_EQ(p1[1023], 7);
+  /* Without a request: ordered on its stream only. */
+  memset(p0, 9, 64);
+  ASSERT_OK(mg_p2p_copy(p1, 1, p0, 0, 64, (mg_stream_t)other, &path, NULL));
+  ASSERT_EQ(s.StreamSynchronize(other), 0);
+  ASSERT_EQ(p1[63], 9);
   ASSERT_OK(mg_p2p_copy(p1, 1, p0, 0, 0, NULL, &path, &req));
   mg_status_t rs = MG_INPROGRESS;
   ASSERT_OK(mg_request_test(req, &rs));
