@@ -4,8 +4,7 @@
 # --json --bandwidth`, `nvidia-smi topo -m`, and bench/p2p_vs_memcpy_peer.sh (mgcomm's copies
 # against cudaMemcpyPeerAsync; on one GPU the same-device case). Writes $OUT/p2p.md (for
 # tests/gpu/results/; `mgcomm topo` is in the bench's part), plus build.log, ctest.log and
-# bench.md. Exit 0 when the test passed (or
-# skipped) and every step ran.
+# bench.md. Exit 0 when the test passed (or skipped) and every step ran.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 root=$(cd "$(dirname "$0")/../.." && pwd)
