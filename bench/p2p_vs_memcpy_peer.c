@@ -76,7 +76,9 @@ static double timed(pair_t *p, int m, size_t bytes, int reps, double *host_s) {
   const double t0 = wall();
   for (int i = 0; i < reps; i++) {
     switch (m) {
-      case M_CUDA: CK(cudaMemcpyPeerAsync(p->pdst, p->dst, p->psrc, p->src, bytes, p->stream)); break;
+      case M_CUDA:
+        CK(cudaMemcpyPeerAsync(p->pdst, p->dst, p->psrc, p->src, bytes, p->stream));
+        break;
       case M_P2P:
         MK(mg_p2p_copy(p->pdst, p->dst, p->psrc, p->src, bytes, (mg_stream_t)p->stream, NULL,
                        &req));

@@ -718,9 +718,11 @@ MG_EXTERN mg_status_t mg_p2p_probe(size_t bytes, int timed, int *failed);
  * (callbacks on a library thread; a copy that never completes, e.g. in a context that faulted,
  * ends with MG_ERR_TIMED_OUT after MGCOMM_TIMEOUT). req may be NULL: no request is made and the
  * copy is ordered on its stream only, as cudaMemcpyPeerAsync's (the request costs a few
- * microseconds of host time per copy). *path (may be NULL) receives the path it takes. Every argument is checked before anything is enqueued: both pointers must be device
- * (or managed) memory of the devices named, each range [p, p + bytes) inside one allocation,
- * and on one device the ranges must not overlap. bytes == 0 gives a request complete already.
+ * microseconds of host time per copy: for many small copies on one stream, ask for a request
+ * on the last one only). *path (may be NULL) receives the path it takes. Every argument is
+ * checked before anything is enqueued: both pointers must be device (or managed) memory of the
+ * devices named, each range [p, p + bytes) inside one allocation, and on one device the ranges
+ * must not overlap. bytes == 0 gives a request complete already.
  * The caller keeps both ranges alive, and writes neither, until the request completes.
  * Errors (no request is made, nothing is enqueued): MG_ERR_INVALID_ARGUMENT (a NULL pointer, a
  * device out of range, a pointer not on its device or a range outside its allocation,

@@ -4,8 +4,8 @@
  * (MGSIM_PEERS, MGSIM_PEER_ENABLE_FAIL, MGSIM_PEER_CORRUPT, MGSIM_PEER_COPY_FAIL); p2p.cmake
  * sets them per case. Host buffers and "no driver" need no simulator.
  *
- * Cases: topo4, islands8, islands_enable, enable, probe, copy_checks, copy_order, copy_fail,
- * nodriver, nogpu, hostbuf.
+ * Cases: topo4, islands8, islands_enable, links4, links_switch (the simulated NVML too), enable,
+ * probe, copy_checks, copy_order, copy_fail, nodriver, nogpu, hostbuf.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -124,6 +124,38 @@ static void t_islands_enable(void) {
   expect_islands(after, 4, 2);
 }
 
+/* With the simulated NVML (MGSIM_NVLINKS=0-1:4,2-3:2 MGSIM_PCIE=0-2:SYS,1-3:NODE,0-3:PIX): NVLink
+ * counts from each link's far end, PCIe levels from the common ancestor, in both directions. */
+static void t_links4(void) {
+  static const struct {
+    int a, b;
+    mg_p2p_link_t link;
+    int nvlinks;
+  } want[] = {{0, 1, MG_P2P_LINK_NVLINK, 4}, {1, 0, MG_P2P_LINK_NVLINK, 4},
+              {2, 3, MG_P2P_LINK_NVLINK, 2}, {0, 2, MG_P2P_LINK_SYS, 0},
+              {2, 0, MG_P2P_LINK_SYS, 0},    {1, 3, MG_P2P_LINK_NODE, 0},
+              {0, 3, MG_P2P_LINK_PIX, 0},    {1, 2, MG_P2P_LINK_PHB, 0},
+              {3, 3, MG_P2P_LINK_SELF, 0}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    mg_p2p_pair_info_t pi = pair(want[i].a, want[i].b);
+    if (pi.link != want[i].link || pi.nvlinks != want[i].nvlinks)
+      FAIL("%d -> %d: link %d x%d, want %d x%d", want[i].a, want[i].b, pi.link, pi.nvlinks,
+           want[i].link, want[i].nvlinks);
+  }
+}
+
+/* MGSIM_DEVICES=8 MGSIM_NVSWITCH_LINKS=18 MGSIM_NVLINKS=6-7:2: every pair through NVSwitches is
+ * NV18 (as nvidia-smi prints an HGX H100), and direct links count before switch links. */
+static void t_links_switch(void) {
+  for (int a = 0; a < 8; a++)
+    for (int b = 0; b < 8; b++) {
+      mg_p2p_pair_info_t pi = pair(a, b);
+      const int direct = (a == 6 && b == 7) || (a == 7 && b == 6);
+      ASSERT_EQ(pi.link, a == b ? MG_P2P_LINK_SELF : MG_P2P_LINK_NVLINK);
+      ASSERT_EQ(pi.nvlinks, a == b ? 0 : direct ? 2 : a >= 6 || b >= 6 ? 16 : 18);
+    }
+}
+
 /* ---- peer access ---- */
 
 /* MGSIM_DEVICES=4 MGSIM_PEER_ENABLE_FAIL=2>3: every other pair enabled, 2 -> 3 recorded with the
@@ -147,7 +179,8 @@ static void t_enable(void) {
         const int bad = a == 2 && b == 3;
         ASSERT_EQ(pi.enabled, !bad);
         ASSERT_EQ(pi.enable_status, bad ? MG_ERR_BACKEND : MG_OK);
-        ASSERT_EQ(pi.path, a == b ? MG_P2P_PATH_LOCAL : bad ? MG_P2P_PATH_STAGED : MG_P2P_PATH_PEER);
+        ASSERT_EQ(pi.path,
+                  a == b ? MG_P2P_PATH_LOCAL : bad ? MG_P2P_PATH_STAGED : MG_P2P_PATH_PEER);
         if (bad) {
           ASSERT_CONTAINS(pi.reason, "enabling peer access 2 -> 3");
           ASSERT_CONTAINS(pi.reason, "CUDA_ERROR_TOO_MANY_PEERS");
@@ -232,7 +265,8 @@ static void t_copy_checks(void) {
     ASSERT(req == untouched);                       \
   } while (0)
   REFUSED("dst is NULL", mg_p2p_copy(NULL, 1, p0, 0, 8, NULL, NULL, &req));
-  REFUSED("dst_device 2 is out of range: 2 CUDA devices", mg_p2p_copy(p1, 2, p0, 0, 8, NULL, NULL, &req));
+  REFUSED("dst_device 2 is out of range: 2 CUDA devices",
+          mg_p2p_copy(p1, 2, p0, 0, 8, NULL, NULL, &req));
   REFUSED("src_device -1 is out of range", mg_p2p_copy(p1, 1, p0, -1, 8, NULL, NULL, &req));
   REFUSED("src", mg_p2p_copy(p1, 1, p0, 1, 8, NULL, NULL, &req));         /* p0 is on 0 */
   REFUSED("src", mg_p2p_copy(p1, 1, host, 0, 8, NULL, NULL, &req));       /* host memory */
@@ -246,7 +280,8 @@ static void t_copy_checks(void) {
     ASSERT_EQ(s.StreamCreate(&other, MG__CU_STREAM_NON_BLOCKING), 0);
     ASSERT_EQ(s.SetCurrent(NULL), 0);
   }
-  REFUSED("belongs neither to device 0", mg_p2p_copy(p0 + 512, 0, p0, 0, 8, (mg_stream_t)other, NULL, &req));
+  REFUSED("belongs neither to device 0",
+          mg_p2p_copy(p0 + 512, 0, p0, 0, 8, (mg_stream_t)other, NULL, &req));
   /* Buffers: ranges are never cut to fit. */
   REFUSED("dst range [1000, 1000 + 25) runs past the end of its buffer of 1024 bytes",
           mg_buf_copy(b1, 1000, b0, 0, 25, NULL, NULL, &req));
@@ -470,7 +505,8 @@ static void t_hostbuf(void) {
   ASSERT_OK(mg_world_rebuild(w));
   void *p;
   ASSERT_STATUS(MG_ERR_STALE, mg_buf_ptr(a, &p));
-  ASSERT_CONTAINS(mg_last_error(), "generation 1 of its world, which was rebuilt (generation 2 now)");
+  ASSERT_CONTAINS(mg_last_error(),
+                  "generation 1 of its world, which was rebuilt (generation 2 now)");
   ASSERT_STATUS(MG_ERR_STALE, mg_buf_copy(solo, 0, a, 0, 8, NULL, NULL, &req));
   ASSERT_CONTAINS(mg_last_error(), "src belongs to generation 1");
   ASSERT_STATUS(MG_ERR_STALE, mg_buf_record_write(b, NULL));
@@ -501,6 +537,7 @@ int main(int argc, char **argv) {
                {"probe", t_probe},           {"copy_checks", t_copy_checks},
                {"copy_order", t_copy_order}, {"copy_fail", t_copy_fail},
                {"nodriver", t_nodriver},     {"nogpu", t_nogpu},
+               {"links4", t_links4},         {"links_switch", t_links_switch},
                {"hostbuf", t_hostbuf}};
   if (argc != 2) FAIL("usage: p2p <case>");
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

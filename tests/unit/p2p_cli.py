@@ -1,22 +1,23 @@
 """`mgcomm topo` on the simulated driver and without one (tests/unit/p2p.cmake).
 
-Usage: p2p_cli.py <mgcomm> <libcuda.so.1 of the simulator>
+Usage: p2p_cli.py <mgcomm> <libcuda.so.1 of the simulator> <its libnvidia-ml.so.1>
 
 Without a driver, and with a driver but no GPU: one line that says why, exit 0, and the JSON
 form with device_count 0. With 4 simulated GPUs (an asymmetric matrix, an enable that fails, a
 pair whose copies arrive corrupted): the matrices, the verdicts, the islands and the failures
-in the text, and the JSON form checked field by field against docs/p2p.md's schema.
+in the text, and the JSON form checked field by field against docs/p2p.md's schema. With the
+simulated NVML: the link matrix as nvidia-smi prints it.
 """
 import json
 import os
 import subprocess
 import sys
 
-MG, SIM = sys.argv[1], sys.argv[2]
+MG, SIM, NVML = sys.argv[1], sys.argv[2], sys.argv[3]
 
 
-def run(args, **env):
-    e = dict(os.environ, MGCOMM_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1")
+def run(args, nvml="/nonexistent/libnvidia-ml.so.1", **env):
+    e = dict(os.environ, MGCOMM_NVML_LIBRARY=nvml)
     e.update(env)
     p = subprocess.run([MG, "topo"] + args, env=e, capture_output=True, text=True, timeout=60)
     return p.returncode, p.stdout, p.stderr
@@ -95,4 +96,20 @@ p = pairs[(0, 2)]
 check(not p["can_access"] and p["enable_status"] == "MG_OK" and p["path"] == "staged",
       "pair 0 -> 2", json.dumps(p))
 check(pairs[(0, 0)]["path"] == "local" and pairs[(0, 0)]["link_type"] == "self", "self", out)
+# Links from the simulated NVML: as nvidia-smi topo -m prints them.
+wired = {"MGCOMM_CUDA_LIBRARY": SIM, "MGSIM_DEVICES": "4", "MGSIM_NVLINKS": "0-1:4,2-3:2",
+         "MGSIM_PCIE": "0-2:SYS,1-3:NODE,0-3:PIX"}
+rc, out, err = run([], nvml=NVML, **wired)
+lines = out.splitlines()
+lk = lines.index("Links (NVML)")
+check([l.split() for l in lines[lk + 2:lk + 6]] ==
+      [["GPU0", "X", "NV4", "SYS", "PIX"], ["GPU1", "NV4", "X", "PHB", "NODE"],
+       ["GPU2", "SYS", "PHB", "X", "NV2"], ["GPU3", "PIX", "NODE", "NV2", "X"]], "link matrix", out)
+rc, out, err = run(["--json"], nvml=NVML, **wired)
+j = json.loads(out)
+pairs = {(p["from"], p["to"]): p for p in j["pairs"]}
+check(j["links_from"] == "nvml", "links from NVML", out)
+check(pairs[(0, 1)]["link"] == "NV4" and pairs[(0, 1)]["link_type"] == "nvlink" and
+      pairs[(0, 1)]["nvlinks"] == 4, "pair 0 -> 1 over NVLink", out)
+check(pairs[(1, 3)]["link"] == "NODE" and pairs[(1, 3)]["link_type"] == "node", "1 -> 3", out)
 print("p2p_cli: ok")
