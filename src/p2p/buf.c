@@ -31,6 +31,7 @@ struct mg_buf {
   uint64_t writes;          /* recorded writes */
   mg__CUstream last_stream; /* the last writer's stream, NULL when none (or a host write) */
   mg__CUevent last_event;   /* recorded on last_stream after that write; owned */
+  mg__CUcontext last_ctx;   /* the context last_event belongs to */
 };
 
 static void mg__buf_free(mg_buf_t *b) {
@@ -175,7 +176,20 @@ mg_status_t mg__buf_order_after_writer(mg_buf_t *b, mg__CUstream stream) {
 }
 
 mg_status_t mg__buf_record(mg_buf_t *b, mg__CUstream stream, mg__CUcontext ctx) {
-  (void)ctx; /* current: the event is made in it, as cuEventRecord requires */
+  /* The buffer's event is recorded again while the writes come from one context (a reader's
+   * cuStreamWaitEvent took the record current at its call, so it is unaffected); a write from
+   * another context needs an event of that context (ctx, current), as cuEventRecord requires. */
+  pthread_mutex_lock(&b->lock);
+  if (b->last_event != NULL && b->last_ctx == ctx) {
+    mg__CUresult r = mg__cuda.EventRecord(b->last_event, stream);
+    if (r == MG__CUDA_SUCCESS) {
+      b->last_stream = stream;
+      b->writes++;
+    }
+    pthread_mutex_unlock(&b->lock);
+    return r == MG__CUDA_SUCCESS ? MG_OK : mg__cu_error(r, "cuEventRecord");
+  }
+  pthread_mutex_unlock(&b->lock);
   mg__CUevent ev = NULL;
   MG_CU_CHECK(EventCreate, &ev, MG__CU_EVENT_DISABLE_TIMING);
   mg__CUresult r = mg__cuda.EventRecord(ev, stream);
@@ -186,6 +200,7 @@ mg_status_t mg__buf_record(mg_buf_t *b, mg__CUstream stream, mg__CUcontext ctx) 
   pthread_mutex_lock(&b->lock);
   mg__CUevent old = b->last_event;
   b->last_event = ev;
+  b->last_ctx = ctx;
   b->last_stream = stream;
   b->writes++;
   pthread_mutex_unlock(&b->lock);

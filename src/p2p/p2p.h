@@ -104,8 +104,8 @@ mg_status_t mg__buf_new(int device, size_t bytes, mg__gen_t *gen_src, const char
 /* Under the buffer's lock: makes stream wait for buf's last recorded write (nothing when there
  * is none). */
 mg_status_t mg__buf_order_after_writer(struct mg_buf *buf, mg__CUstream stream);
-/* Records a write enqueued on stream (of context ctx) as buf's last writer. Called only after
- * the write was enqueued, so that a failed write records nothing. */
+/* Records a write enqueued on stream (of context ctx, current) as buf's last writer. Called
+ * only after the write was enqueued, so that a failed write records nothing. */
 mg_status_t mg__buf_record(struct mg_buf *buf, mg__CUstream stream, mg__CUcontext ctx);
 
 #endif

@@ -391,6 +391,26 @@ static void t_copy_order(void) {
   for (int i = 0; i < 1000 && atomic_load(&cb_runs) == 0; i++) usleep(1000);
   ASSERT_EQ(atomic_load(&cb_runs), 1);
   ASSERT_EQ(s.StreamSynchronize(a), 0);
+  /* A second write from the same context re-records the buffer's event: the next copy waits for
+   * that one, not the first (which has long been reached). */
+  atomic_store(&gate, 0);
+  memset(pf, 'C', n);
+  ASSERT_EQ(s.LaunchHostFunc(a, hold_stream, NULL), 0);
+  ASSERT_EQ(s.MemcpyAsync((mg__CUdeviceptr)(uintptr_t)ps, (mg__CUdeviceptr)(uintptr_t)pf, n, a), 0);
+  ASSERT_OK(mg_buf_record_write(src, (mg_stream_t)a));
+  ASSERT_OK(mg_buf_copy(dst, 0, src, 0, n, NULL, NULL, &req));
+  usleep(100000);
+  ASSERT_OK(mg_request_test(req, &rs));
+  ASSERT_EQ(rs, MG_INPROGRESS);
+  ASSERT_EQ(pd[0], 'B');
+  atomic_store(&gate, 1);
+  ASSERT_OK(mg_request_wait(req, 10));
+  ASSERT_OK(mg_request_free(req));
+  for (size_t k = 0; k < n; k++)
+    if (pd[k] != 'C') FAIL("dst[%zu] = 0x%02x: the second copy did not wait", k, pd[k]);
+  ASSERT_OK(mg_buf_info(src, &bi));
+  ASSERT_EQ(bi.writes, 2);
+  ASSERT_EQ(s.StreamSynchronize(a), 0);
   ASSERT_EQ(s.SetCurrent(NULL), 0);
   ASSERT_OK(mg_buf_destroy(src));
   ASSERT_OK(mg_buf_destroy(dst));
