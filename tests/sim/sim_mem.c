@@ -360,6 +360,7 @@ MGSIM_API mg__CUresult cuMemcpyPeerAsync(mg__CUdeviceptr dst, mg__CUcontext dst_
     return MG__CUDA_ERROR_INVALID_CONTEXT;
   const int a = src_ctx->device, b = dst_ctx->device;
   if (sim_cu_peer_knob(SIM_PEER_COPY_FAIL, a, b)) return MG__CUDA_ERROR_UNKNOWN;
-  const int corrupt = a != b && sim_cu_peer_enabled(a, b) && sim_cu_peer_knob(SIM_PEER_CORRUPT, a, b);
+  const int corrupt =
+      a != b && sim_cu_peer_enabled(a, b) && sim_cu_peer_knob(SIM_PEER_CORRUPT, a, b);
   return sim_copy((uintptr_t)dst, (uintptr_t)src, bytes, 1, 1, 0, 0, stream, 0, corrupt);
 }
