@@ -604,6 +604,194 @@ MG_EXTERN mg_status_t mg_comm_register(mg_comm_t *comm, void *buf, size_t bytes,
 MG_EXTERN mg_status_t mg_comm_deregister(mg_comm_t *comm, mg_reg_t *reg);
 
 /* ---------------------------------------------------------------------------------------------
+ * Peer-to-peer: topology, peer access, peer copies, buffers with a generation
+ *
+ * The GPUs of this process and what each ordered pair (from, to) can do: whether from's
+ * context may map to's memory (cuDeviceCanAccessPeer), whether mgcomm enabled that access and
+ * why not, the link between them, and whether a copy through the peer path really delivers
+ * the bytes (the probe: "can access" is sometimes a lie on virtualised hosts). Every answer is
+ * directional. The topology is read once per process, on the first call that needs it; peer
+ * access and the probe's verdicts change only through mg_p2p_enable_all and mg_p2p_probe.
+ *
+ * Copies (mg_p2p_copy, mg_buf_copy) are asynchronous: they are enqueued on a CUDA stream and
+ * return a request (mg_request_t) that completes when the copy has; nothing waits on the host.
+ * A pair whose peer access is not enabled, or whose probe failed, is copied through the
+ * driver's staged path (through host memory); the copy says which path it took.
+ *
+ * Devices are CUDA ordinals. Without a CUDA driver every function here that needs one returns
+ * MG_ERR_BACKEND_UNAVAILABLE; with a driver but no GPU, every device number is out of range
+ * (MG_ERR_INVALID_ARGUMENT). Buffers of host memory (MG_BUF_HOST) need neither.
+ * Thread-safe. No function here changes the calling thread's current CUDA context.
+ */
+
+/* Declared with their sections below (requests, world); C11 and C++ allow the repetition. */
+typedef struct mg_request mg_request_t;
+typedef struct mg_world mg_world_t;
+
+/* The link between two GPUs, as `nvidia-smi topo -m` names it. From NVML when it is loaded;
+ * otherwise only SELF or UNKNOWN (the driver's P2P attributes say what a pair can do, not how
+ * they are wired). */
+typedef enum mg_p2p_link {
+  MG_P2P_LINK_UNKNOWN = 0, /* no NVML: see perf_rank, native_atomics */
+  MG_P2P_LINK_SELF = 1,    /* "X": the same GPU */
+  MG_P2P_LINK_NVLINK = 2,  /* "NV<n>": n NVLink links (direct, or through NVSwitches) */
+  MG_P2P_LINK_PIX = 3,     /* at most one PCIe bridge */
+  MG_P2P_LINK_PXB = 4,     /* several PCIe bridges, no host bridge */
+  MG_P2P_LINK_PHB = 5,     /* a PCIe host bridge (the CPU) */
+  MG_P2P_LINK_NODE = 6,    /* host bridges of one NUMA node */
+  MG_P2P_LINK_SYS = 7      /* across NUMA nodes (QPI/UPI, Infinity Fabric) */
+} mg_p2p_link_t;
+
+/* How a copy between two devices travels. */
+typedef enum mg_p2p_path {
+  MG_P2P_PATH_LOCAL = 0,  /* the same device (or host memory on both sides) */
+  MG_P2P_PATH_PEER = 1,   /* directly, through the source's peer access to the destination */
+  MG_P2P_PATH_STAGED = 2  /* through host memory, by the driver (cuMemcpyPeerAsync without
+                             peer access) */
+} mg_p2p_path_t;
+
+/* The probe's verdict on a pair. */
+typedef enum mg_p2p_probe {
+  MG_P2P_PROBE_NOT_RUN = 0, /* not probed yet, or peer access not enabled */
+  MG_P2P_PROBE_OK = 1,      /* the pattern arrived intact */
+  MG_P2P_PROBE_FAILED = 2   /* it did not (reason says how); the pair is not used as peers */
+} mg_p2p_probe_t;
+
+typedef struct mg_p2p_pair_info {
+  int from, to;                /* device ordinals */
+  int can_access;              /* cuDeviceCanAccessPeer(from, to); 1 when from == to */
+  int enabled;                 /* from's context has peer access to to's (mg_p2p_enable_all) */
+  mg_status_t enable_status;   /* MG_OK, or why enabling failed (not tried: MG_OK, enabled 0) */
+  mg_p2p_link_t link;
+  int nvlinks;                 /* NVLink links between them (MG_P2P_LINK_NVLINK), else 0 */
+  int perf_rank;               /* the driver's relative rank of the link (lower is faster);
+                                  -1 unknown or from == to */
+  int native_atomics;          /* the driver: every atomic works over the link */
+  int array_access;            /* the driver: CUDA arrays are accessible over the link */
+  mg_p2p_probe_t probe;
+  double gbps;                 /* the probe's timed copy from -> to, in GB/s (1e9 bytes); 0 when
+                                  not timed */
+  mg_p2p_path_t path;          /* the path mg_p2p_copy takes from from's memory to to's */
+  char reason[256];            /* why enabling or the probe failed; "" when nothing did */
+} mg_p2p_pair_info_t;
+
+/* Describes the ordered pair (from, to) as it stands now. Errors: MG_ERR_INVALID_ARGUMENT (info
+ * NULL, a device out of range), MG_ERR_BACKEND_UNAVAILABLE (no CUDA driver), MG_ERR_BACKEND (the
+ * driver refused a query). */
+MG_EXTERN mg_status_t mg_p2p_pair_info(int from, int to, mg_p2p_pair_info_t *info);
+
+/* The islands: groups of GPUs joined by working peer access (a pair counts, whatever its
+ * direction, when one of its directions can access and neither enabling nor the probe failed
+ * it). island[d] receives the island of device d for every device; islands are numbered 0, 1,
+ * ... in the order of their smallest device; *nislands their number. capacity is the length of
+ * island (at least the number of devices). A device without peers is an island of its own.
+ * Errors: MG_ERR_INVALID_ARGUMENT (island or nislands NULL, capacity too small: the message says
+ * how many devices), the errors of mg_p2p_pair_info. No GPU: *nislands = 0. */
+MG_EXTERN mg_status_t mg_p2p_islands(int *island, int capacity, int *nislands);
+
+/* Enables peer access for every ordered pair that can access (cuCtxEnablePeerAccess in from's
+ * primary context, which mgcomm retains for the rest of the process), leaving the calling
+ * thread's current context as it was. Idempotent: a pair that is enabled already (by mgcomm or by
+ * the program) counts as enabled. A pair that fails keeps its status and the driver's message in
+ * mg_p2p_pair_info (enable_status, reason) and is copied through the staged path. *failed (may
+ * be NULL) receives the number of pairs that failed. Returns MG_OK also when some pairs failed;
+ * errors: MG_ERR_BACKEND_UNAVAILABLE (no CUDA driver), MG_ERR_BACKEND (the driver refused a
+ * context). No GPU: MG_OK, nothing to do. */
+MG_EXTERN mg_status_t mg_p2p_enable_all(int *failed);
+
+/* The functional probe. For every pair (from, to) with peer access enabled, and for every GPU
+ * with itself, writes a pattern of bytes (0: 1 MiB) into from's memory, copies it into to's
+ * through the path a copy would take, reads it back and compares. A pair whose bytes differ,
+ * or whose copy fails, gets MG_P2P_PROBE_FAILED with the reason (the first byte that differs, or
+ * the driver's error); its peer access is disabled again, so that its copies take the staged
+ * path. With timed = 1 each copy is also timed on the GPU (one untimed copy first) and
+ * mg_p2p_pair_info reports its GB/s. Blocking: returns when every pair is probed, each copy
+ * bounded by MGCOMM_TIMEOUT. *failed (may be NULL): the number of pairs that failed. Errors:
+ * MG_ERR_INVALID_ARGUMENT (bytes above 1 GiB), MG_ERR_OUT_OF_MEMORY, MG_ERR_TIMED_OUT,
+ * MG_ERR_BACKEND_UNAVAILABLE, MG_ERR_BACKEND (setting up a probe failed: not a verdict). */
+MG_EXTERN mg_status_t mg_p2p_probe(size_t bytes, int timed, int *failed);
+
+/* Copies bytes from src, memory of device src_device, to dst, memory of device dst_device
+ * (the same device is allowed), asynchronously: enqueued on stream (a CUDA stream of
+ * dst_device or src_device; NULL: a stream mgcomm keeps for dst_device, in which copies run in
+ * the order they were made) and *req receives a request that completes once the copy has
+ * (callbacks on a library thread; a copy that never completes, e.g. in a context that faulted,
+ * ends with MG_ERR_TIMED_OUT after MGCOMM_TIMEOUT). req may be NULL: no request is made and the
+ * copy is ordered on its stream only, as cudaMemcpyPeerAsync's (the request costs a few
+ * microseconds of host time per copy: for many small copies on one stream, ask for a request
+ * on the last one only). *path (may be NULL) receives the path it takes. Every argument is
+ * checked before anything is enqueued: both pointers must be device (or managed) memory of the
+ * devices named, each range [p, p + bytes) inside one allocation, and on one device the ranges
+ * must not overlap. bytes == 0 gives a request complete already.
+ * The caller keeps both ranges alive, and writes neither, until the request completes.
+ * Errors (no request is made, nothing is enqueued): MG_ERR_INVALID_ARGUMENT (a NULL pointer, a
+ * device out of range, a pointer not on its device or a range outside its allocation,
+ * overlap, a stream of another device), MG_ERR_OUT_OF_MEMORY, MG_ERR_BACKEND_UNAVAILABLE,
+ * MG_ERR_BACKEND (the driver refused the copy; the message has its error). */
+MG_EXTERN mg_status_t mg_p2p_copy(void *dst, int dst_device, const void *src, int src_device,
+                                  size_t bytes, mg_stream_t stream, mg_p2p_path_t *path,
+                                  mg_request_t **req);
+
+/* A buffer: memory of one device (or of the host), the generation of the world it belongs to,
+ * and its last writer. mgcomm's copies into a buffer record themselves as its last writer (an
+ * event on the copy's stream); a copy out of a buffer makes its stream wait for that event on
+ * the GPU, never on the host. A write that fails records nothing. Rebuilding the buffer's world
+ * (mg_world_rebuild) makes it stale: every use but mg_buf_info and mg_buf_destroy is then
+ * MG_ERR_STALE, and its memory is freed only by mg_buf_destroy. Buffers are optional: every
+ * operation also takes plain pointers. */
+typedef struct mg_buf mg_buf_t;
+
+#define MG_BUF_HOST (-1) /* the device of a buffer of host memory (no GPU needed) */
+
+typedef struct mg_buf_info {
+  int device;               /* CUDA ordinal, or MG_BUF_HOST */
+  size_t bytes;
+  uint64_t generation;      /* its world's generation when it was made; 0 without a world */
+  int stale;                /* 1 once its world was rebuilt or destroyed */
+  uint64_t writes;          /* writes recorded on it so far */
+  mg_stream_t last_writer;  /* the stream of the last recorded write; NULL if none, or a host
+                               write (host buffers are written in the call) */
+} mg_buf_info_t;
+
+/* Allocates bytes (> 0) on device (a CUDA ordinal: cuMemAlloc in its primary context; or
+ * MG_BUF_HOST: host memory aligned to 4096 bytes), belonging to no world (never stale).
+ * Uninitialised. Errors: MG_ERR_INVALID_ARGUMENT (out NULL, bytes 0, a device out of range),
+ * MG_ERR_OUT_OF_MEMORY, MG_ERR_BACKEND_UNAVAILABLE (a device without a CUDA driver),
+ * MG_ERR_BACKEND. */
+MG_EXTERN mg_status_t mg_buf_create(int device, size_t bytes, mg_buf_t **out);
+/* As mg_buf_create, on the device of world's rank (host memory on the host backend), with the
+ * world's current generation. Errors: those of mg_buf_create, MG_ERR_INVALID_USAGE (bad world),
+ * MG_ERR_INVALID_ARGUMENT (rank out of range). */
+MG_EXTERN mg_status_t mg_world_buf_create(mg_world_t *world, int rank, size_t bytes,
+                                          mg_buf_t **out);
+/* Frees the buffer and its memory; waits for nothing: the caller makes sure that no work on it
+ * is pending (wait for the requests that use it). NULL is MG_OK; a bad handle
+ * MG_ERR_INVALID_USAGE. */
+MG_EXTERN mg_status_t mg_buf_destroy(mg_buf_t *buf);
+/* *ptr = the buffer's memory. Errors: MG_ERR_INVALID_USAGE (bad handle), MG_ERR_INVALID_ARGUMENT
+ * (ptr NULL), MG_ERR_STALE (its world was rebuilt or destroyed: the message says which
+ * generation it belongs to and which is current). */
+MG_EXTERN mg_status_t mg_buf_ptr(mg_buf_t *buf, void **ptr);
+/* Describes the buffer (also a stale one). Errors: MG_ERR_INVALID_USAGE, MG_ERR_INVALID_ARGUMENT
+ * (info NULL). */
+MG_EXTERN mg_status_t mg_buf_info(mg_buf_t *buf, mg_buf_info_t *info);
+/* Records a write of the caller's (a kernel, a copy of its own) enqueued on stream, a CUDA stream
+ * of any device, as the buffer's last writer: later copies out of it wait for that point of the
+ * stream. A host buffer takes stream NULL (its write is done). Errors: MG_ERR_INVALID_USAGE (bad
+ * handle), MG_ERR_STALE, MG_ERR_INVALID_ARGUMENT (a stream that is not one, a stream given for a
+ * host buffer), MG_ERR_BACKEND. */
+MG_EXTERN mg_status_t mg_buf_record_write(mg_buf_t *buf, mg_stream_t stream);
+/* mg_p2p_copy from [src + src_offset, + bytes) to [dst + dst_offset, + bytes), ordered after
+ * src's last writer, recorded as dst's last writer once enqueued. Two host buffers are copied in
+ * the call (path LOCAL; the request is complete already; stream must be NULL); a host buffer with
+ * a device buffer is MG_ERR_INVALID_ARGUMENT. Errors: those of mg_p2p_copy, MG_ERR_INVALID_USAGE
+ * (a bad handle), MG_ERR_STALE (either buffer), MG_ERR_INVALID_ARGUMENT (a range past the end of
+ * its buffer: never truncated; the same buffer with overlapping ranges). */
+MG_EXTERN mg_status_t mg_buf_copy(mg_buf_t *dst, size_t dst_offset, mg_buf_t *src,
+                                  size_t src_offset, size_t bytes, mg_stream_t stream,
+                                  mg_p2p_path_t *path, mg_request_t **req);
+
+/* ---------------------------------------------------------------------------------------------
  * Rendezvous: the store and mg_comm_init_env
  *
  * The processes of one job meet through a small key-value store served over TCP by one of them

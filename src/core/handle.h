@@ -16,6 +16,7 @@ typedef enum mg__handle_kind {
   MG__HANDLE_REQUEST = 3, /* mg_request_t (src/core/request.c) */
   MG__HANDLE_STREAM = 4,  /* host streams, mg_stream_t (src/core/stream.c) */
   MG__HANDLE_WORLD = 5,   /* mg_world_t (src/world/) */
+  MG__HANDLE_P2P_BUF = 6, /* mg_buf_t (src/p2p/buf.c) */
 } mg__handle_kind_t;
 
 /* Registers p with kind: MG_OK, or MG_ERR_OUT_OF_MEMORY. */

@@ -33,7 +33,8 @@ enum { MG__REQ_PENDING = 0, MG__REQ_DONE = 1 };
 
 enum {
   MG__REQ_RECORD = 1, /* a mark on a stream of comm (mg_record) */
-  MG__REQ_WORLD = 2   /* the parts of a world batch, completed by the world */
+  MG__REQ_WORLD = 2,  /* the parts of a world batch, completed by the world */
+  MG__REQ_P2P = 3     /* a peer copy, completed by src/p2p/ when its stream passes it */
 };
 
 /* A generation counter shared by a world and its requests (refcounted, so that a request may
@@ -58,7 +59,8 @@ typedef struct mg__req_owner_ops {
 
 struct mg_request {
   uint32_t magic;
-  int kind;                   /* MG__REQ_RECORD or MG__REQ_WORLD */
+  int kind;                   /* MG__REQ_*; WORLD and P2P requests are completed by their owner
+                                 (oops below) */
   atomic_int state;           /* MG__REQ_PENDING, MG__REQ_DONE */
   mg_status_t status;         /* the outcome; written before state becomes DONE */
   atomic_int settling;        /* 1 from a timeout's completion until its policy has been applied
@@ -83,7 +85,7 @@ struct mg_request {
   double poll_interval;       /* seconds between two queries (POLL) */
   mg__mark_t mark;
   int mark_made;              /* mark_record succeeded: mark_release is owed */
-  /* MG__REQ_WORLD */
+  /* MG__REQ_WORLD (oops and octx: MG__REQ_P2P too) */
   mg__gen_t *gen_src;         /* the world's generation counter (a reference) */
   uint64_t gen;               /* the generation the request was made in */
   const void *wowner;         /* the worker set whose threads must not wait for it */

@@ -41,6 +41,8 @@ enum {
   MG__CUDA_ERROR_NOT_READY = 600,
   MG__CUDA_ERROR_ILLEGAL_ADDRESS = 700,
   MG__CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
+  MG__CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705,
+  MG__CUDA_ERROR_TOO_MANY_PEERS = 711,
   MG__CUDA_ERROR_LAUNCH_FAILED = 719,
   MG__CUDA_ERROR_NOT_SUPPORTED = 801,
   MG__CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803,
@@ -60,6 +62,16 @@ enum {
   MG__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
   MG__CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
   MG__CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED = 132
+};
+
+/* CUdevice_P2PAttribute values (cuDeviceGetP2PAttribute; 4 is also the deprecated
+ * ACCESS_ACCESS_SUPPORTED). */
+typedef int mg__CUdevice_P2PAttribute;
+enum {
+  MG__CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK = 1,
+  MG__CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED = 2,
+  MG__CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED = 3,
+  MG__CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED = 4
 };
 
 /* CUpointer_attribute values (for cuPointerGetAttributes). */
@@ -127,6 +139,11 @@ enum {
     (char *bus_id, int len, mg__CUdevice dev), (bus_id, len, dev))                               \
   X(REQ, RC, DeviceCanAccessPeer, "cuDeviceCanAccessPeer", NULL, mg__CUresult,                   \
     (int *can_access, mg__CUdevice dev, mg__CUdevice peer), (can_access, dev, peer))             \
+  X(REQ, RC, DeviceGetP2PAttribute, "cuDeviceGetP2PAttribute", NULL, mg__CUresult,             \
+    (int *value, mg__CUdevice_P2PAttribute attrib, mg__CUdevice src, mg__CUdevice dst),          \
+    (value, attrib, src, dst))                                                                   \
+  X(REQ, RC, CtxDisablePeerAccess, "cuCtxDisablePeerAccess", NULL, mg__CUresult,                 \
+    (mg__CUcontext peer), (peer))                                                                \
   X(REQ, RC, DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL, mg__CUresult,             \
     (mg__CUcontext *ctx, mg__CUdevice dev), (ctx, dev))                                          \
   X(REQ, RC, DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", NULL, mg__CUresult,        \

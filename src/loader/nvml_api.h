@@ -28,6 +28,39 @@ enum {
   MG__NVML_P2P_STATUS_OK = 0
 };
 
+/* nvmlGpuTopologyLevel_t: the closest common ancestor of two GPUs on the PCIe tree (the letters
+ * of `nvidia-smi topo -m`: SINGLE PIX, MULTIPLE PXB, HOSTBRIDGE PHB, NODE NODE, SYSTEM SYS). */
+typedef int mg__nvmlGpuTopologyLevel_t;
+enum {
+  MG__NVML_TOPOLOGY_INTERNAL = 0,
+  MG__NVML_TOPOLOGY_SINGLE = 10,
+  MG__NVML_TOPOLOGY_MULTIPLE = 20,
+  MG__NVML_TOPOLOGY_HOSTBRIDGE = 30,
+  MG__NVML_TOPOLOGY_NODE = 40,
+  MG__NVML_TOPOLOGY_SYSTEM = 50
+};
+
+/* nvmlEnableState_t, nvmlIntNvLinkDeviceType_t. */
+typedef int mg__nvmlEnableState_t;
+typedef int mg__nvmlIntNvLinkDeviceType_t;
+enum {
+  MG__NVML_FEATURE_ENABLED = 1,
+  MG__NVML_NVLINK_DEVICE_TYPE_GPU = 0,
+  MG__NVML_NVLINK_DEVICE_TYPE_SWITCH = 2
+};
+#define MG__NVML_NVLINK_MAX_LINKS 18
+
+/* nvmlPciInfo_t (the _v2 functions' layout). */
+typedef struct mg__nvmlPciInfo {
+  char busIdLegacy[16];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[32];
+} mg__nvmlPciInfo_t;
+
 #define MG__NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
 #define MG__NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE 80
 
@@ -48,6 +81,22 @@ enum {
   X(OPT, RC, DeviceGetP2PStatus, "nvmlDeviceGetP2PStatus", NULL, mg__nvmlReturn_t,               \
     (mg__nvmlDevice_t a, mg__nvmlDevice_t b, mg__nvmlGpuP2PCapsIndex_t index,                    \
      mg__nvmlGpuP2PStatus_t *status),                                                            \
-    (a, b, index, status))
+    (a, b, index, status))                                                                       \
+  /* The links of `mgcomm topo` (src/p2p/topo.c): optional, the driver's attributes stand in. */ \
+  X(OPT, RC, DeviceGetHandleByPciBusId, "nvmlDeviceGetHandleByPciBusId_v2", NULL,                \
+    mg__nvmlReturn_t, (const char *bus_id, mg__nvmlDevice_t *device), (bus_id, device))          \
+  X(OPT, RC, DeviceGetTopologyCommonAncestor, "nvmlDeviceGetTopologyCommonAncestor", NULL,       \
+    mg__nvmlReturn_t, (mg__nvmlDevice_t a, mg__nvmlDevice_t b, mg__nvmlGpuTopologyLevel_t *level), \
+    (a, b, level))                                                                               \
+  X(OPT, RC, DeviceGetNvLinkState, "nvmlDeviceGetNvLinkState", NULL, mg__nvmlReturn_t,           \
+    (mg__nvmlDevice_t device, unsigned int link, mg__nvmlEnableState_t *active),                 \
+    (device, link, active))                                                                      \
+  X(OPT, RC, DeviceGetNvLinkRemotePciInfo, "nvmlDeviceGetNvLinkRemotePciInfo_v2", NULL,          \
+    mg__nvmlReturn_t, (mg__nvmlDevice_t device, unsigned int link, mg__nvmlPciInfo_t *pci),      \
+    (device, link, pci))                                                                         \
+  X(OPT, RC, DeviceGetNvLinkRemoteDeviceType, "nvmlDeviceGetNvLinkRemoteDeviceType", NULL,       \
+    mg__nvmlReturn_t,                                                                            \
+    (mg__nvmlDevice_t device, unsigned int link, mg__nvmlIntNvLinkDeviceType_t *type),           \
+    (device, link, type))
 
 #endif

@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/params.h"
 #include "core/trace.h"
+#include "p2p/p2p.h"
 #include "world/world.h"
 
 /* Seconds a create or rebuild waits beyond the init deadline for a busy worker. */
@@ -472,6 +473,16 @@ mg_status_t mg_world_can_access_peer(const mg_world_t *w, int from, int to, int 
     return MG_OK;
   }
   return mg_device_can_access_peer(w->devices[from], w->devices[to], can_access);
+}
+
+mg_status_t mg_world_buf_create(mg_world_t *w, int rank, size_t bytes, mg_buf_t **out) {
+  static const char fn[] = "mg_world_buf_create";
+  MG_CHECK(mg__world_check(w, fn));
+  if (rank < 0 || rank >= w->n)
+    return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: rank %d must be in [0, %d)", fn, rank, w->n);
+  /* The buffer shares the world's generation counter: a rebuild makes it stale. */
+  const int device = w->backend == MG_BACKEND_HOST ? MG_BUF_HOST : w->devices[rank];
+  return mg__buf_new(device, bytes, w->gen, fn, out);
 }
 
 mg_status_t mg_world_dump_trace(mg_world_t *w, const char *dir) {

@@ -17,7 +17,7 @@
  * CUDA (sim_cuda.c, sim_mem.c, sim_stream.c): MGSIM_DEVICES devices (compute capability 9.0,
  * 80 GiB, "mgsim GPU <n>", PCI bus 0000:<0x18 + n>:00.0, all peers), driver 13.0; primary
  * contexts (retains counted; work on a released one is refused) and the thread's current
- * context; memory from posix_memalign in a registry that cuPointerGetAttributes (memory CUDA
+ * context; peer access by pair (MGSIM_PEERS and the faults below), the P2P attributes; memory from posix_memalign in a registry that cuPointerGetAttributes (memory CUDA
  * does not know: "nothing" values and CUDA_SUCCESS, as documented; device ordinal -2) and
  * cuMemGetAddressRange (CUDA_ERROR_INVALID_VALUE for it) answer from; double and foreign frees
  * are CUDA_ERROR_INVALID_VALUE; streams with a thread each, events with CLOCK_MONOTONIC times,
@@ -67,6 +67,19 @@
  *   MGSIM_NEVER_COMPLETE=<rank>:<nth>  that call returns normally but its stream work never
  *                                  completes (nor meets its peers) until its communicator is
  *                                  aborted, revoked or shrunk with NCCL_SHRINK_ABORT.
+ *   MGSIM_PEERS=a>b,c>d,...        the ordered pairs that can access each other (a's context may
+ *                                  map b's memory): cuDeviceCanAccessPeer and the P2P
+ *                                  attributes answer 1 only for them, cuCtxEnablePeerAccess of
+ *                                  any other pair is CUDA_ERROR_PEER_ACCESS_UNSUPPORTED. Unset:
+ *                                  every pair; "none": no pair. Asymmetric lists are allowed.
+ *   MGSIM_PEER_ENABLE_FAIL=a>b,... cuCtxEnablePeerAccess of those pairs (b's context, with a's
+ *                                  current) answers CUDA_ERROR_TOO_MANY_PEERS.
+ *   MGSIM_PEER_CORRUPT=a>b,...     a peer copy (cuMemcpyPeerAsync) from a's memory to b's while
+ *                                  a's peer access to b is enabled flips the first byte it
+ *                                  writes: "can access" that lies. Without peer access the
+ *                                  driver stages the copy through the host, which stays right.
+ *   MGSIM_PEER_COPY_FAIL=a>b,...   cuMemcpyPeerAsync from a's memory to b's answers
+ *                                  CUDA_ERROR_UNKNOWN (nothing is enqueued).
  *   NCCL_COMM_BLOCKING=0|1         overrides every communicator's config->blocking, as in NCCL.
  *   NCCL_DEBUG=WARN|INFO           the NCCL simulator prints its errors to stderr.
  * Ranks: the knobs and the getters of mgsim_control name a rank by its device, the stable
@@ -197,6 +210,8 @@ MGSIM_CU_DECL(DeviceTotalMem, cuDeviceTotalMem_v2)
 MGSIM_CU_DECL(DeviceGetAttribute, cuDeviceGetAttribute)
 MGSIM_CU_DECL(DeviceGetPCIBusId, cuDeviceGetPCIBusId)
 MGSIM_CU_DECL(DeviceCanAccessPeer, cuDeviceCanAccessPeer)
+MGSIM_CU_DECL(DeviceGetP2PAttribute, cuDeviceGetP2PAttribute)
+MGSIM_CU_DECL(CtxDisablePeerAccess, cuCtxDisablePeerAccess)
 MGSIM_CU_DECL(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain)
 MGSIM_CU_DECL(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2)
 MGSIM_CU_DECL(CtxGetDevice, cuCtxGetDevice)

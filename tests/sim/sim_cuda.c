@@ -7,6 +7,8 @@
  * GPU <n>", PCI bus ids 0000:<0x18 + n>:00.0, every pair peer-capable. Memory is in sim_mem.c,
  * streams and events in sim_stream.c.
  *
+ * Peer access follows MGSIM_PEERS and the peer faults of sim.h.
+ *
  * Divisions: entry checks; initialisation, version and errors; devices; contexts; peer
  * access; control.
  */
@@ -24,6 +26,40 @@ static int sim_cu_ndev = -1;     /* MGSIM_DEVICES, read once */
 static pthread_once_t sim_cu_once = PTHREAD_ONCE_INIT;
 static struct mg__CUctx_st sim_ctx[SIM_MAX_DEVICES];
 static _Thread_local mg__CUcontext sim_current; /* the thread's current context, as CUDA's */
+/* The peer knobs (sim.h), [knob][a][b]; read once with MGSIM_DEVICES, read-only afterwards. */
+static unsigned char sim_peer[SIM_PEER_KNOBS][SIM_MAX_DEVICES][SIM_MAX_DEVICES];
+
+/* Reads a list "a>b,c>d" (or "none") of ordered pairs into m; an unset or malformed list
+ * leaves dflt everywhere, the latter with a line on stderr. */
+static void sim_cu_read_pairs(const char *var, unsigned char m[][SIM_MAX_DEVICES], int dflt) {
+  for (int a = 0; a < SIM_MAX_DEVICES; a++)
+    for (int b = 0; b < SIM_MAX_DEVICES; b++) m[a][b] = (unsigned char)dflt;
+  const char *s = getenv(var);
+  if (s == NULL || *s == '\0') return;
+  unsigned char v[SIM_MAX_DEVICES][SIM_MAX_DEVICES];
+  memset(v, 0, sizeof v);
+  if (strcmp(s, "none") != 0) {
+    for (const char *p = s;;) {
+      char *end = NULL;
+      long a = strtol(p, &end, 10), b = -1;
+      if (end != p && *end == '>') {
+        p = end + 1;
+        b = strtol(p, &end, 10);
+      }
+      if (end == p || a < 0 || a >= SIM_MAX_DEVICES || b < 0 || b >= SIM_MAX_DEVICES ||
+          (*end != ',' && *end != '\0')) {
+        fprintf(stderr, "mgsim: %s=%s is not a list of pairs a>b (0 <= a, b < %d); ignored\n",
+                var, s, SIM_MAX_DEVICES);
+        return;
+      }
+      v[a][b] = 1;
+      if (*end == '\0') break;
+      p = end + 1;
+    }
+  }
+  memcpy(m, v, sizeof v);
+}
+
 
 static void sim_cu_read_env(void) {
   const char *s = getenv("MGSIM_DEVICES");
@@ -42,7 +78,17 @@ static void sim_cu_read_env(void) {
     sim_ctx[d].magic = SIM_CTX_MAGIC;
     sim_ctx[d].device = d;
   }
+  sim_cu_read_pairs("MGSIM_PEERS", sim_peer[SIM_PEER_CAN], 1);
+  sim_cu_read_pairs("MGSIM_PEER_ENABLE_FAIL", sim_peer[SIM_PEER_ENABLE_FAIL], 0);
+  sim_cu_read_pairs("MGSIM_PEER_CORRUPT", sim_peer[SIM_PEER_CORRUPT], 0);
+  sim_cu_read_pairs("MGSIM_PEER_COPY_FAIL", sim_peer[SIM_PEER_COPY_FAIL], 0);
   sim_cu_ndev = n;
+}
+
+int sim_cu_peer_knob(int knob, int a, int b) {
+  if (sim_cu_ndevices() <= 0 || a < 0 || b < 0 || a >= SIM_MAX_DEVICES || b >= SIM_MAX_DEVICES)
+    return 0;
+  return sim_peer[knob][a][b];
 }
 
 int sim_cu_ndevices(void) {
@@ -112,6 +158,8 @@ static const sim_cu_err_t sim_cu_errors[] = {
     {600, "CUDA_ERROR_NOT_READY", "device not ready"},
     {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
     {704, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", "peer access is already enabled"},
+    {705, "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED", "peer access has not been enabled"},
+    {711, "CUDA_ERROR_TOO_MANY_PEERS", "peer mapping resources exhausted"},
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {800, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
     {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
@@ -210,7 +258,25 @@ MGSIM_API mg__CUresult cuDeviceCanAccessPeer(int *can_access, mg__CUdevice dev,
   SIM_ENTER("cuDeviceCanAccessPeer");
   if (can_access == NULL) return MG__CUDA_ERROR_INVALID_VALUE;
   if (!sim_dev_ok(dev) || !sim_dev_ok(peer)) return MG__CUDA_ERROR_INVALID_DEVICE;
-  *can_access = 1; /* host memory: every simulated GPU reaches every other */
+  /* Host memory: every simulated GPU could reach every other; MGSIM_PEERS says which may. */
+  *can_access = dev == peer || sim_peer[SIM_PEER_CAN][dev][peer];
+  return MG__CUDA_SUCCESS;
+}
+
+MGSIM_API mg__CUresult cuDeviceGetP2PAttribute(int *value, mg__CUdevice_P2PAttribute attrib,
+                                               mg__CUdevice src, mg__CUdevice dst) {
+  SIM_ENTER("cuDeviceGetP2PAttribute");
+  if (value == NULL) return MG__CUDA_ERROR_INVALID_VALUE;
+  /* As the driver: a device with itself is not a pair. */
+  if (!sim_dev_ok(src) || !sim_dev_ok(dst) || src == dst) return MG__CUDA_ERROR_INVALID_DEVICE;
+  const int can = sim_peer[SIM_PEER_CAN][src][dst];
+  switch (attrib) {
+    case MG__CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK: *value = 0; break;
+    case MG__CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED:
+    case MG__CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED:
+    case MG__CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED: *value = can; break;
+    default: return MG__CUDA_ERROR_INVALID_VALUE;
+  }
   return MG__CUDA_SUCCESS;
 }
 
@@ -308,6 +374,10 @@ MGSIM_API mg__CUresult cuCtxEnablePeerAccess(mg__CUcontext peer, unsigned int fl
   if (r != MG__CUDA_SUCCESS) return r;
   if (sim_cu_ctx_check(peer) == NULL) return MG__CUDA_ERROR_INVALID_CONTEXT;
   if (peer == cur) return MG__CUDA_ERROR_INVALID_VALUE; /* the driver refuses a context itself */
+  if (!sim_peer[SIM_PEER_CAN][cur->device][peer->device])
+    return MG__CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+  if (sim_peer[SIM_PEER_ENABLE_FAIL][cur->device][peer->device])
+    return MG__CUDA_ERROR_TOO_MANY_PEERS;
   pthread_mutex_lock(&sim_cu_lock);
   if (cur->peer[peer->device])
     r = MG__CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
@@ -315,6 +385,29 @@ MGSIM_API mg__CUresult cuCtxEnablePeerAccess(mg__CUcontext peer, unsigned int fl
     cur->peer[peer->device] = 1;
   pthread_mutex_unlock(&sim_cu_lock);
   return r;
+}
+
+MGSIM_API mg__CUresult cuCtxDisablePeerAccess(mg__CUcontext peer) {
+  SIM_ENTER("cuCtxDisablePeerAccess");
+  mg__CUcontext cur = NULL;
+  mg__CUresult r = sim_cu_active(&cur);
+  if (r != MG__CUDA_SUCCESS) return r;
+  if (sim_cu_ctx_check(peer) == NULL) return MG__CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&sim_cu_lock);
+  if (!cur->peer[peer->device])
+    r = MG__CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+  else
+    cur->peer[peer->device] = 0;
+  pthread_mutex_unlock(&sim_cu_lock);
+  return r;
+}
+
+int sim_cu_peer_enabled(int a, int b) {
+  if (a < 0 || b < 0 || a >= sim_cu_ndevices() || b >= sim_cu_ndevices()) return 0;
+  pthread_mutex_lock(&sim_cu_lock);
+  int on = sim_ctx[a].peer[b];
+  pthread_mutex_unlock(&sim_cu_lock);
+  return on;
 }
 
 /* ---- control ------------------------------------------------------------------------------- */

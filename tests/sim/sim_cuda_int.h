@@ -43,6 +43,11 @@ mg__CUcontext sim_cu_ctx_check(mg__CUcontext ctx);
  * is none or nobody retains it (its primary context is inactive). */
 mg__CUresult sim_cu_active(mg__CUcontext *ctx);
 int sim_cu_ctx_refs(mg__CUcontext ctx);
+/* The peer knobs of sim.h for the ordered pair (a, b): 1 when the list names it. */
+enum { SIM_PEER_CAN, SIM_PEER_ENABLE_FAIL, SIM_PEER_CORRUPT, SIM_PEER_COPY_FAIL, SIM_PEER_KNOBS };
+int sim_cu_peer_knob(int knob, int a, int b);
+/* 1 when a's context has peer access to b's enabled. */
+int sim_cu_peer_enabled(int a, int b);
 
 /* ---- sim_mem.c ---- */
 enum { SIM_MEM_DEVICE = 1, SIM_MEM_MANAGED, SIM_MEM_HOST, SIM_MEM_VMM };

@@ -266,6 +266,7 @@ typedef struct {
   void *staged;   /* the copy of pageable source memory it reads, freed when done */
   int set;        /* memset: dst = value */
   unsigned char value;
+  int corrupt;    /* MGSIM_PEER_CORRUPT: flip the first byte written */
 } sim_copy_t;
 
 static void sim_copy_run(void *arg) {
@@ -274,6 +275,7 @@ static void sim_copy_run(void *arg) {
     memset(c->dst, c->value, c->bytes);
   else
     memcpy(c->dst, c->src, c->bytes); /* never overlapping: ASan says so when they do */
+  if (c->corrupt) *(unsigned char *)c->dst ^= 0xff;
   free(c->staged);
   free(c);
 }
@@ -283,7 +285,7 @@ static void sim_copy_run(void *arg) {
  * call (sync), returns when the copy is done. */
 static mg__CUresult sim_copy(uintptr_t dst, uintptr_t src, size_t bytes, int dst_cuda,
                              int src_cuda, int set, unsigned char value, mg__CUstream stream,
-                             int sync) {
+                             int sync, int corrupt) {
   const int ds = sim_side(dst, bytes, dst_cuda);
   const int ss = set ? 1 : sim_side(src, bytes, src_cuda);
   if (ds < 0 || ss < 0) return MG__CUDA_ERROR_INVALID_VALUE;
@@ -295,6 +297,7 @@ static mg__CUresult sim_copy(uintptr_t dst, uintptr_t src, size_t bytes, int dst
   c->bytes = bytes;
   c->set = set;
   c->value = value;
+  c->corrupt = corrupt;
   if (!set && ss == 0 && !sync) {
     c->staged = malloc(bytes);
     if (c->staged == NULL) {
@@ -320,7 +323,7 @@ static mg__CUresult sim_copy_sync(uintptr_t dst, uintptr_t src, size_t bytes, in
   mg__CUcontext ctx = NULL;
   mg__CUresult r = sim_cu_active(&ctx);
   if (r != MG__CUDA_SUCCESS) return r;
-  return sim_copy(dst, src, bytes, dst_cuda, src_cuda, set, value, NULL, 1);
+  return sim_copy(dst, src, bytes, dst_cuda, src_cuda, set, value, NULL, 1, 0);
 }
 
 MGSIM_API mg__CUresult cuMemcpy(mg__CUdeviceptr dst, mg__CUdeviceptr src, size_t bytes) {
@@ -346,7 +349,7 @@ MGSIM_API mg__CUresult cuMemsetD8_v2(mg__CUdeviceptr dst, unsigned char value, s
 MGSIM_API mg__CUresult cuMemcpyAsync(mg__CUdeviceptr dst, mg__CUdeviceptr src, size_t bytes,
                                      mg__CUstream stream) {
   SIM_ENTER("cuMemcpyAsync");
-  return sim_copy((uintptr_t)dst, (uintptr_t)src, bytes, 0, 0, 0, 0, stream, 0);
+  return sim_copy((uintptr_t)dst, (uintptr_t)src, bytes, 0, 0, 0, 0, stream, 0, 0);
 }
 
 MGSIM_API mg__CUresult cuMemcpyPeerAsync(mg__CUdeviceptr dst, mg__CUcontext dst_ctx,
@@ -355,5 +358,9 @@ MGSIM_API mg__CUresult cuMemcpyPeerAsync(mg__CUdeviceptr dst, mg__CUcontext dst_
   SIM_ENTER("cuMemcpyPeerAsync");
   if (sim_cu_ctx_check(dst_ctx) == NULL || sim_cu_ctx_check(src_ctx) == NULL)
     return MG__CUDA_ERROR_INVALID_CONTEXT;
-  return sim_copy((uintptr_t)dst, (uintptr_t)src, bytes, 1, 1, 0, 0, stream, 0);
+  const int a = src_ctx->device, b = dst_ctx->device;
+  if (sim_cu_peer_knob(SIM_PEER_COPY_FAIL, a, b)) return MG__CUDA_ERROR_UNKNOWN;
+  const int corrupt =
+      a != b && sim_cu_peer_enabled(a, b) && sim_cu_peer_knob(SIM_PEER_CORRUPT, a, b);
+  return sim_copy((uintptr_t)dst, (uintptr_t)src, bytes, 1, 1, 0, 0, stream, 0, corrupt);
 }

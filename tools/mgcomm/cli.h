@@ -14,5 +14,6 @@ int mg_cli_bench(int argc, char **argv);
 int mg_cli_bench_shmem(int argc, char **argv); /* bench_shmem.c: `mgcomm bench shmem` */
 int mg_cli_launch(int argc, char **argv);
 int mg_cli_trace(int argc, char **argv);
+int mg_cli_topo(int argc, char **argv);
 
 #endif

@@ -16,6 +16,7 @@ static const struct {
     {"bench", mg_cli_bench, "nccl-tests-compatible benchmark of the collectives, with checks"},
     {"launch", mg_cli_launch, "start N processes of one job on this machine (-n N -- program)"},
     {"trace", mg_cli_trace, "merge flight-recorder dumps and name where the ranks diverge"},
+    {"topo", mg_cli_topo, "GPU links, peer access, probes, islands ([--json] [--bandwidth])"},
 };
 
 static void usage(FILE *f) {
