@@ -314,6 +314,26 @@ typedef struct mg__backend {
    * the communicators' locks held, after numbering; what the ranks publish of their progress
    * (peer_progress, the flight recorder) stays as it was. */
   mg_status_t (*check_exchange)(mg__xchg_t *const *xs, int n);
+
+  /* ---- suspend, memory statistics, grow, properties (core/comm_suspend.c, comm_grow.c) ----
+   * Each is optional: NULL makes the core answer MG_ERR_NOT_SUPPORTED. A method whose library
+   * lacks it answers MG_ERR_NOT_SUPPORTED itself (mg__feature_require), with comm as it was. */
+  /* Collective; called with comm->lock held, comm READY, not suspended, nothing in flight. */
+  mg_status_t (*comm_suspend)(mg_comm_t *comm, int flags, double deadline);
+  /* Collective; called with comm->lock held, comm READY and suspended. */
+  mg_status_t (*comm_resume)(mg_comm_t *comm, double deadline);
+  /* Local; called with comm->lock held, comm not aborted; the core has zeroed out. */
+  mg_status_t (*comm_mem_stats)(mg_comm_t *comm, mg_comm_mem_stats_t *out);
+  /* Local; called with comm->lock held, comm READY; the core has set rank, nranks, device,
+   * nvml_device (-1), nccl_version (0) and every capability to -1 (not said). */
+  mg_status_t (*comm_properties)(mg_comm_t *comm, mg_comm_properties_t *out);
+  /* comm's rank 0, comm->lock held, comm READY: an id for comm_grow. */
+  mg_status_t (*grow_id)(mg_comm_t *comm, mg_unique_id_t *id);
+  /* Collective over the new communicator. comm: a rank of the old one (comm->lock held, READY)
+   * or NULL for a new rank; id: what rank 0 of the old one made (every rank passes it). The
+   * core has set child->rank and child->nranks; the backend sets up child's state. */
+  mg_status_t (*comm_grow)(mg_comm_t *comm, const mg_unique_id_t *id, mg_comm_t *child,
+                           double deadline);
 } mg__backend_t;
 
 extern const mg__backend_t mg__backend_host;
