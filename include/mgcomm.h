@@ -479,6 +479,47 @@ MG_EXTERN mg_status_t mg_nccl_param_get(const char *key, char *value, size_t val
 typedef int (*mg_nccl_param_fn)(const char *key, const char *value, void *arg);
 MG_EXTERN mg_status_t mg_nccl_params(mg_nccl_param_fn fn, void *arg);
 
+/* One-sided transfers on symmetric registrations (MG_REGISTER_SYMMETRIC: NCCL windows; struct
+ * mg_reg is mg_reg_t, see "Memory"). NCCL >=
+ * 2.29.2 (ncclPutSignal, ncclSignal, ncclWaitSignal: copy engines on NVLink, the proxy on the
+ * network, no SMs); NCCL says whether this communicator can (mg_comm_properties' host_rma). The
+ * host backend has no windows: MG_ERR_NOT_SUPPORTED. Each is enqueued on stream (a CUDA stream;
+ * NULL: the default stream) and returns once enqueued (bounded by comm's timeout); stream order
+ * gives completion. Errors: MG_ERR_INVALID_USAGE (bad comm, comm not ready), MG_ERR_INVALID_ARGUMENT
+ * (reg NULL, not a symmetric registration of comm, offset or the transfer past its end, peer out
+ * of range, a negative signal or count, unknown dtype), MG_ERR_NOT_SUPPORTED, MG_ERR_TIMED_OUT,
+ * MG_ERR_BACKEND. */
+
+struct mg_reg;
+
+/* Writes count elements of send into peer's buffer of the symmetric registration reg, at byte
+ * offset, then raises signal number `signal` on peer (which waits for it with mg_wait_signal). */
+MG_EXTERN mg_status_t mg_put_signal(const void *send, size_t count, mg_dtype_t dtype, int peer,
+                                    struct mg_reg *reg, size_t offset, int signal, mg_comm_t *comm,
+                                    mg_stream_t stream);
+/* Raises signal number `signal` on peer without data. */
+MG_EXTERN mg_status_t mg_signal(int peer, int signal, mg_comm_t *comm, mg_stream_t stream);
+
+typedef struct mg_signal_wait {
+  int peer;   /* the rank whose signals are awaited */
+  int signal; /* the signal number */
+  int count;  /* how many of them (puts with signal and signals), >= 1 */
+} mg_signal_wait_t;
+/* Makes stream wait until each of waits[0..n) arrived. */
+MG_EXTERN mg_status_t mg_wait_signal(const mg_signal_wait_t *waits, int n, mg_comm_t *comm,
+                                     mg_stream_t stream);
+
+/* Device pointers into a symmetric registration (NCCL >= 2.29.2), for kernels of one's own:
+ * peer's buffer at byte offset (ncclGetPeerDevicePointer; NULL where the peer's memory cannot be
+ * reached with loads and stores), the same by the rank in the load/store-accessible team
+ * (mg_reg_lsa_ptr, ncclGetLsaDevicePointer), and the buffer that was registered
+ * (ncclWinGetUserPtr). Errors as above. */
+MG_EXTERN mg_status_t mg_reg_peer_ptr(mg_comm_t *comm, struct mg_reg *reg, int peer, size_t offset,
+                                      void **ptr);
+MG_EXTERN mg_status_t mg_reg_lsa_ptr(mg_comm_t *comm, struct mg_reg *reg, int lsa_rank,
+                                     size_t offset, void **ptr);
+MG_EXTERN mg_status_t mg_reg_user_ptr(mg_comm_t *comm, struct mg_reg *reg, void **ptr);
+
 /* Completes every operation issued on comm, then makes it quiescent: afterwards only queries and
  * mg_comm_destroy are accepted. Collective (all ranks call it). Errors: MG_ERR_INVALID_USAGE
  * (comm aborted or already finalized), MG_ERR_TIMED_OUT, the operations' own errors. */

@@ -177,6 +177,8 @@ enum {
                                        progress.c) */
 };
 
+struct mg__signal_op; /* below the table */
+
 typedef struct mg__backend {
   int version; /* MG__BACKEND_VERSION */
   unsigned caps;            /* MG__CAP_* */
@@ -334,7 +336,31 @@ typedef struct mg__backend {
    * core has set child->rank and child->nranks; the backend sets up child's state. */
   mg_status_t (*comm_grow)(mg_comm_t *comm, const mg_unique_id_t *id, mg_comm_t *child,
                            double deadline);
+
+  /* ---- one-sided transfers on symmetric registrations (core/signal.c) ----
+   * Optional (NULL: MG_ERR_NOT_SUPPORTED from the core). Called with comm->lock held, comm
+   * READY, the arguments checked (win: the handle mem_register gave a symmetric registration). */
+  mg_status_t (*signal_op)(mg_comm_t *comm, const struct mg__signal_op *op, double deadline);
+  /* which: MG__REGPTR_PEER (rank = a peer), _LSA (rank in the LSA team), _USER (rank unused). */
+  mg_status_t (*reg_ptr)(mg_comm_t *comm, void *win, int which, int rank, size_t offset,
+                         void **out);
 } mg__backend_t;
+
+enum { MG__SIG_PUT = 0, MG__SIG_SIGNAL = 1, MG__SIG_WAIT = 2 };
+enum { MG__REGPTR_PEER = 0, MG__REGPTR_LSA = 1, MG__REGPTR_USER = 2 };
+typedef struct mg__signal_op {
+  int kind;                     /* MG__SIG_* */
+  const void *send;             /* put */
+  size_t count;                 /* put: elements */
+  mg_dtype_t dtype;             /* put */
+  int peer;                     /* put, signal */
+  void *win;                    /* put: the symmetric registration's handle */
+  size_t offset;                /* put: bytes into the peer's buffer */
+  int signal;                   /* put, signal */
+  const mg_signal_wait_t *waits; /* wait: n of them */
+  int n;
+  mg_stream_t stream;
+} mg__signal_op_t;
 
 extern const mg__backend_t mg__backend_host;
 extern const mg__backend_t mg__backend_nccl;

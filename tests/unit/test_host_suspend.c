@@ -256,6 +256,28 @@ static int mode_args(void) {
   /* A new rank that nobody meets: bounded by its deadline, nothing left behind. */
   ASSERT_STATUS(MG_ERR_TIMED_OUT, mg_comm_grow(NULL, 2, &id, 1, &cfg, &out));
   ASSERT(out == NULL);
+  /* One-sided transfers and window pointers: the host backend has no windows; the arguments
+   * are checked first. */
+  int64_t x = 1;
+  void *ptr = NULL;
+  mg_signal_wait_t w = {0, 0, 1};
+  ASSERT_STATUS(MG_ERR_NOT_SUPPORTED, mg_signal(0, 3, comm, NULL));
+  ASSERT_CONTAINS(mg_last_error(), "one-sided");
+  ASSERT_STATUS(MG_ERR_NOT_SUPPORTED, mg_wait_signal(&w, 1, comm, NULL));
+  ASSERT_STATUS(MG_ERR_NOT_SUPPORTED, mg_put_signal(&x, 1, MG_INT64, 0, NULL, 0, 0, comm, NULL));
+  ASSERT_STATUS(MG_ERR_NOT_SUPPORTED, mg_reg_user_ptr(comm, NULL, &ptr));
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_signal(1, 3, comm, NULL)); /* one rank: peer 0 */
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_signal(0, -1, comm, NULL));
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_wait_signal(NULL, 1, comm, NULL));
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_wait_signal(&w, 0, comm, NULL));
+  w.count = 0;
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_wait_signal(&w, 1, comm, NULL));
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT,
+                mg_put_signal(&x, 1, (mg_dtype_t)99, 0, NULL, 0, 0, comm, NULL));
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_put_signal(NULL, 1, MG_INT64, 0, NULL, 0, 0, comm, NULL));
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_reg_peer_ptr(comm, NULL, 0, 0, NULL));
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_reg_lsa_ptr(comm, NULL, 2, 0, &ptr));
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_signal(0, 3, NULL, NULL));
   /* Suspended: statistics and destroy work; properties and grow wait for resume. */
   ASSERT_OK(mg_comm_suspend(comm, MG_SUSPEND_MEM));
   ASSERT_OK(mg_comm_mem_stats(comm, &ms));

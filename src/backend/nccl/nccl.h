@@ -99,6 +99,11 @@ mg_status_t mg__nccl_grow_id(mg_comm_t *comm, mg_unique_id_t *id);
 mg_status_t mg__nccl_grow(mg_comm_t *comm, const mg_unique_id_t *id, mg_comm_t *child,
                           double deadline);
 
+/* nccl_signal.c: the table's signal_op and reg_ptr (NCCL >= 2.29.2). */
+mg_status_t mg__nccl_signal_op(mg_comm_t *comm, const mg__signal_op_t *op, double deadline);
+mg_status_t mg__nccl_reg_ptr(mg_comm_t *comm, void *win, int which, int rank, size_t offset,
+                             void **out);
+
 /* nccl_coll.c */
 /* The pace of a polling wait: call with the current time after each unsuccessful poll. Spins
  * for 200 us, yields until 5 ms, then sleeps 20 us doubling up to 1 ms. Start it zeroed. */

@@ -736,4 +736,6 @@ const mg__backend_t mg__backend_nccl = {
     .comm_properties = mg__nccl_properties,
     .grow_id = mg__nccl_grow_id,
     .comm_grow = mg__nccl_grow,
+    .signal_op = mg__nccl_signal_op,
+    .reg_ptr = mg__nccl_reg_ptr,
 };
