@@ -53,3 +53,8 @@ foreach(mode threads procs inflight args)
   mg_test(NAME host_suspend_${mode} EXE test_host_suspend SOURCES ${_mg_dir}/test_host_suspend.c
           ARGS ${mode} LABELS host TIMEOUT 120 ENV MGCOMM_HOST_DIRECT_BYTES=1000000000000)
 endforeach()
+
+# `mgcomm info --comm` and `--nccl-params`, run as a user would.
+mg_cli_test(NAME info_nccl29 COMMAND sh ${_mg_dir}/info_nccl29.sh
+            "${MGCOMM_TEST_WHEEL_DIR}/nccl-2.32.3/libnccl.so.2"
+            "${MGCOMM_TEST_WHEEL_DIR}/nccl-2.29.2/libnccl.so.2")
