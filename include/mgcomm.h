@@ -406,8 +406,8 @@ MG_EXTERN mg_status_t mg_comm_resume(mg_comm_t *comm);
 
 /* The memory a communicator holds (this rank's), in bytes. */
 typedef struct mg_comm_mem_stats {
-  uint64_t suspendable_bytes; /* released by mg_comm_suspend (0 while suspended on NCCL: it
-                                 counts what is held now) */
+  uint64_t suspendable_bytes; /* what mg_comm_suspend releases; counted also while suspended,
+                                 when it is not held (NCCL counts it so) */
   uint64_t persistent_bytes;  /* held until destroy */
   uint64_t total_bytes;       /* all the communicator's memory that the backend tracks */
   int suspended;              /* 1 while suspended */

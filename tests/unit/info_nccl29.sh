@@ -11,7 +11,7 @@ new=$1 old=$2
 out=$(MGCOMM_BACKEND=host "$MGCOMM" info --comm) || fail "info --comm exited $?"
 echo "$out" | grep -q "^  backend  *host$" || fail "no host backend line: $out"
 echo "$out" | grep -q "^  host RMA  *0$" || fail "no host RMA line"
-echo "$out" | grep -Eq "^  memory  *[0-9]+ bytes \(0 suspendable, [1-9][0-9]* persistent\)$" ||
+echo "$out" | grep -Eq "^  memory  *[0-9]+ bytes \([1-9][0-9]* suspendable, [1-9][0-9]* persistent\)$" ||
   fail "no memory line: $out"
 "$MGCOMM" info --comm --json >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--comm with --json is not a usage error"

@@ -1,6 +1,6 @@
 /*
  * bench_memory.c -- the memory each benchmarked communicator holds, in the preamble of
- * `mgcomm bench` (mg_comm_mem_stats: NCCL >= 2.29.7 on the NCCL backend, the resident part of
+ * `mgcomm bench` (mg_comm_mem_stats: NCCL >= 2.29.7 on the NCCL backend, the rank's part of
  * the shared segment on the host backend), taken after the buffers were made and before the
  * first operation.
  */
