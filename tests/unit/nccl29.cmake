@@ -6,10 +6,12 @@
 # unpacked; the tests need no device code and no GPU); each test skips (77) when its file is
 # absent. .ci/run fetches 2.29.2, 2.30.4 and 2.32.3 (the boundaries: grow and properties
 # without suspend; suspend without the parameter API, whose handle type 2.30.7 changed; all):
-#   pip download --no-deps --only-binary=:all: --python-version 3.11 \
-#       --platform manylinux_2_27_x86_64 --platform manylinux_2_18_x86_64 -d .whl \
-#       nvidia-nccl-cu13==2.29.2 nvidia-nccl-cu13==2.30.4 nvidia-nccl-cu13==2.32.3
-#   unzip -o -j -q .whl/nvidia_nccl_cu13-<v>-*.whl 'nvidia/nccl/lib/libnccl.so.2' -d .whl/nccl-<v>
+#   for v in 2.29.2 2.30.4 2.32.3; do     # one version per pip call (pip resolves one)
+#     pip download --no-deps --only-binary=:all: --python-version 3.11 \
+#         --platform manylinux_2_27_x86_64 --platform manylinux_2_18_x86_64 -d .whl \
+#         nvidia-nccl-cu13==$v
+#     unzip -o -j -q .whl/nvidia_nccl_cu13-$v-*.whl 'nvidia/nccl/lib/libnccl.so.2' -d .whl/nccl-$v
+#   done
 #   unzip -o -j -q .whl/nvidia_nccl_cu13-2.32.3-*.whl 'nvidia/nccl/include/nccl.h' -d .whl/nccl-2.32.3
 # 2.29.7, 2.30.7 and 2.31.2 are tested too where they were unpacked the same way.
 set(_mg_dir ${CMAKE_CURRENT_LIST_DIR})
