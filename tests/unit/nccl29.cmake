@@ -60,3 +60,6 @@ endforeach()
 mg_cli_test(NAME info_nccl29 COMMAND sh ${_mg_dir}/info_nccl29.sh
             "${MGCOMM_TEST_WHEEL_DIR}/nccl-2.32.3/libnccl.so.2"
             "${MGCOMM_TEST_WHEEL_DIR}/nccl-2.29.2/libnccl.so.2")
+
+# MG_CONFIG_VERSION 5 and the version-4 layout before it.
+mg_test(NAME config_abi_v5 SOURCES ${_mg_dir}/config_abi_v5.c)
