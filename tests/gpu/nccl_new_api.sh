@@ -4,7 +4,8 @@
 # library (carried as .peer/nccl-2.32.3/libnccl.so.2.xz: tests/gpu/one_arch_lib.py keeps sm_90's
 # device code only, xz brings it to 44 MB):
 #   1. test_gpu_nccl29 one      suspend / memory statistics / resume, properties, config fields,
-#                               NCCL's parameters, grow id, window pointers (one GPU)
+#                               NCCL's parameters, grow id, window pointers (one GPU); with
+#                               blocking NCCL communicators (the default), then nonblocking ones
 #   2. test_gpu_nccl29 grow     grow (2 and 4 GPUs; skips, 77, on one)
 #   3. test_gpu_nccl29 signals  put with signal, signal, wait (2 GPUs; skips on one)
 #   4. mgcomm info --comm --nccl-params, and mgcomm bench -g <all GPUs> (memory in its preamble)
@@ -69,6 +70,8 @@ two=77
 [ "$ngpu" -ge 2 ] && two=0 # with 2 GPUs, grow and signals must run
 
 step "one GPU, NCCL 2.32.3" "0" env MGCOMM_NCCL_LIBRARY="$lib" "$t" one
+# Nonblocking NCCL communicators: one per rank, every call waited for by mgcomm.
+step "one GPU, NCCL 2.32.3, nonblocking" "0" env MGCOMM_NCCL_BLOCKING=0 MGCOMM_NCCL_LIBRARY="$lib" "$t" one
 step "grow, NCCL 2.32.3" "$two" env MGCOMM_NCCL_LIBRARY="$lib" "$t" grow
 step "signals, NCCL 2.32.3" "$two" env MGCOMM_NCCL_LIBRARY="$lib" "$t" signals
 step "one GPU, the machine's NCCL" "0" "$t" one
