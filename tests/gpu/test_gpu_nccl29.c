@@ -55,6 +55,7 @@ static void all_reduce_check(mg_comm_t *comm, gu_dev_t *d, int rank, int nranks,
 
 static size_t free_bytes(gu_dev_t *d) {
   size_t fr = 0, total = 0;
+  if (mg__cuda.MemGetInfo == NULL) FAIL("this CUDA driver has no cuMemGetInfo_v2");
   ASSERT_EQ(mg__cuda.CtxSetCurrent(d->ctx), MG__CUDA_SUCCESS);
   ASSERT_EQ(mg__cuda.MemGetInfo(&fr, &total), MG__CUDA_SUCCESS);
   return fr;

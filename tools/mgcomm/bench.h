@@ -271,8 +271,8 @@ int mg_bench_report_open(mg_bench_report_t *rep);
 /* Writes rep's rows to its files and closes them; 0, or 1 after a message. */
 int mg_bench_report_close(mg_bench_report_t *rep, const mg_bench_opts_t *o);
 void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o);
-/* bench_memory.c: one preamble line per communicator, with its memory as mg_comm_mem_stats says
- * (NCCL >= 2.29.7 on the NCCL backend), or why it cannot. */
+/* bench_memory.c: one preamble line per communicator ("# memory, rank q's communicator: ..."),
+ * with its memory as mg_comm_mem_stats says (NCCL >= 2.29.7 on the NCCL backend), or why not. */
 void mg_bench_print_memory(FILE *f, mg_comm_t *const *comms, int n);
 void mg_bench_print_header(FILE *f, mg_bench_coll_t c);
 /* Prints the line of one size: out of place then in place (either may be NULL: blank). */

@@ -2,7 +2,7 @@
  * bench_memory.c -- the memory each benchmarked communicator holds, in the preamble of
  * `mgcomm bench` (mg_comm_mem_stats: NCCL >= 2.29.7 on the NCCL backend, the rank's part of
  * the shared segment on the host backend), taken after the buffers were made and before the
- * first operation.
+ * first operation. The world's communicators are the library's own: `--world` has no such line.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -29,12 +29,12 @@ void mg_bench_print_memory(FILE *f, mg_comm_t *const *comms, int n) {
     mg_comm_mem_stats_t ms;
     const mg_status_t st = mg_comm_mem_stats(comms[q], &ms);
     if (st != MG_OK)
-      fprintf(f, "#   rank %d communicator memory: not known (%s: %s)\n", rank,
+      fprintf(f, "# memory, rank %d's communicator: not known (%s: %s)\n", rank,
               mg_status_name(st), mg_last_error());
     else
     {
       char t[32], s[32], p[32];
-      fprintf(f, "#   rank %d communicator memory: %s (%s suspendable, %s persistent)\n", rank,
+      fprintf(f, "# memory, rank %d's communicator: %s (%s suspendable, %s persistent)\n", rank,
               mg_bench_bytes(ms.total_bytes, t, sizeof t),
               mg_bench_bytes(ms.suspendable_bytes, s, sizeof s),
               mg_bench_bytes(ms.persistent_bytes, p, sizeof p));
