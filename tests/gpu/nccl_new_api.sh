@@ -18,6 +18,12 @@
 # for want of GPUs, 1 otherwise.
 #
 #   tests/gpu/nccl_new_api.sh           (NCCL_XZ=path to another libnccl.so.2.xz)
+#
+# The library it carries, made on the development machine (tests/unit/nccl29.cmake fetches the
+# wheel; the result is 44 MB, under what a device call carries):
+#   tests/gpu/one_arch_lib.py .whl/nccl-2.32.3/libnccl.so.2 /tmp/n2323/libnccl.so.2 90
+#   xz -T2 -6 -k /tmp/n2323/libnccl.so.2 && mkdir -p .peer/nccl-2.32.3 &&
+#     cp /tmp/n2323/libnccl.so.2.xz .peer/nccl-2.32.3/
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 
