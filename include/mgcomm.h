@@ -225,8 +225,9 @@ typedef enum mg_on_timeout {
  * program built against an older mgcomm.h runs with a newer library. The library accepts the
  * size and version that MG_CONFIG_INIT sets in its own mgcomm.h or in any older one: version 1
  * to MG_CONFIG_VERSION, each with the size of its layout (mg_config_t up to that version's last
- * field; on LP64: 1 -> 32 bytes, 2 -> 88, 3 -> 112, 4 -> 112, 5 -> 152). It reads only the fields that the
- * caller's version has and gives the fields appended after it their MG_CONFIG_INIT defaults. A
+ * field; on LP64: 1 -> 32 bytes, 2 -> 88, 3 -> 112, 4 -> 112, 5 -> 152). It reads only the
+ * fields that the caller's version has and gives the fields appended after it their
+ * MG_CONFIG_INIT defaults. A
  * larger size than this library's sizeof(mg_config_t), a version of 0 or above its
  * MG_CONFIG_VERSION (a program built against a newer mgcomm.h), or a size that is not its
  * version's is MG_ERR_INVALID_USAGE, with a message that names the size and version given and
@@ -436,9 +437,9 @@ MG_EXTERN mg_status_t mg_comm_grow_id(mg_comm_t *comm, mg_unique_id_t *id);
  * its backend and device as for mg_comm_init_rank. The ranks of comm inherit comm's config when
  * config is NULL. comm stays as it was. Errors: MG_ERR_INVALID_ARGUMENT (out or id NULL, nranks
  * not larger than comm's, rank out of range or not MG_GROW_EXISTING for a rank of comm, the
- * ranks of comm disagree on nranks or the id), MG_ERR_INVALID_USAGE (comm not ready), MG_ERR_NOT_SUPPORTED,
- * MG_ERR_TIMED_OUT (a rank did not come; the message names it), MG_ERR_REMOTE, MG_ERR_BACKEND.
- * On error *out is untouched. */
+ * ranks of comm disagree on nranks or the id), MG_ERR_INVALID_USAGE (comm not ready),
+ * MG_ERR_NOT_SUPPORTED, MG_ERR_TIMED_OUT (a rank did not come; the message names it),
+ * MG_ERR_REMOTE, MG_ERR_BACKEND. On error *out is untouched. */
 MG_EXTERN mg_status_t mg_comm_grow(mg_comm_t *comm, int nranks, const mg_unique_id_t *id,
                                    int rank, const mg_config_t *config, mg_comm_t **out);
 
@@ -455,8 +456,8 @@ typedef struct mg_comm_properties {
   int lsa_teams;       /* load/store-accessible teams (NCCL >= 2.29.7) */
   int host_rma;        /* one-sided put/signal from the host work (NCCL >= 2.29.7) */
   int railed_gin_type; /* GIN type of the rail teams (NCCL >= 2.29.7) */
-  int cft;             /* NCCL's collective fabric teams (NCCL >= 2.32) */
-  int cft_multimem;    /* the same with multicast (NCCL >= 2.32) */
+  int cft;             /* NCCL's cftSupport (NCCL >= 2.32) */
+  int cft_multimem;    /* NCCL's cftMulticastSupport (NCCL >= 2.32) */
   uint64_t comm_hash;  /* NCCL's hash of the communicator, as its logs show it (NCCL >= 2.31;
                           0 when not said) */
   int nccl_version;    /* the NCCL that answered; 0 on the host backend */
@@ -480,14 +481,14 @@ typedef int (*mg_nccl_param_fn)(const char *key, const char *value, void *arg);
 MG_EXTERN mg_status_t mg_nccl_params(mg_nccl_param_fn fn, void *arg);
 
 /* One-sided transfers on symmetric registrations (MG_REGISTER_SYMMETRIC: NCCL windows; struct
- * mg_reg is mg_reg_t, see "Memory"). NCCL >=
- * 2.29.2 (ncclPutSignal, ncclSignal, ncclWaitSignal: copy engines on NVLink, the proxy on the
- * network, no SMs); NCCL says whether this communicator can (mg_comm_properties' host_rma). The
- * host backend has no windows: MG_ERR_NOT_SUPPORTED. Each is enqueued on stream (a CUDA stream;
- * NULL: the default stream) and returns once enqueued (bounded by comm's timeout); stream order
- * gives completion. Errors: MG_ERR_INVALID_USAGE (bad comm, comm not ready), MG_ERR_INVALID_ARGUMENT
- * (reg NULL, not a symmetric registration of comm, offset or the transfer past its end, peer out
- * of range, a negative signal or count, unknown dtype), MG_ERR_NOT_SUPPORTED, MG_ERR_TIMED_OUT,
+ * mg_reg is mg_reg_t, see "Memory"). NCCL >= 2.29.2 (ncclPutSignal, ncclSignal, ncclWaitSignal:
+ * copy engines on NVLink, the proxy on the network, no SMs); NCCL says whether this
+ * communicator can (mg_comm_properties' host_rma). The host backend has no windows:
+ * MG_ERR_NOT_SUPPORTED. Each is enqueued on stream (a CUDA stream; NULL: the default stream) and
+ * returns once enqueued (bounded by comm's timeout); stream order gives completion. Errors:
+ * MG_ERR_INVALID_USAGE (bad comm, comm not ready), MG_ERR_INVALID_ARGUMENT (reg NULL, not a
+ * symmetric registration of comm, offset or the transfer past its end, peer out of range, a
+ * negative signal or count, unknown dtype), MG_ERR_NOT_SUPPORTED, MG_ERR_TIMED_OUT,
  * MG_ERR_BACKEND. */
 
 struct mg_reg;

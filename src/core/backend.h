@@ -155,8 +155,9 @@ typedef struct mg__xchg {
 /* The first 8 bytes of every host-backend unique id: the other backends refuse such ids. */
 #define MG__HOST_ID_MAGIC "MGHOST1"
 
-/* 4: check_exchange was added. */
-#define MG__BACKEND_VERSION 4
+/* 4: check_exchange was added. 5: suspend, resume, memory statistics, properties, grow, the
+ * one-sided transfers and window pointers (all optional). */
+#define MG__BACKEND_VERSION 5
 
 enum {
   MG__CAP_SPLIT = 1u << 0,   /* comm_split is provided */

@@ -62,9 +62,13 @@ mg_status_t mg__nccl_reg_ptr(mg_comm_t *comm, void *win, int which, int rank, si
   mg__ncclWindow_t w = (mg__ncclWindow_t)win;
   mg__CUcontext saved = NULL;
   MG_CHECK(mg__device_ctx_enter(nx->ctx, &saved));
-  mg__ncclResult_t r = which == MG__REGPTR_PEER ? mg__nccl.GetPeerDevicePointer(w, offset, rank, out)
-                       : which == MG__REGPTR_LSA ? mg__nccl.GetLsaDevicePointer(w, offset, rank, out)
-                                                 : mg__nccl.WinGetUserPtr(nx->nc, w, out);
+  mg__ncclResult_t r;
+  if (which == MG__REGPTR_PEER)
+    r = mg__nccl.GetPeerDevicePointer(w, offset, rank, out);
+  else if (which == MG__REGPTR_LSA)
+    r = mg__nccl.GetLsaDevicePointer(w, offset, rank, out);
+  else
+    r = mg__nccl.WinGetUserPtr(nx->nc, w, out);
   mg__device_ctx_leave(nx->ctx, saved);
   if (r != MG__ncclSuccess) {
     mg_status_t st = mg__nccl_error(r, calls[which], nx->nc);
