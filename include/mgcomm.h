@@ -195,7 +195,7 @@ MG_EXTERN mg_status_t mg_backend_resolve(mg_backend_t requested, mg_backend_t *o
                                          size_t reason_len);
 
 #define MG_UNDEF_INT INT_MIN
-#define MG_CONFIG_VERSION 4
+#define MG_CONFIG_VERSION 5
 
 /* How a request learns that a stream has passed the point it waits for (mg_record): one of three
  * strategies. All are bounded by the request's deadline (the watchdog). */
@@ -225,8 +225,9 @@ typedef enum mg_on_timeout {
  * program built against an older mgcomm.h runs with a newer library. The library accepts the
  * size and version that MG_CONFIG_INIT sets in its own mgcomm.h or in any older one: version 1
  * to MG_CONFIG_VERSION, each with the size of its layout (mg_config_t up to that version's last
- * field; on LP64: 1 -> 32 bytes, 2 -> 88, 3 -> 112, 4 -> 112). It reads only the fields that the
- * caller's version has and gives the fields appended after it their MG_CONFIG_INIT defaults. A
+ * field; on LP64: 1 -> 32 bytes, 2 -> 88, 3 -> 112, 4 -> 112, 5 -> 152). It reads only the
+ * fields that the caller's version has and gives the fields appended after it their
+ * MG_CONFIG_INIT defaults. A
  * larger size than this library's sizeof(mg_config_t), a version of 0 or above its
  * MG_CONFIG_VERSION (a program built against a newer mgcomm.h), or a size that is not its
  * version's is MG_ERR_INVALID_USAGE, with a message that names the size and version given and
@@ -277,13 +278,25 @@ typedef struct mg_config {
                         launch on a thread of NCCL's (tens of us per operation) but the call
                         itself never blocks. MG_UNDEF_INT = MGCOMM_NCCL_BLOCKING. Creation is
                         bounded in both. */
+  /* NCCL 2.29 to 2.32's ncclConfig_t (MG_CONFIG_VERSION 5). */
+  int nccl_graph_usage_mode;       /* graphUsageMode, NCCL >= 2.29.2 */
+  int nccl_num_rma_ctx;            /* numRmaCtx, NCCL >= 2.29.2 */
+  int nccl_max_p2p_peers;          /* maxP2pPeers, NCCL >= 2.30.3 */
+  int nccl_graph_stream_ordering;  /* graphStreamOrdering, NCCL >= 2.30.7 */
+  int nccl_launch_order_implicit;  /* launchOrderImplicit, NCCL >= 2.31 */
+  int nccl_num_rma_sig;            /* numRmaSig, NCCL >= 2.31 */
+  int nccl_rma_eager_init;         /* rmaEagerInit, NCCL >= 2.31 */
+  int nccl_host_cft_mode;          /* hostCftMode, NCCL >= 2.31 */
+  int nccl_nvls_host_mode;         /* nvlsHostMode, NCCL >= 2.32 */
 } mg_config_t;
 
 #define MG_CONFIG_INIT                                                                    \
   {sizeof(mg_config_t), MG_CONFIG_VERSION, MG_BACKEND_AUTO, 0.0, MG_UNDEF_INT,            \
    MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, NULL, MG_UNDEF_INT, MG_UNDEF_INT, NULL,       \
    MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT,    \
-   0, MG_COMPLETION_DEFAULT, 0.0, MG_ON_TIMEOUT_DEFAULT, MG_UNDEF_INT}
+   0, MG_COMPLETION_DEFAULT, 0.0, MG_ON_TIMEOUT_DEFAULT, MG_UNDEF_INT, MG_UNDEF_INT,      \
+   MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT,    \
+   MG_UNDEF_INT, MG_UNDEF_INT}
 
 /* ---------------------------------------------------------------------------------------------
  * Communicators
@@ -365,6 +378,148 @@ MG_EXTERN mg_status_t mg_comm_split(mg_comm_t *comm, int color, int key, const m
  * (comm aborted or destroyed), MG_ERR_NOT_SUPPORTED (NCCL < 2.27), timeout and remote errors. */
 MG_EXTERN mg_status_t mg_comm_shrink(mg_comm_t *comm, const int *exclude, int nexclude,
                                      const mg_config_t *config, mg_comm_t **out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Suspend, memory statistics, grow, properties, NCCL's parameters (NCCL 2.29 to 2.32)
+ *
+ * Each call below needs, on the NCCL backend, the NCCL version written next to it; with an older
+ * NCCL it returns MG_ERR_NOT_SUPPORTED naming that version (mg_feature_info says the same). The
+ * host backend provides suspend, resume, memory statistics, grow and properties itself.
+ */
+
+#define MG_SUSPEND_MEM 0x01 /* release the communicator's memory that can be made again */
+
+/* Suspends comm: releases the memory that it can make again (NCCL: ncclCommSuspend with
+ * NCCL_SUSPEND_MEM, NCCL >= 2.29.7; its buffers and connections; host: this rank's part of
+ * the shared segment's data area). Collective: every rank calls it, with nothing of comm in
+ * flight (synchronise the streams first). Until mg_comm_resume only queries, mg_comm_mem_stats,
+ * mg_comm_resume, abort and destroy are accepted; operations are MG_ERR_INVALID_USAGE.
+ * Errors: MG_ERR_INVALID_ARGUMENT (flags other than MG_SUSPEND_MEM), MG_ERR_INVALID_USAGE (bad
+ * handle, comm not ready or suspended already, messages still in flight on the host backend),
+ * MG_ERR_NOT_SUPPORTED (NCCL < 2.29.7, a backend without it), MG_ERR_TIMED_OUT (not every rank
+ * came before the deadline), MG_ERR_REMOTE, MG_ERR_BACKEND. Only on MG_OK is comm suspended. */
+MG_EXTERN mg_status_t mg_comm_suspend(mg_comm_t *comm, int flags);
+
+/* Makes the memory of a suspended comm again and accepts operations again. Collective.
+ * Errors: MG_ERR_INVALID_USAGE (bad handle, comm not suspended, aborted or in the error state),
+ * MG_ERR_NOT_SUPPORTED, MG_ERR_TIMED_OUT, MG_ERR_REMOTE, MG_ERR_OUT_OF_MEMORY, MG_ERR_BACKEND. */
+MG_EXTERN mg_status_t mg_comm_resume(mg_comm_t *comm);
+
+/* The memory a communicator holds (this rank's), in bytes. */
+typedef struct mg_comm_mem_stats {
+  uint64_t suspendable_bytes; /* what mg_comm_suspend releases; counted also while suspended,
+                                 when it is not held (NCCL counts it so) */
+  uint64_t persistent_bytes;  /* held until destroy */
+  uint64_t total_bytes;       /* all the communicator's memory that the backend tracks */
+  int suspended;              /* 1 while suspended */
+  int device;                 /* where it lies: CUDA ordinal, -1 host memory */
+} mg_comm_mem_stats_t;
+
+/* Fills *out for comm (NCCL: ncclCommMemStats, NCCL >= 2.29.7, summed over the NCCL
+ * communicators of the rank). Local. Errors: MG_ERR_INVALID_USAGE (bad handle, comm aborted),
+ * MG_ERR_INVALID_ARGUMENT (out NULL), MG_ERR_NOT_SUPPORTED, MG_ERR_BACKEND. */
+MG_EXTERN mg_status_t mg_comm_mem_stats(mg_comm_t *comm, mg_comm_mem_stats_t *out);
+
+/* A new unique id with which the ranks of comm and new ranks make a larger communicator
+ * (mg_comm_grow). Called by rank 0 of comm only; the id is sent to the new ranks out of band.
+ * NCCL: ncclCommGetUniqueId (NCCL >= 2.29.2; one id per grow, used once). Errors:
+ * MG_ERR_INVALID_ARGUMENT (id NULL), MG_ERR_INVALID_USAGE (bad handle, comm not ready, a rank
+ * other than 0), MG_ERR_NOT_SUPPORTED, MG_ERR_BACKEND. */
+MG_EXTERN mg_status_t mg_comm_grow_id(mg_comm_t *comm, mg_unique_id_t *id);
+
+#define MG_GROW_EXISTING (-1) /* the rank argument of the ranks of the old communicator */
+
+/* Makes a communicator of nranks ranks from comm's ranks and new ones (NCCL: ncclCommGrow,
+ * NCCL >= 2.29.2). Collective over every rank of the new communicator, each of which passes
+ * the id that rank 0 of comm made with mg_comm_grow_id (sent to the others out of band). The
+ * ranks of comm pass comm and rank MG_GROW_EXISTING, and keep their rank numbers. A new rank
+ * passes comm NULL and its rank in [comm's nranks, nranks); its config (NULL: defaults) chooses
+ * its backend and device as for mg_comm_init_rank. The ranks of comm inherit comm's config when
+ * config is NULL. comm stays as it was. Errors: MG_ERR_INVALID_ARGUMENT (out or id NULL, nranks
+ * not larger than comm's, rank out of range or not MG_GROW_EXISTING for a rank of comm, the
+ * ranks of comm disagree on nranks or the id), MG_ERR_INVALID_USAGE (comm not ready),
+ * MG_ERR_NOT_SUPPORTED, MG_ERR_TIMED_OUT (a rank did not come; the message names it),
+ * MG_ERR_REMOTE, MG_ERR_BACKEND. On error *out is untouched. */
+MG_EXTERN mg_status_t mg_comm_grow(mg_comm_t *comm, int nranks, const mg_unique_id_t *id,
+                                   int rank, const mg_config_t *config, mg_comm_t **out);
+
+/* What a communicator supports. -1 in a field: the loaded NCCL does not say (the version that
+ * does is written next to it). The host backend gives 0 for every capability. */
+typedef struct mg_comm_properties {
+  int rank;
+  int nranks;
+  int device;          /* CUDA ordinal; -1 on the host backend */
+  int nvml_device;     /* NVML index; -1 on the host backend */
+  int device_api;      /* NCCL's device API (symmetric kernels) works on it */
+  int multimem;        /* NVLink SHARP multicast (multimem) works on it */
+  int gin_type;        /* NCCL's GPU-initiated networking: 0 none, 2 proxy, 3 GDAKI, 4 GPI, 5 EFA */
+  int lsa_teams;       /* load/store-accessible teams (NCCL >= 2.29.7) */
+  int host_rma;        /* one-sided put/signal from the host work (NCCL >= 2.29.7) */
+  int railed_gin_type; /* GIN type of the rail teams (NCCL >= 2.29.7) */
+  int cft;             /* NCCL's cftSupport (NCCL >= 2.32) */
+  int cft_multimem;    /* NCCL's cftMulticastSupport (NCCL >= 2.32) */
+  uint64_t comm_hash;  /* NCCL's hash of the communicator, as its logs show it (NCCL >= 2.31;
+                          0 when not said) */
+  int nccl_version;    /* the NCCL that answered; 0 on the host backend */
+} mg_comm_properties_t;
+
+/* Fills *out for comm (NCCL: ncclCommQueryProperties, NCCL >= 2.29.2). Local. Errors:
+ * MG_ERR_INVALID_USAGE (bad handle, comm not ready), MG_ERR_INVALID_ARGUMENT (out NULL),
+ * MG_ERR_NOT_SUPPORTED, MG_ERR_BACKEND. */
+MG_EXTERN mg_status_t mg_comm_properties(mg_comm_t *comm, mg_comm_properties_t *out);
+
+/* NCCL's own parameter `key` ("NCCL_PROTO", ...) as NCCL reads it (environment, its defaults),
+ * through its parameter API (NCCL >= 2.30.7; loads NCCL). value gets the text, truncated to
+ * value_len. Errors: MG_ERR_INVALID_ARGUMENT (key or value NULL, value_len 0, a key NCCL does
+ * not know), MG_ERR_NOT_SUPPORTED (older NCCL), MG_ERR_BACKEND_UNAVAILABLE (no NCCL). */
+MG_EXTERN mg_status_t mg_nccl_param_get(const char *key, char *value, size_t value_len);
+
+/* Calls fn(key, value, arg) for each of NCCL's documented parameters (all of them with
+ * NCCL_PARAM_DUMP_ALL=1), in NCCL's order; fn's strings are valid during the call only; a
+ * non-zero return of fn stops the walk. Errors as mg_nccl_param_get. */
+typedef int (*mg_nccl_param_fn)(const char *key, const char *value, void *arg);
+MG_EXTERN mg_status_t mg_nccl_params(mg_nccl_param_fn fn, void *arg);
+
+/* One-sided transfers on symmetric registrations (MG_REGISTER_SYMMETRIC: NCCL windows; struct
+ * mg_reg is mg_reg_t, see "Memory"). NCCL >= 2.29.2 (ncclPutSignal, ncclSignal, ncclWaitSignal:
+ * copy engines on NVLink, the proxy on the network, no SMs); NCCL says whether this
+ * communicator can (mg_comm_properties' host_rma). The host backend has no windows:
+ * MG_ERR_NOT_SUPPORTED. Each is enqueued on stream (a CUDA stream; NULL: the default stream) and
+ * returns once enqueued (bounded by comm's timeout); stream order gives completion. Errors:
+ * MG_ERR_INVALID_USAGE (bad comm, comm not ready), MG_ERR_INVALID_ARGUMENT (reg NULL, not a
+ * symmetric registration of comm, offset or the transfer past its end, peer out of range, a
+ * negative signal or count, unknown dtype), MG_ERR_NOT_SUPPORTED, MG_ERR_TIMED_OUT,
+ * MG_ERR_BACKEND. */
+
+struct mg_reg;
+
+/* Writes count elements of send into peer's buffer of the symmetric registration reg, at byte
+ * offset, then raises signal number `signal` on peer (which waits for it with mg_wait_signal). */
+MG_EXTERN mg_status_t mg_put_signal(const void *send, size_t count, mg_dtype_t dtype, int peer,
+                                    struct mg_reg *reg, size_t offset, int signal, mg_comm_t *comm,
+                                    mg_stream_t stream);
+/* Raises signal number `signal` on peer without data. */
+MG_EXTERN mg_status_t mg_signal(int peer, int signal, mg_comm_t *comm, mg_stream_t stream);
+
+typedef struct mg_signal_wait {
+  int peer;   /* the rank whose signals are awaited */
+  int signal; /* the signal number */
+  int count;  /* how many of them (puts with signal and signals), >= 1 */
+} mg_signal_wait_t;
+/* Makes stream wait until each of waits[0..n) arrived. */
+MG_EXTERN mg_status_t mg_wait_signal(const mg_signal_wait_t *waits, int n, mg_comm_t *comm,
+                                     mg_stream_t stream);
+
+/* Device pointers into a symmetric registration (NCCL >= 2.29.2), for kernels of one's own:
+ * peer's buffer at byte offset (ncclGetPeerDevicePointer; NULL where the peer's memory cannot be
+ * reached with loads and stores), the same by the rank in the load/store-accessible team
+ * (mg_reg_lsa_ptr, ncclGetLsaDevicePointer), and the buffer that was registered
+ * (ncclWinGetUserPtr). Errors as above. */
+MG_EXTERN mg_status_t mg_reg_peer_ptr(mg_comm_t *comm, struct mg_reg *reg, int peer, size_t offset,
+                                      void **ptr);
+MG_EXTERN mg_status_t mg_reg_lsa_ptr(mg_comm_t *comm, struct mg_reg *reg, int lsa_rank,
+                                     size_t offset, void **ptr);
+MG_EXTERN mg_status_t mg_reg_user_ptr(mg_comm_t *comm, struct mg_reg *reg, void **ptr);
 
 /* Completes every operation issued on comm, then makes it quiescent: afterwards only queries and
  * mg_comm_destroy are accepted. Collective (all ranks call it). Errors: MG_ERR_INVALID_USAGE
@@ -1318,7 +1473,13 @@ typedef enum mg_feature {
   MG_FEATURE_NCCL_SHRINK = 7,       /* ncclCommShrink, NCCL >= 2.27 */
   MG_FEATURE_NCCL_COLLECTIVES_2_28 = 8, /* native ncclAlltoAll, ncclGather, ncclScatter, 2.28 */
   MG_FEATURE_NCCL_REVOKE = 9,       /* ncclCommRevoke, NCCL >= 2.28.7 */
-  MG_FEATURE_COUNT = 10
+  MG_FEATURE_NCCL_GROW = 10,        /* ncclCommGrow, ncclCommGetUniqueId, NCCL >= 2.29.2 */
+  MG_FEATURE_NCCL_PROPERTIES = 11,  /* ncclCommQueryProperties, NCCL >= 2.29.2 */
+  MG_FEATURE_NCCL_WINDOW_PTRS = 12, /* peer and user pointers of a window, NCCL >= 2.29.2 */
+  MG_FEATURE_NCCL_SIGNALS = 13,     /* ncclPutSignal, ncclSignal, ncclWaitSignal, NCCL >= 2.29.2 */
+  MG_FEATURE_NCCL_SUSPEND = 14,     /* ncclCommSuspend/Resume, ncclCommMemStats, NCCL >= 2.29.7 */
+  MG_FEATURE_NCCL_PARAMS = 15,      /* NCCL's parameter API, NCCL >= 2.30.7 */
+  MG_FEATURE_COUNT = 16
 } mg_feature_t;
 
 typedef struct mg_feature_info {

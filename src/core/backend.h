@@ -155,8 +155,9 @@ typedef struct mg__xchg {
 /* The first 8 bytes of every host-backend unique id: the other backends refuse such ids. */
 #define MG__HOST_ID_MAGIC "MGHOST1"
 
-/* 4: check_exchange was added. */
-#define MG__BACKEND_VERSION 4
+/* 4: check_exchange was added. 5: suspend, resume, memory statistics, properties, grow, the
+ * one-sided transfers and window pointers (all optional). */
+#define MG__BACKEND_VERSION 5
 
 enum {
   MG__CAP_SPLIT = 1u << 0,   /* comm_split is provided */
@@ -176,6 +177,8 @@ enum {
                                        reads progress through the job's store (src/boot/
                                        progress.c) */
 };
+
+struct mg__signal_op; /* below the table */
 
 typedef struct mg__backend {
   int version; /* MG__BACKEND_VERSION */
@@ -314,7 +317,51 @@ typedef struct mg__backend {
    * the communicators' locks held, after numbering; what the ranks publish of their progress
    * (peer_progress, the flight recorder) stays as it was. */
   mg_status_t (*check_exchange)(mg__xchg_t *const *xs, int n);
+
+  /* ---- suspend, memory statistics, grow, properties (core/comm_suspend.c, comm_grow.c) ----
+   * Each is optional: NULL makes the core answer MG_ERR_NOT_SUPPORTED. A method whose library
+   * lacks it answers MG_ERR_NOT_SUPPORTED itself (mg__feature_require), with comm as it was. */
+  /* Collective; called with comm->lock held, comm READY, not suspended, nothing in flight. */
+  mg_status_t (*comm_suspend)(mg_comm_t *comm, int flags, double deadline);
+  /* Collective; called with comm->lock held, comm READY and suspended. */
+  mg_status_t (*comm_resume)(mg_comm_t *comm, double deadline);
+  /* Local; called with comm->lock held, comm not aborted; the core has zeroed out. */
+  mg_status_t (*comm_mem_stats)(mg_comm_t *comm, mg_comm_mem_stats_t *out);
+  /* Local; called with comm->lock held, comm READY; the core has set rank, nranks, device,
+   * nvml_device (-1), nccl_version (0) and every capability to -1 (not said). */
+  mg_status_t (*comm_properties)(mg_comm_t *comm, mg_comm_properties_t *out);
+  /* comm's rank 0, comm->lock held, comm READY: an id for comm_grow. */
+  mg_status_t (*grow_id)(mg_comm_t *comm, mg_unique_id_t *id);
+  /* Collective over the new communicator. comm: a rank of the old one (comm->lock held, READY)
+   * or NULL for a new rank; id: what rank 0 of the old one made (every rank passes it). The
+   * core has set child->rank and child->nranks; the backend sets up child's state. */
+  mg_status_t (*comm_grow)(mg_comm_t *comm, const mg_unique_id_t *id, mg_comm_t *child,
+                           double deadline);
+
+  /* ---- one-sided transfers on symmetric registrations (core/signal.c) ----
+   * Optional (NULL: MG_ERR_NOT_SUPPORTED from the core). Called with comm->lock held, comm
+   * READY, the arguments checked (win: the handle mem_register gave a symmetric registration). */
+  mg_status_t (*signal_op)(mg_comm_t *comm, const struct mg__signal_op *op, double deadline);
+  /* which: MG__REGPTR_PEER (rank = a peer), _LSA (rank in the LSA team), _USER (rank unused). */
+  mg_status_t (*reg_ptr)(mg_comm_t *comm, void *win, int which, int rank, size_t offset,
+                         void **out);
 } mg__backend_t;
+
+enum { MG__SIG_PUT = 0, MG__SIG_SIGNAL = 1, MG__SIG_WAIT = 2 };
+enum { MG__REGPTR_PEER = 0, MG__REGPTR_LSA = 1, MG__REGPTR_USER = 2 };
+typedef struct mg__signal_op {
+  int kind;                     /* MG__SIG_* */
+  const void *send;             /* put */
+  size_t count;                 /* put: elements */
+  mg_dtype_t dtype;             /* put */
+  int peer;                     /* put, signal */
+  void *win;                    /* put: the symmetric registration's handle */
+  size_t offset;                /* put: bytes into the peer's buffer */
+  int signal;                   /* put, signal */
+  const mg_signal_wait_t *waits; /* wait: n of them */
+  int n;
+  mg_stream_t stream;
+} mg__signal_op_t;
 
 extern const mg__backend_t mg__backend_host;
 extern const mg__backend_t mg__backend_nccl;

@@ -61,6 +61,9 @@ mg_status_t mg__comm_enter_ready(mg_comm_t *comm, const char *fn) {
 
 mg_status_t mg__comm_check_state(mg_comm_t *comm, const char *fn) {
   int state = atomic_load(&comm->state);
+  if (state == MG_COMM_READY && atomic_load(&comm->suspended))
+    return mg__error(MG_ERR_INVALID_USAGE, "%s: comm (rank %d of %d) is suspended; call "
+                     "mg_comm_resume first", fn, comm->rank, comm->nranks);
   if (state == MG_COMM_READY) return MG_OK;
   if (state == MG_COMM_ERROR) {
     mg_status_t why = (mg_status_t)atomic_load(&comm->async_error);
@@ -177,7 +180,7 @@ void mg__comm_free(mg_comm_t *comm) {
 }
 
 /* Sizes the per-peer tables and registers the handle: the last step of every creation. */
-static mg_status_t mg__comm_publish(mg_comm_t *comm) {
+mg_status_t mg__comm_publish(mg_comm_t *comm) {
   comm->p2p_seq = calloc(2 * (size_t)comm->nranks, sizeof *comm->p2p_seq);
   if (comm->p2p_seq == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "cannot allocate peer tables");
   MG_CHECK(mg__handle_register(comm, MG__HANDLE_COMM));
@@ -186,8 +189,8 @@ static mg_status_t mg__comm_publish(mg_comm_t *comm) {
 }
 
 /* Reads the caller's config into cfg (core/config.c) and resolves its backend. */
-static mg_status_t mg__config_backend(const mg_config_t *config, const char *fn, mg_config_t *cfg,
-                                      const mg__backend_t **out) {
+mg_status_t mg__config_backend(const mg_config_t *config, const char *fn, mg_config_t *cfg,
+                               const mg__backend_t **out) {
   MG_CHECK(mg__config_read(config, fn, cfg));
   mg_backend_t id;
   mg_status_t st = mg_backend_resolve(cfg->backend, &id, NULL, 0);

@@ -98,6 +98,8 @@ struct mg_comm {
                                      that was neither finalized nor aborted: the rank leaves, it
                                      did not fail (a backend may tell its peers so); read by the
                                      backend's comm_abort */
+  atomic_int suspended;           /* 1 between mg_comm_suspend and mg_comm_resume (under lock;
+                                     read without it by the state check) */
 };
 
 /* Every public call that uses a communicator enters it first and leaves it before it returns:
@@ -151,10 +153,19 @@ double mg__comm_deadline(const mg_comm_t *comm);
 mg_status_t mg__comm_alloc(const mg__backend_t *backend, const mg_config_t *config,
                            mg_comm_t **out);
 void mg__comm_free(mg_comm_t *comm);
+/* The last step of every creation: sizes the per-peer tables and registers the handle. */
+mg_status_t mg__comm_publish(mg_comm_t *comm);
+/* Reads the caller's config into cfg (core/config.c) and resolves its backend, naming fn. */
+mg_status_t mg__config_backend(const mg_config_t *config, const char *fn, mg_config_t *cfg,
+                               const mg__backend_t **out);
 /* 1 when [p, p + bytes) lies inside memory that mg_mem_alloc made on comm's device, or inside a
  * live registration of comm (mem.c): device memory the backend checked when it was recorded.
  * The record is taken out before such memory is freed or deregistered. Thread-safe. */
 int mg__mem_known(const mg_comm_t *comm, const void *p, size_t bytes);
+/* reg's flags, size and backend handle when it is a live registration of comm (mem.c; the
+ * caller holds comm->lock), else MG_ERR_INVALID_ARGUMENT with no message. */
+mg_status_t mg__reg_lookup(mg_comm_t *comm, const mg_reg_t *reg, int *flags, size_t *bytes,
+                           void **handle);
 /* Frees the handles of comm's registrations (mem.c), when the backend has released comm. */
 void mg__reg_free_all(mg_comm_t *comm);
 

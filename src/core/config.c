@@ -26,12 +26,13 @@
 #define MG__CONFIG_V2_END MG__FIELD_END(nccl_nvlink_centric_sched)
 #define MG__CONFIG_V3_END MG__FIELD_END(on_timeout)
 #define MG__CONFIG_V4_END MG__FIELD_END(nccl_blocking)
+#define MG__CONFIG_V5_END MG__FIELD_END(nccl_nvls_host_mode)
 static const size_t mg__config_end[] = {0, MG__CONFIG_V1_END, MG__CONFIG_V2_END,
-                                        MG__CONFIG_V3_END, MG__CONFIG_V4_END};
+                                        MG__CONFIG_V3_END, MG__CONFIG_V4_END, MG__CONFIG_V5_END};
 
 _Static_assert(sizeof mg__config_end / sizeof *mg__config_end == MG_CONFIG_VERSION + 1,
                "a new MG_CONFIG_VERSION names its last field in mg__config_end");
-_Static_assert(MG__LAYOUT_SIZE(MG__CONFIG_V4_END) == sizeof(mg_config_t),
+_Static_assert(MG__LAYOUT_SIZE(MG__CONFIG_V5_END) == sizeof(mg_config_t),
                "a field appended to mg_config_t comes with a new MG_CONFIG_VERSION");
 /* Version 1 has no pointer: its alignment is mg_config_t's only if a pointer needs no more than
  * size_t (true of every ABI mgcomm builds for), and then every layout is padded alike. */

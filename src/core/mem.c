@@ -286,6 +286,17 @@ static mg_status_t mg__deregister(mg_comm_t *comm, mg_reg_t *reg, const char *fn
   return st;
 }
 
+mg_status_t mg__reg_lookup(mg_comm_t *comm, const mg_reg_t *reg, int *flags, size_t *bytes,
+                           void **handle) {
+  const struct mg_reg *r = comm->regs;
+  while (r != NULL && r != reg) r = r->next; /* reg is not read before it is found */
+  if (r == NULL) return MG_ERR_INVALID_ARGUMENT;
+  *flags = r->flags;
+  *bytes = r->bytes;
+  *handle = r->handle;
+  return MG_OK;
+}
+
 mg_status_t mg_comm_deregister(mg_comm_t *comm, mg_reg_t *reg) {
   static const char fn[] = "mg_comm_deregister";
   MG_CHECK(mg__comm_enter(comm, fn));

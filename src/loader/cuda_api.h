@@ -133,6 +133,8 @@ enum {
     (char *name, int len, mg__CUdevice dev), (name, len, dev))                                   \
   X(REQ, RC, DeviceTotalMem, "cuDeviceTotalMem_v2", NULL, mg__CUresult,                          \
     (size_t *bytes, mg__CUdevice dev), (bytes, dev))                                             \
+  X(OPT, RC, MemGetInfo, "cuMemGetInfo_v2", NULL, mg__CUresult, /* the GPU tests' only */        \
+    (size_t *free_bytes, size_t *total_bytes), (free_bytes, total_bytes))                        \
   X(REQ, RC, DeviceGetAttribute, "cuDeviceGetAttribute", NULL, mg__CUresult,                     \
     (int *value, mg__CUdevice_attribute attrib, mg__CUdevice dev), (value, attrib, dev))         \
   X(REQ, RC, DeviceGetPCIBusId, "cuDeviceGetPCIBusId", NULL, mg__CUresult,                       \

@@ -36,6 +36,26 @@ static const mg__feature_desc_t mg__features[MG_FEATURE_COUNT] = {
                                           {"ncclAlltoAll", "ncclGather", "ncclScatter", NULL}},
     [MG_FEATURE_NCCL_REVOKE] = {"revoke", MG_LIB_NCCL, MG__NCCL_VERSION(2, 28, 7), "2.28.7",
                                 "communicator revoke", {"ncclCommRevoke", NULL}},
+    [MG_FEATURE_NCCL_GROW] = {"grow", MG_LIB_NCCL, MG__NCCL_VERSION(2, 29, 2), "2.29.2",
+                              "communicator grow", {"ncclCommGrow", "ncclCommGetUniqueId", NULL}},
+    [MG_FEATURE_NCCL_PROPERTIES] = {"properties", MG_LIB_NCCL, MG__NCCL_VERSION(2, 29, 2),
+                                    "2.29.2", "communicator properties",
+                                    {"ncclCommQueryProperties", NULL}},
+    [MG_FEATURE_NCCL_WINDOW_PTRS] = {"window_pointers", MG_LIB_NCCL, MG__NCCL_VERSION(2, 29, 2),
+                                     "2.29.2", "peer and user pointers of a window",
+                                     {"ncclGetLsaDevicePointer", "ncclGetPeerDevicePointer",
+                                      "ncclWinGetUserPtr", NULL}},
+    [MG_FEATURE_NCCL_SIGNALS] = {"signals", MG_LIB_NCCL, MG__NCCL_VERSION(2, 29, 2), "2.29.2",
+                                 "one-sided put with signal",
+                                 {"ncclPutSignal", "ncclSignal", "ncclWaitSignal", NULL}},
+    [MG_FEATURE_NCCL_SUSPEND] = {"suspend", MG_LIB_NCCL, MG__NCCL_VERSION(2, 29, 7), "2.29.7",
+                                 "communicator suspend, resume and memory statistics",
+                                 {"ncclCommSuspend", "ncclCommResume", "ncclCommMemStats", NULL}},
+    /* 2.30.4 exports these names already, but its parameter handle is another type: the
+     * version, not the symbols, decides. */
+    [MG_FEATURE_NCCL_PARAMS] = {"params", MG_LIB_NCCL, MG__NCCL_VERSION(2, 30, 7), "2.30.7",
+                                "NCCL's parameter API",
+                                {"ncclParamGetParameter", "ncclParamGetAllParameterKeys", NULL}},
 };
 
 static pthread_once_t mg__features_once = PTHREAD_ONCE_INIT;

@@ -61,7 +61,8 @@ const mg__lib_desc_t mg__lib_desc_nccl = {
 const char *mg__nccl_result_name(mg__ncclResult_t r) {
   static const char *const names[MG__ncclNumResults] = {
       "ncclSuccess",       "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
-      "ncclInvalidArgument", "ncclInvalidUsage",     "ncclRemoteError", "ncclInProgress"};
+      "ncclInvalidArgument", "ncclInvalidUsage",     "ncclRemoteError", "ncclInProgress",
+      "ncclTimeout"};
   return (r >= 0 && r < MG__ncclNumResults) ? names[r] : "unknown ncclResult_t";
 }
 
@@ -72,6 +73,7 @@ mg_status_t mg__nccl_status(mg__ncclResult_t r) {
     case MG__ncclInvalidArgument: return MG_ERR_INVALID_ARGUMENT;
     case MG__ncclInvalidUsage: return MG_ERR_INVALID_USAGE;
     case MG__ncclRemoteError: return MG_ERR_REMOTE;
+    case MG__ncclTimeout: return MG_ERR_TIMED_OUT; /* NCCL >= 2.30.3: a wait inside NCCL expired */
     default: return MG_ERR_BACKEND;
   }
 }
@@ -109,4 +111,13 @@ void mg__nccl_config_init(mg__ncclConfig_t *config) {
   config->nvlsCTAs = MG__NCCL_CONFIG_UNDEF_INT;
   config->nChannelsPerNetPeer = MG__NCCL_CONFIG_UNDEF_INT;
   config->nvlinkCentricSched = MG__NCCL_CONFIG_UNDEF_INT;
+  config->graphUsageMode = MG__NCCL_CONFIG_UNDEF_INT;
+  config->numRmaCtx = MG__NCCL_CONFIG_UNDEF_INT;
+  config->maxP2pPeers = MG__NCCL_CONFIG_UNDEF_INT;
+  config->graphStreamOrdering = MG__NCCL_CONFIG_UNDEF_INT;
+  config->launchOrderImplicit = MG__NCCL_CONFIG_UNDEF_INT;
+  config->numRmaSig = MG__NCCL_CONFIG_UNDEF_INT;
+  config->rmaEagerInit = MG__NCCL_CONFIG_UNDEF_INT;
+  config->hostCftMode = MG__NCCL_CONFIG_UNDEF_INT;
+  config->nvlsHostMode = MG__NCCL_CONFIG_UNDEF_INT;
 }

@@ -1,5 +1,5 @@
 /*
- * nccl_api.h -- NCCL's host API (libnccl.so.2, nccl.h of NCCL 2.28), declared here so that
+ * nccl_api.h -- NCCL's host API (libnccl.so.2, nccl.h of NCCL 2.28 to 2.32), declared here so that
  * building needs no NCCL or CUDA header.
  *
  * Names: NCCL's, with the prefix mg__ (mg__ncclResult_t, MG__ncclSum), so that a test can
@@ -16,6 +16,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "loader/cuda_api.h"
 
@@ -40,7 +41,8 @@ enum {
   MG__ncclInvalidUsage = 5,
   MG__ncclRemoteError = 6,
   MG__ncclInProgress = 7,
-  MG__ncclNumResults = 8
+  MG__ncclTimeout = 8, /* NCCL >= 2.30.3 */
+  MG__ncclNumResults = 9
 };
 
 /* ncclRedOp_t: built-ins; values >= MG__ncclNumOps are made by ncclRedOpCreatePreMulSum. */
@@ -87,11 +89,13 @@ enum {
 #define MG__NCCL_SHRINK_DEFAULT 0x00
 #define MG__NCCL_SHRINK_ABORT 0x01
 #define MG__NCCL_REVOKE_DEFAULT 0x00
+#define MG__NCCL_SUSPEND_MEM 0x01 /* NCCL >= 2.29.7 */
 
-/* ncclConfig_t as of NCCL 2.28 (ncclConfig_v22800). NCCL reads the fields that the struct's
- * version announces, so an older library is given its own version (mg__nccl_config_init).
+/* ncclConfig_t as of NCCL 2.32.3 (ncclConfig_v23100 plus nvlsHostMode). NCCL reads the fields
+ * that the struct's version announces and copies min(size, its own sizeof) bytes, so an older
+ * library is given its own version (mg__nccl_config_init) and ignores the rest.
  * New fields are only ever appended by NCCL. */
-#define MG__NCCL_CONFIG_LAYOUT_VERSION MG__NCCL_VERSION(2, 28, 0)
+#define MG__NCCL_CONFIG_LAYOUT_VERSION MG__NCCL_VERSION(2, 32, 3)
 typedef struct {
   size_t size;              /* sizeof this struct */
   unsigned int magic;       /* MG__NCCL_CONFIG_MAGIC */
@@ -110,7 +114,61 @@ typedef struct {
   int nvlsCTAs;
   int nChannelsPerNetPeer;
   int nvlinkCentricSched;
+  int graphUsageMode;       /* 2.29.2 */
+  int numRmaCtx;            /* 2.29.2 */
+  int maxP2pPeers;          /* 2.30.3 */
+  int graphStreamOrdering;  /* 2.30.7 */
+  int launchOrderImplicit;  /* 2.31 */
+  int numRmaSig;            /* 2.31 */
+  int rmaEagerInit;         /* 2.31 */
+  int hostCftMode;          /* 2.31 */
+  int nvlsHostMode;         /* 2.32 */
 } mg__ncclConfig_t;
+
+/* ncclCommMemStat_t (NCCL >= 2.29.7). */
+typedef int mg__ncclCommMemStat_t;
+enum {
+  MG__ncclStatGpuMemSuspend = 0,   /* bytes that suspend releases */
+  MG__ncclStatGpuMemSuspended = 1, /* 1 while suspended */
+  MG__ncclStatGpuMemPersist = 2,   /* bytes that stay */
+  MG__ncclStatGpuMemTotal = 3
+};
+
+/* ncclCommProperties_t (nccl_device/core.h, NCCL >= 2.29.2), in its largest layout (2.32.3).
+ * NCCL fills the fields of the layout that `version` names and checks only `magic`, so each
+ * NCCL is given the version and size of its own layout (nccl_props.c). bool is one byte in
+ * NCCL's C++ and in C11's _Bool; the enums are int. */
+typedef struct {
+  size_t size;
+  unsigned int magic;              /* MG__NCCL_CONFIG_MAGIC (NCCL_API_MAGIC) */
+  unsigned int version;
+  int rank;
+  int nRanks;
+  int cudaDev;
+  int nvmlDev;
+  _Bool deviceApiSupport;
+  _Bool multimemSupport;
+  int ginType;                     /* ncclGinType_t: 0 none, 2 proxy, 3 GDAKI, 4 GPI, 5 EFA */
+  int nLsaTeams;                   /* 2.29.7 */
+  _Bool hostRmaSupport;            /* 2.29.7 */
+  int railedGinType;               /* 2.29.7 */
+  uint64_t commHash;            /* 2.31 */
+  int ginMinStride;                /* 2.31 */
+  int ginConnectionType;           /* 2.31 */
+  _Bool ginSupport[64];            /* 2.31 */
+  size_t devCommRuntimeVersionSize; /* 2.31 */
+  _Bool cftSupport;                /* 2.32 */
+  _Bool cftMulticastSupport;       /* 2.32 */
+  _Bool cftCountedSupport;         /* 2.32 */
+} mg__ncclCommProperties_t;
+
+/* ncclWaitSignalDesc_t (NCCL >= 2.29.2). */
+typedef struct {
+  int opCnt;
+  int peer;
+  int sigIdx;
+  int ctx;
+} mg__ncclWaitSignalDesc_t;
 
 /* X(req, form, member, sym, alt, ret, params, args): see table.h. Optional symbols belong to a
  * feature (features.c) that says which version has them. */
@@ -214,6 +272,46 @@ typedef struct {
      mg__ncclScalarResidence_t residence, mg__ncclComm_t comm),                                  \
     (op, scalar, dtype, residence, comm))                                                        \
   X(OPT, RC, RedOpDestroy, "ncclRedOpDestroy", NULL, mg__ncclResult_t,                           \
-    (mg__ncclRedOp_t op, mg__ncclComm_t comm), (op, comm))
+    (mg__ncclRedOp_t op, mg__ncclComm_t comm), (op, comm))                                       \
+  MG__NCCL_SYMBOLS_2_29(X)
+
+/* NCCL 2.29 to 2.32 (features.c says which version has each). */
+#define MG__NCCL_SYMBOLS_2_29(X)                                                                 \
+  X(OPT, RC, CommSuspend, "ncclCommSuspend", NULL, mg__ncclResult_t,                             \
+    (mg__ncclComm_t comm, int flags), (comm, flags))                                             \
+  X(OPT, RC, CommResume, "ncclCommResume", NULL, mg__ncclResult_t, (mg__ncclComm_t comm),        \
+    (comm))                                                                                      \
+  X(OPT, RC, CommMemStats, "ncclCommMemStats", NULL, mg__ncclResult_t,                           \
+    (mg__ncclComm_t comm, mg__ncclCommMemStat_t stat, uint64_t *value),                \
+    (comm, stat, value))                                                                         \
+  X(OPT, RC, CommGetUniqueId, "ncclCommGetUniqueId", NULL, mg__ncclResult_t,                     \
+    (mg__ncclComm_t comm, mg__ncclUniqueId *id), (comm, id))                                     \
+  X(OPT, RC, CommGrow, "ncclCommGrow", NULL, mg__ncclResult_t,                                   \
+    (mg__ncclComm_t comm, int nranks, const mg__ncclUniqueId *id, int rank,                      \
+     mg__ncclComm_t *newcomm, mg__ncclConfig_t *config),                                         \
+    (comm, nranks, id, rank, newcomm, config))                                                   \
+  X(OPT, RC, CommQueryProperties, "ncclCommQueryProperties", NULL, mg__ncclResult_t,             \
+    (mg__ncclComm_t comm, mg__ncclCommProperties_t *props), (comm, props))                       \
+  X(OPT, RC, GetLsaDevicePointer, "ncclGetLsaDevicePointer", NULL, mg__ncclResult_t,             \
+    (mg__ncclWindow_t win, size_t offset, int lsa_rank, void **out), (win, offset, lsa_rank, out)) \
+  X(OPT, RC, GetPeerDevicePointer, "ncclGetPeerDevicePointer", NULL, mg__ncclResult_t,           \
+    (mg__ncclWindow_t win, size_t offset, int peer, void **out), (win, offset, peer, out))       \
+  X(OPT, RC, WinGetUserPtr, "ncclWinGetUserPtr", NULL, mg__ncclResult_t,                         \
+    (mg__ncclComm_t comm, mg__ncclWindow_t win, void **out), (comm, win, out))                   \
+  X(OPT, RC, PutSignal, "ncclPutSignal", NULL, mg__ncclResult_t,                                 \
+    (const void *send, size_t count, mg__ncclDataType_t dtype, int peer, mg__ncclWindow_t win,   \
+     size_t offset, int sig, int ctx, unsigned int flags, mg__ncclComm_t comm,                   \
+     mg__CUstream stream),                                                                       \
+    (send, count, dtype, peer, win, offset, sig, ctx, flags, comm, stream))                      \
+  X(OPT, RC, Signal, "ncclSignal", NULL, mg__ncclResult_t,                                       \
+    (int peer, int sig, int ctx, unsigned int flags, mg__ncclComm_t comm, mg__CUstream stream),  \
+    (peer, sig, ctx, flags, comm, stream))                                                       \
+  X(OPT, RC, WaitSignal, "ncclWaitSignal", NULL, mg__ncclResult_t,                               \
+    (int n, mg__ncclWaitSignalDesc_t *descs, mg__ncclComm_t comm, mg__CUstream stream),          \
+    (n, descs, comm, stream))                                                                    \
+  X(OPT, RC, ParamGetParameter, "ncclParamGetParameter", NULL, mg__ncclResult_t,                 \
+    (const char *key, const char **value, int *len), (key, value, len))                          \
+  X(OPT, RC, ParamGetAllParameterKeys, "ncclParamGetAllParameterKeys", NULL, mg__ncclResult_t,   \
+    (const char ***keys, int *n), (keys, n))
 
 #endif

@@ -371,9 +371,9 @@ world)
   grep -q '^# time: median over iterations of (mg_request_wait returned - mg_world_<op> called)' \
     "$tmp/out" || fail "--world: $(grep '^# time' "$tmp/out")"
   # Comment lines other than the preamble and the averages, and the first five columns and the
-  # number of columns of every line.
+  # number of columns of every line. (The world's communicators are its own: no memory line.)
   shape() {
-    awk '/^#/ { if ($0 !~ /^# (mgcomm|nranks|time|Avg|Summary)/) print; next }
+    awk '/^#/ { if ($0 !~ /^# (mgcomm|nranks|time|Avg|Summary|memory)/) print; next }
          /^ *[0-9]/ { print NF, $1, $2, $3, $4, $5 }' "$1"
   }
   shape "$tmp/direct" >"$tmp/direct.shape"

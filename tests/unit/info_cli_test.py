@@ -116,7 +116,8 @@ def case_json():
     feats = doc["features"]
     names = [f["name"] for f in feats]
     check(names == ["avg", "premul_sum", "config", "split", "register", "fp8", "window", "shrink",
-                    "alltoall_gather_scatter", "revoke"], "feature names: %s" % names)
+                    "alltoall_gather_scatter", "revoke", "grow", "properties", "window_pointers",
+                    "signals", "suspend", "params"], "feature names: %s" % names)
     nccl = libs[1]
     for f in feats:
         check(f["library"] == "nccl", "feature library")

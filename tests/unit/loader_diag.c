@@ -54,6 +54,9 @@ static void check_features(void) {
       {"register", 21900, "2.19"},    {"fp8", 22400, "2.24"},
       {"window", 22700, "2.27"},      {"shrink", 22700, "2.27"},
       {"alltoall_gather_scatter", 22800, "2.28"}, {"revoke", 22807, "2.28.7"},
+      {"grow", 22902, "2.29.2"},      {"properties", 22902, "2.29.2"},
+      {"window_pointers", 22902, "2.29.2"}, {"signals", 22902, "2.29.2"},
+      {"suspend", 22907, "2.29.7"},   {"params", 23007, "2.30.7"},
   };
   mg_feature_info_t fi;
   for (int f = 0; f < MG_FEATURE_COUNT; f++) {

@@ -24,7 +24,12 @@ static void nccl_values(void) {
   SAME(MG__ncclInvalidUsage, ncclInvalidUsage);
   SAME(MG__ncclRemoteError, ncclRemoteError);
   SAME(MG__ncclInProgress, ncclInProgress);
+#if NCCL_VERSION_CODE >= 23003
+  SAME(MG__ncclTimeout, ncclTimeout);
   SAME(MG__ncclNumResults, ncclNumResults);
+#else
+  SAME(MG__ncclInProgress + 1, ncclNumResults); /* ncclTimeout came with 2.30.3 */
+#endif
   SAME(sizeof(mg__ncclResult_t), sizeof(ncclResult_t));
   /* ncclDataType_t, and mg_dtype_t which passes through by value */
   SAME(MG__ncclInt8, ncclInt8);
@@ -103,7 +108,8 @@ static void nccl_config(void) {
   SAME(ours.blocking, real.blocking);
   SAME(ours.nvlinkCentricSched, real.nvlinkCentricSched);
   ASSERT(ours.netName == NULL && ours.commName == NULL);
-  ASSERT_LE(sizeof(mg__ncclConfig_t), sizeof(ncclConfig_t));
+  if (NCCL_VERSION_CODE >= MG__NCCL_CONFIG_LAYOUT_VERSION)
+    ASSERT_LE(sizeof(mg__ncclConfig_t), sizeof(ncclConfig_t));
   if (NCCL_VERSION_CODE < MG__NCCL_VERSION(2, 28, 0))
     SKIP("nccl.h is %d, older than the 2.28 layout mgcomm declares", NCCL_VERSION_CODE);
 #define FIELD(f)                                                 \
@@ -128,8 +134,27 @@ static void nccl_config(void) {
   FIELD(nvlsCTAs);
   FIELD(nChannelsPerNetPeer);
   FIELD(nvlinkCentricSched);
+#if NCCL_VERSION_CODE >= 23203 /* the layout mgcomm declares: 2.32.3's */
+  FIELD(graphUsageMode);
+  FIELD(numRmaCtx);
+  FIELD(maxP2pPeers);
+  FIELD(graphStreamOrdering);
+  FIELD(launchOrderImplicit);
+  FIELD(numRmaSig);
+  FIELD(rmaEagerInit);
+  FIELD(hostCftMode);
+  FIELD(nvlsHostMode);
+  SAME(MG__NCCL_SUSPEND_MEM, NCCL_SUSPEND_MEM);
+  SAME(MG__ncclStatGpuMemSuspend, ncclStatGpuMemSuspend);
+  SAME(MG__ncclStatGpuMemSuspended, ncclStatGpuMemSuspended);
+  SAME(MG__ncclStatGpuMemPersist, ncclStatGpuMemPersist);
+  SAME(MG__ncclStatGpuMemTotal, ncclStatGpuMemTotal);
+  SAME(sizeof(mg__ncclWaitSignalDesc_t), sizeof(ncclWaitSignalDesc_t));
+  SAME(offsetof(mg__ncclWaitSignalDesc_t, ctx), offsetof(ncclWaitSignalDesc_t, ctx));
+#endif
 #undef FIELD
-  if (NCCL_VERSION_CODE < MG__NCCL_VERSION(2, 29, 0)) SAME(sizeof(mg__ncclConfig_t), sizeof(ncclConfig_t));
+  if (NCCL_VERSION_CODE == MG__NCCL_CONFIG_LAYOUT_VERSION)
+    SAME(sizeof(mg__ncclConfig_t), sizeof(ncclConfig_t));
 }
 
 static void cuda_values(void) {

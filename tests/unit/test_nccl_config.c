@@ -19,8 +19,9 @@ typedef struct {
   int since;         /* NCCL version that has it */
 } field_t;
 
-#define F(mgf, ncf, str, x, y) \
-  {#mgf, offsetof(mg_config_t, mgf), offsetof(ncclConfig_t, ncf), str, MG__NCCL_VERSION(x, y, 0)}
+#define F3(mgf, ncf, str, x, y, z) \
+  {#mgf, offsetof(mg_config_t, mgf), offsetof(ncclConfig_t, ncf), str, MG__NCCL_VERSION(x, y, z)}
+#define F(mgf, ncf, str, x, y) F3(mgf, ncf, str, x, y, 0)
 
 static const field_t fields[] = {
     F(nccl_cga_cluster_size, cgaClusterSize, 0, 2, 17),
@@ -36,6 +37,19 @@ static const field_t fields[] = {
     F(nccl_nvls_ctas, nvlsCTAs, 0, 2, 27),
     F(nccl_nchannels_per_net_peer, nChannelsPerNetPeer, 0, 2, 28),
     F(nccl_nvlink_centric_sched, nvlinkCentricSched, 0, 2, 28),
+/* The fields of 2.29 to 2.32, where the header has them (tests/unit/nccl29.cmake builds this
+ * test against the 2.32.3 wheel's nccl.h too). */
+#if NCCL_VERSION_CODE >= 23203
+    F3(nccl_graph_usage_mode, graphUsageMode, 0, 2, 29, 2),
+    F3(nccl_num_rma_ctx, numRmaCtx, 0, 2, 29, 2),
+    F3(nccl_max_p2p_peers, maxP2pPeers, 0, 2, 30, 3),
+    F3(nccl_graph_stream_ordering, graphStreamOrdering, 0, 2, 30, 7),
+    F(nccl_launch_order_implicit, launchOrderImplicit, 0, 2, 31),
+    F(nccl_num_rma_sig, numRmaSig, 0, 2, 31),
+    F(nccl_rma_eager_init, rmaEagerInit, 0, 2, 31),
+    F(nccl_host_cft_mode, hostCftMode, 0, 2, 31),
+    F(nccl_nvls_host_mode, nvlsHostMode, 0, 2, 32),
+#endif
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
@@ -49,7 +63,8 @@ static void set_field(mg_config_t *c, const field_t *f, int value, const char *s
 /* Our output read through the real header's layout. */
 static ncclConfig_t as_real(const mg__ncclConfig_t *ours) {
   ncclConfig_t real = NCCL_CONFIG_INITIALIZER;
-  memcpy(&real, ours, sizeof *ours);
+  /* As NCCL reads it: min(size, its own sizeof) bytes. */
+  memcpy(&real, ours, sizeof *ours < sizeof real ? sizeof *ours : sizeof real);
   return real;
 }
 
@@ -81,7 +96,9 @@ int main(void) {
                                  MG__NCCL_VERSION(2, 18, 5), MG__NCCL_VERSION(2, 21, 5),
                                  MG__NCCL_VERSION(2, 26, 2), MG__NCCL_VERSION(2, 27, 3),
                                  MG__NCCL_VERSION(2, 28, 3), MG__NCCL_VERSION(2, 28, 9),
-                                 MG__NCCL_VERSION(2, 30, 4)};
+                                 MG__NCCL_VERSION(2, 29, 2), MG__NCCL_VERSION(2, 30, 4),
+                                 MG__NCCL_VERSION(2, 30, 7), MG__NCCL_VERSION(2, 31, 2),
+                                 MG__NCCL_VERSION(2, 32, 3)};
   const char *name = "mg-test-comm";
   int checked = 0, refused = 0;
   for (size_t v = 0; v < sizeof versions / sizeof versions[0]; v++) {
@@ -102,7 +119,12 @@ int main(void) {
         ASSERT_CONTAINS(mg_last_error(), "the_test");
         ASSERT_CONTAINS(mg_last_error(), f->name);
         char want[64];
-        snprintf(want, sizeof want, "needs NCCL >= %d.%d", f->since / 10000, f->since / 100 % 100);
+        if (f->since % 100)
+          snprintf(want, sizeof want, "needs NCCL >= %d.%d.%d;", f->since / 10000,
+                   f->since / 100 % 100, f->since % 100);
+        else
+          snprintf(want, sizeof want, "needs NCCL >= %d.%d;", f->since / 10000,
+                   f->since / 100 % 100);
         ASSERT_CONTAINS(mg_last_error(), want);
         snprintf(want, sizeof want, "the loaded NCCL is %d.%d.%d", ver / 10000, ver / 100 % 100,
                  ver % 100);

@@ -202,6 +202,10 @@ struct mg_bench_part {
   /* Measures case k; on the printer fills *row. 0, or -1 once every participant knows that one
    * failed (the failure is printed where it happened). */
   int (*measure)(mg_bench_part_t *p, const mg_bench_case_t *k, mg_bench_result_t *row);
+  /* The communicators of this participant whose memory the preamble shows (bench_memory.c);
+   * NULL: none. */
+  mg_comm_t *const *comms;
+  int ncomms;
 };
 
 /* Runs the sweep of p->o: the printer opens its files and prints the preamble, then every
@@ -267,6 +271,9 @@ int mg_bench_report_open(mg_bench_report_t *rep);
 /* Writes rep's rows to its files and closes them; 0, or 1 after a message. */
 int mg_bench_report_close(mg_bench_report_t *rep, const mg_bench_opts_t *o);
 void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o);
+/* bench_memory.c: one preamble line per communicator ("# memory, rank q's communicator: ..."),
+ * with its memory as mg_comm_mem_stats says (NCCL >= 2.29.7 on the NCCL backend), or why not. */
+void mg_bench_print_memory(FILE *f, mg_comm_t *const *comms, int n);
 void mg_bench_print_header(FILE *f, mg_bench_coll_t c);
 /* Prints the line of one size: out of place then in place (either may be NULL: blank). */
 void mg_bench_print_line(FILE *f, const mg_bench_opts_t *o, const mg_bench_result_t *oop,

@@ -207,6 +207,8 @@ int mg_bench_run_gpus(mg_bench_opts_t *o, mg_bench_report_t *rep) {
       ready = 0;
     }
   }
+  gp.part.comms = gp.comms;
+  gp.part.ncomms = n;
   status = mg_bench_sweep(&gp.part, ready, NULL);
   for (int q = 0; q < n; q++) {
     /* Nothing is in flight (every batch was waited for, or failed and its communicator is in

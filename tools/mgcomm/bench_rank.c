@@ -117,6 +117,8 @@ int mg_bench_rank_run(mg_bench_rank_t *r) {
   size_t send_max, buf_max;
   mg_bench_extent(o, &send_max, &buf_max);
   r->part.measure = mg_bench_rank_measure;
+  r->part.comms = &r->comm;
+  r->part.ncomms = 1;
   r->send = r->buf = NULL;
   mg_status_t st = r->mem->alloc(r->comm, send_max, &r->send);
   if (st == MG_OK) st = r->mem->alloc(r->comm, buf_max, &r->buf);

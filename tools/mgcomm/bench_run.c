@@ -136,6 +136,8 @@ int mg_bench_sweep(mg_bench_part_t *p, int ready, int *completed) {
    * input, and nothing is printed on stdout for it. */
   double start[2] = {rep != NULL && mg_bench_report_open(rep) != 0, !ready};
   if (rep != NULL && start[0] == 0) mg_bench_print_preamble(stdout, o);
+  if (rep != NULL && start[0] == 0 && p->comms != NULL)
+    mg_bench_print_memory(stdout, p->comms, p->ncomms);
   double failed = 0;
   if (completed) *completed = 0;
   if (p->agree(p, start, 2, MG_MAX) != 0)

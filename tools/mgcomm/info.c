@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "info_comm.h"
 #include "mgcomm.h"
 
 /* ---- The snapshot. */
@@ -392,7 +393,7 @@ static void text_print(FILE *f, const snap_t *s) {
 
 static void info_usage(FILE *f) {
   fprintf(f,
-          "usage: mgcomm info [--json] [--config]\n"
+          "usage: mgcomm info [--json] [--config] [--comm] [--nccl-params]\n"
           "\n"
           "Shows what mgcomm finds here: each run-time library (CUDA driver, NCCL, NVSHMEM,\n"
           "NVML) with its path and version, or why it is missing and every candidate tried;\n"
@@ -403,16 +404,23 @@ static void info_usage(FILE *f) {
           "  --config   print the MGCOMM_* parameters instead: name, value, source, help\n"
           "  --json     print the same as one JSON document (with --config: the parameters;\n"
           "             without: everything, parameters included)\n"
+          "  --comm     also make a communicator of one rank and print its properties and\n"
+          "             memory (NCCL >= 2.29 on the NCCL backend; text only)\n"
+          "  --nccl-params  also print NCCL's own parameters (NCCL >= 2.30.7; text only)\n"
           "  --help     this text\n"
           "\n"
           "Exit status 0 also when no GPU, driver or library is found; 2 for a bad option.\n");
 }
 
 int mg_cli_info(int argc, char **argv) {
-  int json = 0, config = 0;
+  int json = 0, config = 0, comm = 0, nccl_params = 0;
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0) {
       json = 1;
+    } else if (strcmp(argv[i], "--comm") == 0) {
+      comm = 1;
+    } else if (strcmp(argv[i], "--nccl-params") == 0) {
+      nccl_params = 1;
     } else if (strcmp(argv[i], "--config") == 0) {
       config = 1;
     } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -424,6 +432,12 @@ int mg_cli_info(int argc, char **argv) {
       return 2;
     }
   }
+  if ((comm || nccl_params) && (json || config)) {
+    fprintf(stderr, "mgcomm info: --comm and --nccl-params print text, without --json and "
+            "--config\n");
+    return 2;
+  }
+  int rc = 0;
   if (config && !json) {
     text_params(stdout);
   } else {
@@ -440,9 +454,11 @@ int mg_cli_info(int argc, char **argv) {
       snap_free(&s);
     }
   }
+  if (comm) rc = mg_cli_info_comm(stdout);
+  if (nccl_params) mg_cli_info_nccl_params(stdout);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     fprintf(stderr, "mgcomm info: writing the report failed\n");
     return 1;
   }
-  return 0;
+  return rc;
 }

@@ -30,6 +30,27 @@ static inline mg__hcomm_t *mg__hcomm(const mg_comm_t *comm) { return (mg__hcomm_
 /* host_coll.c: runs ops[0..n) of one group to completion (contract of mg__backend_t.launch). */
 mg_status_t mg__host_launch(mg__op_t *const *ops, int n);
 
+/* host_backend.c */
+/* A new host unique id (the table's unique_id). */
+mg_status_t mg__host_unique_id(mg_unique_id_t *uid);
+/* Attaches comm (rank and nranks set) to the segment of uid and waits for every rank: init's
+ * work, for init and grow; messages name fn. */
+mg_status_t mg__host_join(mg_comm_t *comm, const mg_unique_id_t *uid, double deadline,
+                          const char *fn);
+/* Runs one internal collective on comm (the caller holds comm->lock): it takes a sequence
+ * number like any other, so that every rank agrees on the numbering; int64 elements, max. */
+mg_status_t mg__internal(mg_comm_t *comm, mg__opkind_t kind, const void *send, void *recv,
+                         size_t count, double deadline);
+
+/* host_suspend.c: the table's suspend, resume, memory statistics, properties and grow. */
+mg_status_t mg__host_suspend(mg_comm_t *comm, int flags, double deadline);
+mg_status_t mg__host_resume(mg_comm_t *comm, double deadline);
+mg_status_t mg__host_mem_stats(mg_comm_t *comm, mg_comm_mem_stats_t *out);
+mg_status_t mg__host_properties(mg_comm_t *comm, mg_comm_properties_t *out);
+mg_status_t mg__host_grow_id(mg_comm_t *comm, mg_unique_id_t *id);
+mg_status_t mg__host_grow(mg_comm_t *comm, const mg_unique_id_t *id, mg_comm_t *child,
+                          double deadline);
+
 /* host_check.c: the table's check_exchange (an all_gather of each record through the engine). */
 mg_status_t mg__host_check_exchange(mg__xchg_t *const *xs, int n);
 

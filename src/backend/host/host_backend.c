@@ -46,7 +46,7 @@ static void mg__hid_derive(const mg__hid_t *parent, uint64_t a, uint64_t b, uint
 
 static mg_status_t h_available(void) { return MG_OK; }
 
-static mg_status_t h_unique_id(mg_unique_id_t *uid) {
+mg_status_t mg__host_unique_id(mg_unique_id_t *uid) {
   mg__hid_t id;
   memset(&id, 0, sizeof id);
   memcpy(id.magic, mg__hid_magic, sizeof id.magic);
@@ -83,20 +83,24 @@ static void mg__init_failed(mg_comm_t *comm, mg_status_t st) {
   mg__hshm_detach(s, MG__HRANK_FAILED);
 }
 
-static mg_status_t h_init(mg_comm_t *comm, const mg_unique_id_t *uid, double deadline) {
+mg_status_t mg__host_join(mg_comm_t *comm, const mg_unique_id_t *uid, double deadline,
+                          const char *fn) {
   mg__hid_t id;
-  MG_CHECK(mg__hid_parse(uid, &id, "mg_comm_init_rank"));
+  MG_CHECK(mg__hid_parse(uid, &id, fn));
   MG_CHECK(mg__attach(comm, &id, deadline));
-  mg_status_t st = mg__hshm_wait_all(&mg__hcomm(comm)->shm, deadline, &comm->aborting,
-                                     "mg_comm_init_rank");
+  mg_status_t st = mg__hshm_wait_all(&mg__hcomm(comm)->shm, deadline, &comm->aborting, fn);
   if (st < 0) mg__init_failed(comm, st);
   return st;
+}
+
+static mg_status_t h_init(mg_comm_t *comm, const mg_unique_id_t *uid, double deadline) {
+  return mg__host_join(comm, uid, deadline, "mg_comm_init_rank");
 }
 
 static mg_status_t h_init_all(mg_comm_t **comms, int n, const int *devices, double deadline) {
   mg_unique_id_t uid;
   mg__hid_t id;
-  MG_CHECK(h_unique_id(&uid));
+  MG_CHECK(mg__host_unique_id(&uid));
   memcpy(&id, uid.internal, sizeof id);
   mg_status_t st = MG_OK;
   int attached = 0;
@@ -113,9 +117,7 @@ static mg_status_t h_init_all(mg_comm_t **comms, int n, const int *devices, doub
   return st;
 }
 
-/* Runs one internal collective on comm (the caller holds comm->lock): it takes a sequence
- * number like any other, so that every rank agrees on the numbering. */
-static mg_status_t mg__internal(mg_comm_t *comm, mg__opkind_t kind, const void *send, void *recv,
+mg_status_t mg__internal(mg_comm_t *comm, mg__opkind_t kind, const void *send, void *recv,
                                 size_t count, double deadline) {
   mg__op_t op;
   memset(&op, 0, sizeof op);
@@ -343,7 +345,7 @@ const mg__backend_t mg__backend_host = {
             MG__CAP_MARKS,
     .comm_priv_size = sizeof(mg__hcomm_t),
     .available = h_available,
-    .unique_id = h_unique_id,
+    .unique_id = mg__host_unique_id,
     .comm_init = h_init,
     .comm_init_all = h_init_all,
     .comm_split = h_split,
@@ -375,4 +377,10 @@ const mg__backend_t mg__backend_host = {
     .peer_progress = h_peer_progress,
     .comm_tag = h_comm_tag,
     .check_exchange = mg__host_check_exchange,
+    .comm_suspend = mg__host_suspend,
+    .comm_resume = mg__host_resume,
+    .comm_mem_stats = mg__host_mem_stats,
+    .comm_properties = mg__host_properties,
+    .grow_id = mg__host_grow_id,
+    .comm_grow = mg__host_grow,
 };

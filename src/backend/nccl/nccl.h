@@ -75,6 +75,34 @@ static inline mg__ncomm_t *mg__ncomm(const mg_comm_t *comm) { return (mg__ncomm_
 /* nccl_backend.c: MG_OK when libnccl and a CUDA device are usable (MG_ERR_BACKEND_UNAVAILABLE
  * with the reason otherwise). */
 mg_status_t mg__nccl_available(void);
+/* nccl_backend.c, for the other ways of making a communicator (nccl_suspend.c's grow): */
+/* Binds comm to device: retains its primary context and reads what the checks need. */
+mg_status_t mg__ncomm_setup(mg_comm_t *comm, int device, const char *fn);
+/* Releases what mg__ncomm_setup took. */
+void mg__ncomm_release(mg_comm_t *comm);
+/* Frees the NCCL communicator of a failed creation (ncclCommAbort) and clears *nc. */
+void mg__nccl_drop(mg__ncclComm_t *nc);
+/* Both communicators of a failed creation, and a pending child. */
+void mg__nccl_drop_both(mg__ncomm_t *nx);
+/* The last step of every creation: the operation communicators of comms[0..n), whose
+ * lifecycle communicators are ready (blocking mode: a split of each; else lc itself). */
+mg_status_t mg__nccl_opcomms(mg_comm_t *const *comms, int n, double deadline, const char *fn);
+/* NCCL's id from uid: MG_ERR_INVALID_ARGUMENT for an id of another backend or all zero. */
+mg_status_t mg__nccl_id(const mg_unique_id_t *uid, mg__ncclUniqueId *id, const char *fn);
+
+/* nccl_suspend.c: the table's suspend, resume, memory statistics, properties and grow. */
+mg_status_t mg__nccl_suspend(mg_comm_t *comm, int flags, double deadline);
+mg_status_t mg__nccl_resume(mg_comm_t *comm, double deadline);
+mg_status_t mg__nccl_mem_stats(mg_comm_t *comm, mg_comm_mem_stats_t *out);
+mg_status_t mg__nccl_properties(mg_comm_t *comm, mg_comm_properties_t *out);
+mg_status_t mg__nccl_grow_id(mg_comm_t *comm, mg_unique_id_t *id);
+mg_status_t mg__nccl_grow(mg_comm_t *comm, const mg_unique_id_t *id, mg_comm_t *child,
+                          double deadline);
+
+/* nccl_signal.c: the table's signal_op and reg_ptr (NCCL >= 2.29.2). */
+mg_status_t mg__nccl_signal_op(mg_comm_t *comm, const mg__signal_op_t *op, double deadline);
+mg_status_t mg__nccl_reg_ptr(mg_comm_t *comm, void *win, int which, int rank, size_t offset,
+                             void **out);
 
 /* nccl_coll.c */
 /* The pace of a polling wait: call with the current time after each unsuccessful poll. Spins

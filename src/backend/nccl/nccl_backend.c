@@ -39,7 +39,7 @@ _Static_assert(sizeof(mg__ncclUniqueId) == sizeof(mg_unique_id_t), "NCCL's id is
 /* ---- per-rank setup ----------------------------------------------------------------------- */
 
 /* Binds comm to device: retains its primary context and reads what the checks need. */
-static mg_status_t mg__ncomm_setup(mg_comm_t *comm, int device, const char *fn) {
+mg_status_t mg__ncomm_setup(mg_comm_t *comm, int device, const char *fn) {
   mg__ncomm_t *nx = mg__ncomm(comm);
   memset(nx, 0, sizeof *nx);
   MG_CHECK(mg__nccl_evpool(device, fn, &nx->evpool));
@@ -73,7 +73,7 @@ static mg_status_t mg__ncomm_setup(mg_comm_t *comm, int device, const char *fn) 
   return MG_OK;
 }
 
-static void mg__ncomm_release(mg_comm_t *comm) {
+void mg__ncomm_release(mg_comm_t *comm) {
   mg__ncomm_t *nx = mg__ncomm(comm);
   if (nx->retained) {
     mg__device_ctx_release(nx->dev);
@@ -84,7 +84,7 @@ static void mg__ncomm_release(mg_comm_t *comm) {
 
 /* The NCCL communicator of a failed creation goes: ncclCommAbort frees it whatever state its
  * init is in (and joins NCCL's thread). */
-static void mg__nccl_drop(mg__ncclComm_t *nc) {
+void mg__nccl_drop(mg__ncclComm_t *nc) {
   if (*nc == NULL) return;
   /* It is being thrown away because something failed already; what abort answers changes
    * nothing (the communicator is freed either way). */
@@ -93,7 +93,7 @@ static void mg__nccl_drop(mg__ncclComm_t *nc) {
 }
 
 /* Both communicators of a failed creation go (nc first: it is split from lc). */
-static void mg__nccl_drop_both(mg__ncomm_t *nx) {
+void mg__nccl_drop_both(mg__ncomm_t *nx) {
   if (nx->nc != nx->lc) mg__nccl_drop(&nx->nc);
   nx->nc = NULL;
   mg__nccl_drop(&nx->lc);             /* joins lc's job, which may still write pending_child */
@@ -105,8 +105,8 @@ static void mg__nccl_drop_both(mg__ncomm_t *nx) {
  * (all in one NCCL group, since the ranks of one process split together) into a blocking
  * communicator of the same ranks and configuration; each lc's job writes its comm's
  * pending_child, which outlives a timeout. */
-static mg_status_t mg__nccl_opcomms(mg_comm_t *const *comms, int n, double deadline,
-                                    const char *fn) {
+mg_status_t mg__nccl_opcomms(mg_comm_t *const *comms, int n, double deadline,
+                             const char *fn) {
   mg__ncomm_t *nx0 = mg__ncomm(comms[0]);
   if (!nx0->blocking) {
     for (int i = 0; i < n; i++) mg__ncomm(comms[i])->nc = mg__ncomm(comms[i])->lc;
@@ -179,7 +179,7 @@ static mg_status_t n_unique_id(mg_unique_id_t *uid) {
   return MG_OK;
 }
 
-static mg_status_t mg__nccl_id(const mg_unique_id_t *uid, mg__ncclUniqueId *id, const char *fn) {
+mg_status_t mg__nccl_id(const mg_unique_id_t *uid, mg__ncclUniqueId *id, const char *fn) {
   if (memcmp(uid->internal, MG__HOST_ID_MAGIC, sizeof MG__HOST_ID_MAGIC) == 0)
     return mg__error(MG_ERR_INVALID_ARGUMENT,
                      "%s: id is a host-backend unique id; the NCCL backend needs one made by "
@@ -730,4 +730,12 @@ const mg__backend_t mg__backend_nccl = {
     .comm_tag = mg__nccl_comm_tag,
     .comm_stream = mg__nccl_comm_stream,
     .check_exchange = mg__nccl_check_exchange,
+    .comm_suspend = mg__nccl_suspend,
+    .comm_resume = mg__nccl_resume,
+    .comm_mem_stats = mg__nccl_mem_stats,
+    .comm_properties = mg__nccl_properties,
+    .grow_id = mg__nccl_grow_id,
+    .comm_grow = mg__nccl_grow,
+    .signal_op = mg__nccl_signal_op,
+    .reg_ptr = mg__nccl_reg_ptr,
 };

@@ -8,6 +8,7 @@
  * nccl.h that declares each field.
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backend/nccl/nccl.h"
@@ -20,9 +21,10 @@ typedef struct mg__ncfg_field {
   int since;          /* the NCCL version that has it */
 } mg__ncfg_field_t;
 
-#define MG__NCFG(field, ncfield, is_str, x, y)                                          \
+#define MG__NCFG(field, ncfield, is_str, x, y) MG__NCFG3(field, ncfield, is_str, x, y, 0)
+#define MG__NCFG3(field, ncfield, is_str, x, y, z)                                      \
   {#field, offsetof(mg_config_t, field), offsetof(mg__ncclConfig_t, ncfield), is_str, \
-   MG__NCCL_VERSION(x, y, 0)}
+   MG__NCCL_VERSION(x, y, z)}
 
 static const mg__ncfg_field_t mg__ncfg_fields[] = {
     MG__NCFG(nccl_cga_cluster_size, cgaClusterSize, 0, 2, 17),
@@ -38,6 +40,15 @@ static const mg__ncfg_field_t mg__ncfg_fields[] = {
     MG__NCFG(nccl_nvls_ctas, nvlsCTAs, 0, 2, 27),
     MG__NCFG(nccl_nchannels_per_net_peer, nChannelsPerNetPeer, 0, 2, 28),
     MG__NCFG(nccl_nvlink_centric_sched, nvlinkCentricSched, 0, 2, 28),
+    MG__NCFG3(nccl_graph_usage_mode, graphUsageMode, 0, 2, 29, 2),
+    MG__NCFG3(nccl_num_rma_ctx, numRmaCtx, 0, 2, 29, 2),
+    MG__NCFG3(nccl_max_p2p_peers, maxP2pPeers, 0, 2, 30, 3),
+    MG__NCFG3(nccl_graph_stream_ordering, graphStreamOrdering, 0, 2, 30, 7),
+    MG__NCFG(nccl_launch_order_implicit, launchOrderImplicit, 0, 2, 31),
+    MG__NCFG(nccl_num_rma_sig, numRmaSig, 0, 2, 31),
+    MG__NCFG(nccl_rma_eager_init, rmaEagerInit, 0, 2, 31),
+    MG__NCFG(nccl_host_cft_mode, hostCftMode, 0, 2, 31),
+    MG__NCFG(nccl_nvls_host_mode, nvlsHostMode, 0, 2, 32),
 };
 #define MG__NCFG_COUNT (sizeof mg__ncfg_fields / sizeof mg__ncfg_fields[0])
 
@@ -69,11 +80,17 @@ mg_status_t mg__nccl_config_build(const mg_config_t *in, int version, mg__ncclCo
   for (size_t i = 0; i < MG__NCFG_COUNT; i++) {
     const mg__ncfg_field_t *f = &mg__ncfg_fields[i];
     if (!mg__ncfg_set(in, f)) continue;
-    if (version < f->since)
+    if (version < f->since) {
+      char since[16]; /* "2.28", or "2.30.3" where a patch release brought the field */
+      if (f->since % 100)
+        snprintf(since, sizeof since, "%d.%d.%d", f->since / 10000, f->since / 100 % 100,
+                 f->since % 100);
+      else
+        snprintf(since, sizeof since, "%d.%d", f->since / 10000, f->since / 100 % 100);
       return mg__error(MG_ERR_NOT_SUPPORTED,
-                       "%s: config->%s needs NCCL >= %d.%d; the loaded NCCL is %d.%d.%d", fn,
-                       f->name, f->since / 10000, f->since / 100 % 100, version / 10000,
-                       version / 100 % 100, version % 100);
+                       "%s: config->%s needs NCCL >= %s; the loaded NCCL is %d.%d.%d", fn,
+                       f->name, since, version / 10000, version / 100 % 100, version % 100);
+    }
     memcpy((char *)out + f->nc_off, (const char *)in + f->mg_off,
            f->is_str ? sizeof(const char *) : sizeof(int));
   }
