@@ -43,9 +43,8 @@ typedef struct mg__p2p {
   pthread_mutex_t lock;      /* the fields below and the pairs' changing fields */
   mg__CUcontext *ctx;        /* [n]: primary contexts, retained on first use, never released */
   mg__CUstream *stream;      /* [n]: mgcomm's copy stream of each device, made on first use */
-  mg__CUstream *done;        /* [n]: where copies' host functions run (copy.c), made on first use */
-  mg__CUevent *mark;         /* [n]: the event that hands a copy's end to done[d], re-recorded
-                                for every copy (a wait takes the record current at its call) */
+  mg__CUstream *done;        /* [n]: where the host functions of copies' requests with a
+                                callback run (copy.c), made on first use */
   mg__p2p_pair_t *pair;      /* [n * n], row from, column to */
 } mg__p2p_t;
 

@@ -216,7 +216,7 @@ static void mg__wbatch_what(const void *ctx, char *buf, size_t len) {
 }
 
 const mg__req_owner_ops_t mg__wbatch_ops = {mg__wbatch_what, mg__wbatch_expire,
-                                            mg__wbatch_release};
+                                            mg__wbatch_release, NULL, NULL};
 
 /* ---- submission ------------------------------------------------------------------------------ */
 

@@ -25,6 +25,8 @@ if(MGCOMM_TESTING)
     mg_test(NAME p2p_${c} EXE p2p ARGS ${c} LABELS unit p2p sim ENV ${_mg_sim} ${_mg_nolsan}
             MGSIM_DEVICES=2)
   endforeach()
+  mg_test(NAME p2p_copy_request EXE p2p ARGS copy_request LABELS unit p2p sim
+          ENV ${_mg_sim} ${_mg_nolsan} MGSIM_DEVICES=2 MGCOMM_WATCHDOG_INTERVAL=0.01)
   mg_test(NAME p2p_copy_fail EXE p2p ARGS copy_fail LABELS unit p2p sim
           ENV ${_mg_sim} ${_mg_nolsan} MGSIM_DEVICES=2 "MGSIM_PEER_COPY_FAIL=0>1")
   mg_test(NAME p2p_nogpu EXE p2p ARGS nogpu LABELS unit p2p sim ENV ${_mg_sim} MGSIM_DEVICES=0)
