@@ -564,6 +564,18 @@ mg_status_t mg_request_elapsed(mg_request_t *start, mg_request_t *end, double *s
   return st;
 }
 
+/* A request freed while pending, with no callback, that its owner has queried (not a RECORD
+ * one): nobody can learn its outcome any more, so it ends now rather than at the watchdog's next
+ * query, and what its owner holds (a peer copy's event) goes back at once, not after up to an
+ * interval during which every copy would need a new one. */
+static void mg__request_detach(mg_request_t *req) {
+  if (req->kind == MG__REQ_RECORD || !mg__request_queried(req)) return;
+  pthread_mutex_lock(&req->lock);
+  const int has_cb = req->cb_set;
+  pthread_mutex_unlock(&req->lock);
+  if (!has_cb) (void)mg__request_complete(req, MG_OK, NULL, 0);
+}
+
 mg_status_t mg_request_free(mg_request_t *req) {
   if (req == NULL) return MG_OK;
   /* Taking the handle out of the registry is the test: of two frees, one finds nothing and
@@ -572,6 +584,7 @@ mg_status_t mg_request_free(mg_request_t *req) {
     return mg__error(MG_ERR_INVALID_USAGE,
                      "mg_request_free: req %p is not a live request (freed already, or not a "
                      "request)", (void *)req);
+  mg__request_detach(req);
   mg__request_unref(req); /* the handle's reference */
   return MG_OK;
 }

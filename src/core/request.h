@@ -58,7 +58,9 @@ typedef struct mg__req_owner_ops {
   /* Optional (NULL: the owner completes the request itself). Never blocks: MG_INPROGRESS while
    * not done, MG_OK once done, or the error that means it never will be (message set). Called,
    * as a mark's query, by mg_request_wait and mg_request_test and by the watchdog at every
-   * MGCOMM_WATCHDOG_INTERVAL, which then complete the request; holding no library lock. */
+   * MGCOMM_WATCHDOG_INTERVAL, which then complete the request; holding no library lock. A
+   * request with a query that is freed while pending and without a callback is completed at once
+   * (nobody can learn its outcome): its release must accept work still in flight. */
   mg_status_t (*query)(void *ctx);
   /* Optional: a callback was set on req, pending: arrange for req to be completed soon after it
    * is done, without a caller querying it (src/p2p/: a host function), taking the references

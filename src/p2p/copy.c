@@ -54,7 +54,9 @@ static void mg__p2p_req_expire(void *ctx, int abort, char *buf, size_t len) {
 }
 
 /* The event goes back to its pool without a CUDA call: this may run on a host function's thread
- * (the last reference dropped there). */
+ * (the last reference dropped there). Its record may still be pending (a request freed before
+ * its copy ended, request.h): recording it again for another copy is allowed, and a wait
+ * enqueued on it before (a callback's host function) took the record current at its call. */
 static void mg__p2p_req_release(void *ctx) {
   mg__p2p_req_ctx_t *rc = ctx;
   mg__ev_put(rc->ev);
