@@ -184,8 +184,8 @@ static mg_status_t mg__p2p_check(mg__p2p_t *p, const mg__p2p_copy_t *c, const ch
 /* Enqueues the copy and what orders it, in the stream's context (current). */
 static mg_status_t mg__p2p_enqueue(const mg__p2p_copy_t *c, mg_p2p_path_t path,
                                    mg__CUcontext dst_ctx, mg__CUcontext src_ctx,
-                                   mg__CUstream s) {
-  if (c->src_buf != NULL) MG_CHECK(mg__buf_order_after_writer(c->src_buf, s));
+                                   mg__CUstream s, const char *fn) {
+  if (c->src_buf != NULL) MG_CHECK(mg__buf_order_after_writer(c->src_buf, s, fn));
   const mg__CUdeviceptr d = (mg__CUdeviceptr)(uintptr_t)c->dst;
   const mg__CUdeviceptr from = (mg__CUdeviceptr)(uintptr_t)c->src;
   /* Both paths between two devices are cuMemcpyPeerAsync: with the source's peer access enabled
@@ -249,7 +249,7 @@ mg_status_t mg__p2p_copy(const mg__p2p_copy_t *c, const char *fn, mg_p2p_path_t 
     if (req != NULL) MG_CHECK(mg__request_done(MG__REQ_P2P, MG_ON_TIMEOUT_REPORT, &r, fn));
   } else {
     MG_CHECK(mg__device_ctx_enter(ctx, &saved));
-    st = mg__p2p_enqueue(c, pth, dst_ctx, src_ctx, s);
+    st = mg__p2p_enqueue(c, pth, dst_ctx, src_ctx, s, fn);
     /* From here the copy is enqueued: its destination buffer records it, and the request
      * follows it. A failure below still returns an error (no request), but the copy runs. */
     if (st == MG_OK && c->dst_buf != NULL) st = mg__buf_record(c->dst_buf, s, ctx);

@@ -101,10 +101,23 @@ mg_status_t mg__buf_new(int device, size_t bytes, mg__gen_t *gen_src, const char
                         struct mg_buf **out);
 
 /* Under the buffer's lock: makes stream wait for buf's last recorded write (nothing when there
- * is none). */
-mg_status_t mg__buf_order_after_writer(struct mg_buf *buf, mg__CUstream stream);
+ * is none), after waiting (bounded by MGCOMM_TIMEOUT, MG_ERR_TIMED_OUT naming fn) until its
+ * pending writes are enqueued (mg__buf_write_begin). */
+mg_status_t mg__buf_order_after_writer(struct mg_buf *buf, mg__CUstream stream, const char *fn);
 /* Records a write enqueued on stream (of context ctx, current) as buf's last writer. Called
  * only after the write was enqueued, so that a failed write records nothing. */
 mg_status_t mg__buf_record(struct mg_buf *buf, mg__CUstream stream, mg__CUcontext ctx);
+
+/* The live buffer whose memory contains p, with a reference (mg__buf_unref), or NULL. */
+struct mg_buf *mg__buf_find(const void *p);
+void mg__buf_unref(struct mg_buf *buf);
+/* A write of buf that another operation (a world collective) will enqueue later: from
+ * mg__buf_write_begin on, readers wait until mg__buf_write_end, which records the write as buf's
+ * last writer when `enqueued` (on stream; NULL for a host buffer, whose write is done then) and
+ * nothing when it failed. Every begin is paired with one end. The end's status is the record's
+ * (message naming fn); the pending count drops either way. */
+void mg__buf_write_begin(struct mg_buf *buf);
+mg_status_t mg__buf_write_end(struct mg_buf *buf, mg_stream_t stream, int enqueued,
+                              const char *fn);
 
 #endif

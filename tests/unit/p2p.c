@@ -5,7 +5,8 @@
  * sets them per case. Host buffers and "no driver" need no simulator.
  *
  * Cases: topo4, islands8, islands_enable, links4, links_switch (the simulated NVML too), enable,
- * probe, copy_checks, copy_order, copy_fail, copy_request, nodriver, nogpu, hostbuf.
+ * probe, copy_checks, copy_order, copy_fail, copy_request, nodriver, nogpu, hostbuf,
+ * world_writer, world_writer_gpu.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -659,6 +660,112 @@ static void t_hostbuf(void) {
   ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_buf_ptr(solo, &p));
 }
 
+/* MGCOMM_CUDA_LIBRARY=/nonexistent MGCOMM_FAULT=host.fail:3:1:2: a world all_reduce into the
+ * world's buffers records itself as their last writer, and a copy out of one submitted right
+ * after the call is ordered after it (the copy waits until the rank's worker has run it: host
+ * buffers are written when enqueued); the second all_reduce fails on both ranks (the fault's
+ * 3rd and 4th operation) and records nothing, and a copy after it does not wait for it. Large
+ * buffers, so that a copy not ordered after the all_reduce would see its inputs, or a part. */
+static void t_world_writer(void) {
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_HOST;
+  mg_world_t *w;
+  ASSERT_OK(mg_world_create(&cfg, 2, NULL, &w));
+  const size_t count = (size_t)4 << 20, bytes = count * sizeof(float);
+  mg_buf_t *b[2], *out;
+  float *p[2], *po;
+  for (int r = 0; r < 2; r++) {
+    ASSERT_OK(mg_world_buf_create(w, r, bytes, &b[r]));
+    ASSERT_OK(mg_buf_ptr(b[r], (void **)&p[r]));
+    for (size_t k = 0; k < count; k++) p[r][k] = (float)(r + 1);
+  }
+  ASSERT_OK(mg_buf_create(MG_BUF_HOST, bytes, &out));
+  ASSERT_OK(mg_buf_ptr(out, (void **)&po));
+  const void *send[2] = {p[0], p[1]};
+  void *recv[2] = {p[0], p[1]};
+  mg_request_t *ar, *cp;
+  ASSERT_OK(mg_world_all_reduce(w, send, recv, count, MG_FLOAT32, MG_SUM, &ar));
+  ASSERT_OK(mg_buf_copy(out, 0, b[1], 0, bytes, NULL, NULL, &cp));
+  for (size_t k = 0; k < count; k++)
+    if (po[k] != 3.0f) FAIL("out[%zu] = %g: the copy ran before the all_reduce", k, (double)po[k]);
+  ASSERT_OK(mg_request_wait(ar, 10));
+  ASSERT_OK(mg_request_free(ar));
+  ASSERT_OK(mg_request_free(cp));
+  mg_buf_info_t bi;
+  for (int r = 0; r < 2; r++) {
+    ASSERT_OK(mg_buf_info(b[r], &bi));
+    ASSERT_EQ(bi.writes, 1);
+  }
+  ASSERT_OK(mg_buf_info(out, &bi));
+  ASSERT_EQ(bi.writes, 1);
+  /* The failed one: nothing recorded, and the copy after it neither waits for ever nor fails. */
+  ASSERT_OK(mg_world_all_reduce(w, send, recv, count, MG_FLOAT32, MG_SUM, &ar));
+  ASSERT_OK(mg_buf_copy(out, 0, b[0], 0, bytes, NULL, NULL, &cp));
+  ASSERT(mg_request_wait(ar, 10) < 0);
+  ASSERT_CONTAINS(mg_last_error(), "host.fail");
+  ASSERT_OK(mg_request_free(ar));
+  ASSERT_OK(mg_request_free(cp));
+  for (int r = 0; r < 2; r++) {
+    ASSERT_OK(mg_buf_info(b[r], &bi));
+    ASSERT_EQ(bi.writes, 1);
+  }
+  ASSERT_EQ(po[0], 3.0f);
+  ASSERT_OK(mg_world_destroy(w));
+  for (int r = 0; r < 2; r++) ASSERT_OK(mg_buf_destroy(b[r]));
+  ASSERT_OK(mg_buf_destroy(out));
+}
+
+/* MGSIM_DEVICES=2 MGSIM_NEVER_COMPLETE=0:1, the simulated NCCL: a world all_reduce on the NCCL
+ * backend into world buffers records its event on each rank's stream as the buffers' last
+ * writer; a copy out of rank 0's buffer returns at once (no host wait for the GPU) and its
+ * request stays pending, the destination untouched, while rank 0's all_reduce is held on its
+ * stream; aborting the world releases it, and the copy then runs. */
+static void t_world_writer_gpu(void) {
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_NCCL;
+  cfg.timeout_s = 30;
+  const int devices[2] = {0, 1};
+  mg_world_t *w;
+  ASSERT_OK(mg_world_create(&cfg, 2, devices, &w));
+  const size_t count = 1024, bytes = count * sizeof(float);
+  mg_buf_t *b[2], *out;
+  float *p[2], *po;
+  for (int r = 0; r < 2; r++) {
+    ASSERT_OK(mg_world_buf_create(w, r, bytes, &b[r]));
+    ASSERT_OK(mg_buf_ptr(b[r], (void **)&p[r]));
+    for (size_t k = 0; k < count; k++) p[r][k] = (float)(r + 1);
+  }
+  ASSERT_OK(mg_buf_create(0, bytes, &out));
+  ASSERT_OK(mg_buf_ptr(out, (void **)&po));
+  memset(po, 0, bytes);
+  const void *send[2] = {p[0], p[1]};
+  void *recv[2] = {p[0], p[1]};
+  mg_request_t *ar, *cp;
+  ASSERT_OK(mg_world_all_reduce(w, send, recv, count, MG_FLOAT32, MG_SUM, &ar));
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  ASSERT_OK(mg_buf_copy(out, 0, b[0], 0, bytes, NULL, NULL, &cp));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  ASSERT_LT_F((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), 1.0);
+  mg_buf_info_t bi;
+  ASSERT_OK(mg_buf_info(b[0], &bi));
+  ASSERT_EQ(bi.writes, 1);
+  ASSERT(bi.last_writer != NULL); /* the rank's stream */
+  usleep(200000);
+  mg_status_t rs = MG_OK;
+  ASSERT_OK(mg_request_test(cp, &rs));
+  ASSERT_EQ(rs, MG_INPROGRESS);
+  ASSERT_EQ(po[0], 0.0f);
+  ASSERT_OK(mg_world_abort(w));
+  ASSERT_OK(mg_request_wait(cp, 10));
+  ASSERT(mg_request_wait(ar, 10) < 0); /* aborted */
+  ASSERT_OK(mg_request_free(ar));
+  ASSERT_OK(mg_request_free(cp));
+  ASSERT_OK(mg_world_destroy(w));
+  for (int r = 0; r < 2; r++) ASSERT_OK(mg_buf_destroy(b[r]));
+  ASSERT_OK(mg_buf_destroy(out));
+}
+
 int main(int argc, char **argv) {
   static const struct {
     const char *name;
@@ -670,7 +777,8 @@ int main(int argc, char **argv) {
                {"copy_request", t_copy_request},
                {"nodriver", t_nodriver},     {"nogpu", t_nogpu},
                {"links4", t_links4},         {"links_switch", t_links_switch},
-               {"hostbuf", t_hostbuf}};
+               {"hostbuf", t_hostbuf},       {"world_writer", t_world_writer},
+               {"world_writer_gpu", t_world_writer_gpu}};
   if (argc != 2) FAIL("usage: p2p <case>");
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     if (strcmp(argv[1], cases[i].name) == 0) {
