@@ -85,7 +85,8 @@ static struct {
   pthread_mutex_t lock;
   mg_buf_t **v; /* live buffers, sorted by mem (their ranges never overlap) */
   int n, cap;
-} mg__bufs = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+  atomic_int live; /* n, read without the lock: a program without buffers pays no lock per op */
+} mg__bufs = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
 
 /* The index of the first listed buffer whose memory starts above p. Under mg__bufs.lock. */
 static int mg__bufs_upper(uintptr_t p) {
@@ -115,7 +116,7 @@ static mg_status_t mg__bufs_add(mg_buf_t *b, const char *fn) {
   const int i = mg__bufs_upper((uintptr_t)b->mem);
   memmove(&mg__bufs.v[i + 1], &mg__bufs.v[i], sizeof *mg__bufs.v * (size_t)(mg__bufs.n - i));
   mg__bufs.v[i] = b;
-  mg__bufs.n++;
+  atomic_store(&mg__bufs.live, ++mg__bufs.n);
   pthread_mutex_unlock(&mg__bufs.lock);
   return MG_OK;
 }
@@ -125,11 +126,14 @@ static void mg__bufs_remove(mg_buf_t *b) {
   const int i = mg__bufs_upper((uintptr_t)b->mem) - 1;
   MG_ASSERT(i >= 0 && mg__bufs.v[i] == b);
   memmove(&mg__bufs.v[i], &mg__bufs.v[i + 1], sizeof *mg__bufs.v * (size_t)(mg__bufs.n - i - 1));
-  mg__bufs.n--;
+  atomic_store(&mg__bufs.live, --mg__bufs.n);
   pthread_mutex_unlock(&mg__bufs.lock);
 }
 
 mg_buf_t *mg__buf_find(const void *p) {
+  /* A buffer made concurrently with the operation that writes it may be missed: the program
+   * cannot have ordered the two anyway. */
+  if (atomic_load_explicit(&mg__bufs.live, memory_order_relaxed) == 0) return NULL;
   mg_buf_t *b = NULL;
   pthread_mutex_lock(&mg__bufs.lock);
   const int i = mg__bufs_upper((uintptr_t)p) - 1;
