@@ -937,11 +937,15 @@ MG_EXTERN mg_status_t mg_buf_info(mg_buf_t *buf, mg_buf_info_t *info);
  * host buffer), MG_ERR_BACKEND. */
 MG_EXTERN mg_status_t mg_buf_record_write(mg_buf_t *buf, mg_stream_t stream);
 /* mg_p2p_copy from [src + src_offset, + bytes) to [dst + dst_offset, + bytes), ordered after
- * src's last writer, recorded as dst's last writer once enqueued. Two host buffers are copied in
+ * src's last writer, recorded as dst's last writer once enqueued. A world operation whose output
+ * lies in a buffer is its last writer from the world call on (unless it fails): the copy first
+ * waits, on the host and at most MGCOMM_TIMEOUT, until the rank's worker has enqueued it, then
+ * on the GPU for it. Two host buffers are copied in
  * the call (path LOCAL; the request is complete already; stream must be NULL); a host buffer with
  * a device buffer is MG_ERR_INVALID_ARGUMENT. Errors: those of mg_p2p_copy, MG_ERR_INVALID_USAGE
  * (a bad handle), MG_ERR_STALE (either buffer), MG_ERR_INVALID_ARGUMENT (a range past the end of
- * its buffer: never truncated; the same buffer with overlapping ranges). */
+ * its buffer: never truncated; the same buffer with overlapping ranges), MG_ERR_TIMED_OUT (a world
+ * operation writing src was not enqueued in time). */
 MG_EXTERN mg_status_t mg_buf_copy(mg_buf_t *dst, size_t dst_offset, mg_buf_t *src,
                                   size_t src_offset, size_t bytes, mg_stream_t stream,
                                   mg_p2p_path_t *path, mg_request_t **req);

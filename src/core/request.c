@@ -247,9 +247,14 @@ static void mg__record_signalled(mg__mark_t *mark, mg_status_t status, const cha
   mg__request_unref(req); /* the armed mark's reference */
 }
 
+int mg__request_queried(const mg_request_t *req) {
+  return req->kind == MG__REQ_RECORD || (req->oops != NULL && req->oops->query != NULL);
+}
+
 void mg__request_poll(mg_request_t *req, int inline_cb) {
   if (atomic_load_explicit(&req->state, memory_order_acquire) != MG__REQ_PENDING) return;
-  mg_status_t st = req->be->mark_query(&req->mark);
+  mg_status_t st = req->kind == MG__REQ_RECORD ? req->be->mark_query(&req->mark)
+                                               : req->oops->query(req->octx);
   if (st != MG_INPROGRESS) mg__request_complete(req, st, st < 0 ? mg_last_error() : NULL, inline_cb);
 }
 
@@ -394,6 +399,7 @@ mg_status_t mg_request_wait(mg_request_t *req, double timeout_s) {
   const double until = timeout_s > 0 ? start + timeout_s : INFINITY;
   /* Spin a little first: a request of the host backend often completes within microseconds. */
   const double spin_until = start + (double)us * 1e-6;
+  double pause_s = 1e-6;
   for (unsigned i = 0; atomic_load_explicit(&req->state, memory_order_acquire) == MG__REQ_PENDING;
        i++)
     if (!mg__spin_round(i, spin_until)) break;
@@ -430,6 +436,16 @@ mg_status_t mg_request_wait(mg_request_t *req, double timeout_s) {
       }
       continue;
     }
+    if (mg__request_queried(req)) {
+      /* Queried by its owner (a peer copy's event): look again after a pause that grows from
+       * 1 us to 1 ms, so that a short wait ends within microseconds of completion and a long
+       * one costs little. */
+      mg__request_poll(req, 0);
+      const double next = mg__now() + pause_s;
+      pause_s = pause_s < 1e-3 ? pause_s * 2 : pause_s;
+      mg__sleep_until(req, next < stop ? next : stop);
+      continue;
+    }
     mg__sleep_until(req, stop);
   }
   /* A timeout's policy is being applied on another thread. Abort always returns, so this ends
@@ -455,6 +471,8 @@ mg_status_t mg_request_test(mg_request_t *req, mg_status_t *status) {
       if (req->kind == MG__REQ_RECORD && mg__comm_hold(req->comm)) {
         mg__request_poll(req, 0);
         mg__comm_leave(req->comm);
+      } else if (req->kind != MG__REQ_RECORD && mg__request_queried(req)) {
+        mg__request_poll(req, 0);
       }
       if (atomic_load_explicit(&req->state, memory_order_acquire) == MG__REQ_PENDING &&
           mg__now() >= req->deadline)
@@ -489,6 +507,12 @@ mg_status_t mg_request_on_complete(mg_request_t *req, mg_request_cb_t cb, void *
     int done = atomic_load_explicit(&req->state, memory_order_relaxed) == MG__REQ_DONE;
     pthread_mutex_unlock(&req->lock);
     if (st == MG_OK && done) mg__cbq_push(req); /* completed before: run it on the library's thread */
+    /* Pending, and nobody may query it: its owner arranges a completion of its own. Failing
+     * that, the watchdog's queries complete it, later. */
+    if (st == MG_OK && !done && req->oops != NULL && req->oops->notify != NULL &&
+        req->oops->notify(req->octx, req) < 0)
+      MG_INFO(MG_SUBSYS_COLL, "%s: %s; the request completes at the watchdog's next query", fn,
+              mg_last_error());
   }
   mg__request_unref(req);
   return st;
@@ -540,6 +564,18 @@ mg_status_t mg_request_elapsed(mg_request_t *start, mg_request_t *end, double *s
   return st;
 }
 
+/* A request freed while pending, with no callback, that its owner has queried (not a RECORD
+ * one): nobody can learn its outcome any more, so it ends now rather than at the watchdog's next
+ * query, and what its owner holds (a peer copy's event) goes back at once, not after up to an
+ * interval during which every copy would need a new one. */
+static void mg__request_detach(mg_request_t *req) {
+  if (req->kind == MG__REQ_RECORD || !mg__request_queried(req)) return;
+  pthread_mutex_lock(&req->lock);
+  const int has_cb = req->cb_set;
+  pthread_mutex_unlock(&req->lock);
+  if (!has_cb) (void)mg__request_complete(req, MG_OK, NULL, 0);
+}
+
 mg_status_t mg_request_free(mg_request_t *req) {
   if (req == NULL) return MG_OK;
   /* Taking the handle out of the registry is the test: of two frees, one finds nothing and
@@ -548,6 +584,7 @@ mg_status_t mg_request_free(mg_request_t *req) {
     return mg__error(MG_ERR_INVALID_USAGE,
                      "mg_request_free: req %p is not a live request (freed already, or not a "
                      "request)", (void *)req);
+  mg__request_detach(req);
   mg__request_unref(req); /* the handle's reference */
   return MG_OK;
 }

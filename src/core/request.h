@@ -55,6 +55,17 @@ typedef struct mg__req_owner_ops {
   void (*expire)(void *ctx, int abort, char *buf, size_t len);
   /* The request is freed: drop its reference on ctx. */
   void (*release)(void *ctx);
+  /* Optional (NULL: the owner completes the request itself). Never blocks: MG_INPROGRESS while
+   * not done, MG_OK once done, or the error that means it never will be (message set). Called,
+   * as a mark's query, by mg_request_wait and mg_request_test and by the watchdog at every
+   * MGCOMM_WATCHDOG_INTERVAL, which then complete the request; holding no library lock. A
+   * request with a query that is freed while pending and without a callback is completed at once
+   * (nobody can learn its outcome): its release must accept work still in flight. */
+  mg_status_t (*query)(void *ctx);
+  /* Optional: a callback was set on req, pending: arrange for req to be completed soon after it
+   * is done, without a caller querying it (src/p2p/: a host function), taking the references
+   * that needs. MG_OK or the error (the watchdog's queries complete it then). Holds no lock. */
+  mg_status_t (*notify)(void *ctx, mg_request_t *req);
 } mg__req_owner_ops_t;
 
 struct mg_request {
@@ -130,8 +141,11 @@ mg_status_t mg__request_done(int kind, mg_on_timeout_t on_timeout, mg_request_t 
 void mg__request_ref(mg_request_t *req);
 /* Drops one reference; the last one releases the mark, the owner's context and the memory. */
 void mg__request_unref(mg_request_t *req);
-/* Queries req's mark (RECORD, not complete) and completes req when the mark is reached or
- * failed. The caller holds a reference and guarantees that req->comm stays valid. */
+/* 1 when req is completed by querying it (mg__request_poll): a RECORD request or one whose owner
+ * has a query. */
+int mg__request_queried(const mg_request_t *req);
+/* Queries req's mark (RECORD) or its owner (oops->query) and completes req when reached or
+ * failed. The caller holds a reference and, for RECORD, guarantees that req->comm stays valid. */
 void mg__request_poll(mg_request_t *req, int inline_cb);
 /* What req is, for messages (req->what, or its owner's description). */
 void mg__request_what(const mg_request_t *req, char *buf, size_t len);

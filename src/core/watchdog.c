@@ -319,15 +319,12 @@ static void mg__held_release(mg__held_t *h) {
   h->n = h->cap = 0;
 }
 
-/* Queries the mark of every hit (its comm is held), completes those reached or failed, and drops
+/* Queries every hit (a RECORD one's comm is held), completes those reached or failed, and drops
  * the references. */
 static void mg__hits_query(mg__hits_t *a) {
   for (int i = 0; i < a->n; i++) {
     mg_request_t *req = a->v[i].req;
-    if (atomic_load_explicit(&req->state, memory_order_acquire) == MG__REQ_PENDING) {
-      mg_status_t st = req->be->mark_query(&req->mark);
-      if (st != MG_INPROGRESS) mg__request_complete(req, st, st < 0 ? mg_last_error() : NULL, 0);
-    }
+    mg__request_poll(req, 0);
     mg__request_unref(req);
   }
   free(a->v);
@@ -387,7 +384,14 @@ static void *mg__wd_main(void *arg) {
         continue;
       }
       if (r->deadline < wake) wake = r->deadline;
-      if (r->kind != MG__REQ_RECORD) continue;
+      if (r->kind != MG__REQ_RECORD) {
+        /* Queried by its owner: at every interval, with no communicator to hold. */
+        if (!mg__request_queried(r)) continue;
+        if (now >= r->next_poll && mg__hits_push(&query, r, MG_INPROGRESS, NULL))
+          r->next_poll = now + interval;
+        if (r->next_poll < wake) wake = r->next_poll;
+        continue;
+      }
       /* POLL at its interval; SYNC and HOSTFN (after MG__WD_NOTIFY_GRACE_S) as a safety net.
        * Missed (no memory): the next scan queries it. */
       if (now >= r->next_poll && mg__held_add(&held, r->comm, 0) &&

@@ -1,8 +1,9 @@
 /*
  * copy.c -- asynchronous peer copies: every argument checked, the copy enqueued after the
- * source's last writer (an event the stream waits for on the GPU), and a request that a host
- * function completes once the stream passed the copy (on a stream of its own: the copy's stream
- * is never held up by it). Nothing here waits on the host, except mg__p2p_event_wait, which
+ * source's last writer (an event the stream waits for on the GPU), and a request: one pooled
+ * event recorded after the copy, which mg_request_wait, mg_request_test and the watchdog query
+ * (as the NCCL backend's marks are); a host function, on a stream of its own, only once the
+ * program sets a callback. Nothing here waits on the host, except mg__p2p_event_wait, which
  * only the probe uses.
  *
  * Divisions: the request; checks; mg__p2p_copy; mg_p2p_copy; waiting for an event.
@@ -16,6 +17,7 @@
 #include "base/error.h"
 #include "base/params.h"
 #include "core/handle.h"
+#include "device/evpool.h"
 #include "loader/loader.h"
 #include "p2p/p2p.h"
 
@@ -23,13 +25,17 @@ static const char *const mg__path_names[] = {"local", "peer", "staged"};
 
 /* ---- the request ------------------------------------------------------------------------- */
 
-/* What a copy's request is, for its messages (written only when one is: formatting it for every
- * copy would cost more than the rest of the request). Owned by the request, freed by release. */
+/* A copy's request: what it is, for its messages (written only when one is: formatting it for
+ * every copy would cost more than the rest of the request), and the event recorded on the copy's
+ * stream after it, which wait, test and the watchdog query (the request's owner ops). Owned by
+ * the request, released with it. */
 typedef struct {
   const char *fn;
   size_t bytes;
   int src, dst;
   mg_p2p_path_t path;
+  int device;   /* the stream's device: its pool holds ev, its done stream runs the host function */
+  mg__ev_t *ev; /* from device's pool (device/evpool.h) */
 } mg__p2p_req_ctx_t;
 
 static void mg__p2p_req_what(const void *ctx, char *buf, size_t len) {
@@ -39,41 +45,81 @@ static void mg__p2p_req_what(const void *ctx, char *buf, size_t len) {
 }
 
 /* There is nothing to abort: a copy that passed its deadline is one whose stream never reached
- * it (a stream blocked behind other work, or a context that faulted, in which CUDA never runs
- * the host function). */
+ * it (a stream blocked behind other work; a fault would have been found by a query). */
 static void mg__p2p_req_expire(void *ctx, int abort, char *buf, size_t len) {
   (void)ctx;
   if (!abort)
     snprintf(buf, len, "its stream did not reach the end of the copy (work before it still "
-             "runs, or the context faulted)");
+             "runs)");
 }
 
-static void mg__p2p_req_release(void *ctx) { free(ctx); }
+/* The event goes back to its pool without a CUDA call: this may run on a host function's thread
+ * (the last reference dropped there). Its record may still be pending (a request freed before
+ * its copy ended, request.h): recording it again for another copy is allowed, and a wait
+ * enqueued on it before (a callback's host function) took the record current at its call. */
+static void mg__p2p_req_release(void *ctx) {
+  mg__p2p_req_ctx_t *rc = ctx;
+  mg__ev_put(rc->ev);
+  free(rc);
+}
 
-static const mg__req_owner_ops_t mg__p2p_req_ops = {mg__p2p_req_what, mg__p2p_req_expire,
-                                                    mg__p2p_req_release};
+static mg_status_t mg__p2p_req_query(void *ctx) {
+  mg__p2p_req_ctx_t *rc = ctx;
+  mg__CUcontext saved = NULL;
+  MG_CHECK(mg__device_ctx_enter(rc->ev->pool->ctx, &saved));
+  mg__CUresult r = mg__cuda.EventQuery(rc->ev->ev);
+  mg__device_ctx_leave(rc->ev->pool->ctx, saved);
+  if (r == MG__CUDA_SUCCESS) return MG_OK;
+  if (r == MG__CUDA_ERROR_NOT_READY) return MG_INPROGRESS;
+  /* A fault of the context: the stream will never get there. */
+  mg_status_t st = mg__cu_error(r, "cuEventQuery");
+  mg__error_prefix("device %d: the stream failed before it finished the copy", rc->device);
+  return st;
+}
 
-/* The host function: runs on a thread of the driver once the stream passed the copy. It makes
- * no CUDA call (CUDA forbids them there) and runs no user code: callbacks go to the library's
- * callback thread. */
+/* The host function: runs on a thread of the driver once the event is reached. It makes no CUDA
+ * call (CUDA forbids them there) and runs no user code: callbacks go to the library's callback
+ * thread. */
 static void mg__p2p_copy_done(void *arg) {
   mg_request_t *req = arg;
-  (void)mg__request_complete(req, MG_OK, NULL, 0); /* 0: a timeout completed it first */
+  (void)mg__request_complete(req, MG_OK, NULL, 0); /* 0: completed before (a query, a timeout) */
   mg__request_unref(req);                          /* the host function's reference */
 }
 
-/* Has req completed once the stream s (of device d's context, current) passes this point,
- * without stalling s: a CUDA host function holds back the work of its stream until it returns,
- * so it runs on a stream of its own (p->done[d]) that waits for an event recorded on s.
- * Under p->lock, which also keeps p->mark[d] from being recorded twice at once. */
-static mg_status_t mg__p2p_notify_locked(mg__p2p_t *p, int d, mg__CUstream s, mg_request_t *req) {
-  if (p->done[d] == NULL) MG_CU_CHECK(StreamCreate, &p->done[d], MG__CU_STREAM_NON_BLOCKING);
-  if (p->mark[d] == NULL) MG_CU_CHECK(EventCreate, &p->mark[d], MG__CU_EVENT_DISABLE_TIMING);
-  MG_CU_CHECK(EventRecord, p->mark[d], s);
-  MG_CU_CHECK(StreamWaitEvent, p->done[d], p->mark[d], 0);
-  MG_CU_CHECK(LaunchHostFunc, p->done[d], mg__p2p_copy_done, req);
-  return MG_OK;
+/* A callback was set: a host function completes req once its event is reached. It runs on a
+ * stream of its own (p->done[d]) that waits for the event, because a CUDA host function holds
+ * back the work of its stream until it returns, and the copy's stream must not wait for it. */
+static mg_status_t mg__p2p_req_notify(void *ctx, mg_request_t *req) {
+  mg__p2p_req_ctx_t *rc = ctx;
+  mg__p2p_t *p;
+  MG_CHECK(mg__p2p_get(&p));
+  mg__CUcontext saved = NULL;
+  MG_CHECK(mg__device_ctx_enter(rc->ev->pool->ctx, &saved));
+  mg__request_ref(req); /* the host function's */
+  mg_status_t st = MG_OK;
+  pthread_mutex_lock(&p->lock);
+  mg__CUresult r = MG__CUDA_SUCCESS;
+  if (p->done[rc->device] == NULL)
+    r = mg__cuda.StreamCreate(&p->done[rc->device], MG__CU_STREAM_NON_BLOCKING);
+  if (r != MG__CUDA_SUCCESS) {
+    p->done[rc->device] = NULL;
+    st = mg__cu_error(r, "cuStreamCreate");
+  }
+  if (st == MG_OK && (r = mg__cuda.StreamWaitEvent(p->done[rc->device], rc->ev->ev, 0)) !=
+                         MG__CUDA_SUCCESS)
+    st = mg__cu_error(r, "cuStreamWaitEvent");
+  if (st == MG_OK && (r = mg__cuda.LaunchHostFunc(p->done[rc->device], mg__p2p_copy_done, req)) !=
+                         MG__CUDA_SUCCESS)
+    st = mg__cu_error(r, "cuLaunchHostFunc");
+  pthread_mutex_unlock(&p->lock);
+  mg__device_ctx_leave(rc->ev->pool->ctx, saved);
+  if (st != MG_OK) mg__request_unref(req);
+  return st;
 }
+
+static const mg__req_owner_ops_t mg__p2p_req_ops = {mg__p2p_req_what, mg__p2p_req_expire,
+                                                    mg__p2p_req_release, mg__p2p_req_query,
+                                                    mg__p2p_req_notify};
 
 /* ---- checks --------------------------------------------------------------------------------- */
 
@@ -138,8 +184,8 @@ static mg_status_t mg__p2p_check(mg__p2p_t *p, const mg__p2p_copy_t *c, const ch
 /* Enqueues the copy and what orders it, in the stream's context (current). */
 static mg_status_t mg__p2p_enqueue(const mg__p2p_copy_t *c, mg_p2p_path_t path,
                                    mg__CUcontext dst_ctx, mg__CUcontext src_ctx,
-                                   mg__CUstream s) {
-  if (c->src_buf != NULL) MG_CHECK(mg__buf_order_after_writer(c->src_buf, s));
+                                   mg__CUstream s, const char *fn) {
+  if (c->src_buf != NULL) MG_CHECK(mg__buf_order_after_writer(c->src_buf, s, fn));
   const mg__CUdeviceptr d = (mg__CUdeviceptr)(uintptr_t)c->dst;
   const mg__CUdeviceptr from = (mg__CUdeviceptr)(uintptr_t)c->src;
   /* Both paths between two devices are cuMemcpyPeerAsync: with the source's peer access enabled
@@ -151,37 +197,35 @@ static mg_status_t mg__p2p_enqueue(const mg__p2p_copy_t *c, mg_p2p_path_t path,
   return MG_OK;
 }
 
-/* The request of a copy that is enqueued: listed with the watchdog (its deadline) and completed
- * by a host function once the stream passes this point. Device d's context is current. */
-static mg_status_t mg__p2p_request(mg__p2p_t *p, const mg__p2p_copy_t *c, mg_p2p_path_t pth,
-                                   int d, mg__CUstream s, const char *fn, mg_request_t **out) {
+/* The request of a copy that is enqueued: an event recorded on s after it, and the request
+ * listed with the watchdog (its deadline, and its queries). Device d's context is current. */
+static mg_status_t mg__p2p_request(const mg__p2p_copy_t *c, mg_p2p_path_t pth, int d,
+                                   mg__CUstream s, const char *fn, mg_request_t **out) {
+  mg__evpool_t *pool;
+  MG_CHECK(mg__evpool_get(d, fn, &pool));
   mg__p2p_req_ctx_t *rc = malloc(sizeof *rc);
   if (rc == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-  *rc = (mg__p2p_req_ctx_t){fn, c->bytes, c->src_device, c->dst_device, pth};
-  const double deadline = mg__now() + mg__param_double(MG_PARAM_TIMEOUT);
-  mg_request_t *r = mg__request_new(MG__REQ_P2P, deadline, MG_ON_TIMEOUT_REPORT, fn);
-  if (r == NULL) {
-    free(rc);
-    return MG_ERR_OUT_OF_MEMORY;
-  }
-  r->oops = &mg__p2p_req_ops;
-  r->octx = rc; /* the request owns it from here: released with it */
-  mg_status_t st = mg__wd_add(r, NULL);
-  if (st == MG_OK) {
-    mg__request_ref(r); /* the host function's */
-    pthread_mutex_lock(&p->lock);
-    st = mg__p2p_notify_locked(p, d, s, r);
-    pthread_mutex_unlock(&p->lock);
-    if (st != MG_OK) {
-      mg__request_unref(r);
-      mg__wd_remove(r);
-    }
-  }
+  *rc = (mg__p2p_req_ctx_t){fn, c->bytes, c->src_device, c->dst_device, pth, d, NULL};
+  mg_status_t st = mg__ev_take(pool, 0, &rc->ev);
   if (st != MG_OK) {
-    mg__request_discard(r);
+    free(rc);
     return st;
   }
-  *out = r;
+  mg__CUresult r = mg__cuda.EventRecord(rc->ev->ev, s);
+  if (r != MG__CUDA_SUCCESS) {
+    mg__p2p_req_release(rc);
+    return mg__cu_error(r, "cuEventRecord");
+  }
+  const double deadline = mg__now() + mg__param_double(MG_PARAM_TIMEOUT);
+  mg_request_t *req = mg__request_new(MG__REQ_P2P, deadline, MG_ON_TIMEOUT_REPORT, fn);
+  if (req == NULL) {
+    mg__p2p_req_release(rc);
+    return MG_ERR_OUT_OF_MEMORY;
+  }
+  req->oops = &mg__p2p_req_ops;
+  req->octx = rc; /* the request owns it from here: released with it */
+  (void)mg__wd_add(req, NULL); /* no comm: never refused */
+  *out = req;
   return MG_OK;
 }
 
@@ -205,12 +249,12 @@ mg_status_t mg__p2p_copy(const mg__p2p_copy_t *c, const char *fn, mg_p2p_path_t 
     if (req != NULL) MG_CHECK(mg__request_done(MG__REQ_P2P, MG_ON_TIMEOUT_REPORT, &r, fn));
   } else {
     MG_CHECK(mg__device_ctx_enter(ctx, &saved));
-    st = mg__p2p_enqueue(c, pth, dst_ctx, src_ctx, s);
+    st = mg__p2p_enqueue(c, pth, dst_ctx, src_ctx, s, fn);
     /* From here the copy is enqueued: its destination buffer records it, and the request
      * follows it. A failure below still returns an error (no request), but the copy runs. */
     if (st == MG_OK && c->dst_buf != NULL) st = mg__buf_record(c->dst_buf, s, ctx);
     if (st == MG_OK && req != NULL)
-      st = mg__p2p_request(p, c, pth, ctx == dst_ctx ? c->dst_device : c->src_device, s, fn, &r);
+      st = mg__p2p_request(c, pth, ctx == dst_ctx ? c->dst_device : c->src_device, s, fn, &r);
     mg__device_ctx_leave(ctx, saved);
     if (st != MG_OK) {
       mg__error_prefix("%s", fn);

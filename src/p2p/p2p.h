@@ -43,9 +43,8 @@ typedef struct mg__p2p {
   pthread_mutex_t lock;      /* the fields below and the pairs' changing fields */
   mg__CUcontext *ctx;        /* [n]: primary contexts, retained on first use, never released */
   mg__CUstream *stream;      /* [n]: mgcomm's copy stream of each device, made on first use */
-  mg__CUstream *done;        /* [n]: where copies' host functions run (copy.c), made on first use */
-  mg__CUevent *mark;         /* [n]: the event that hands a copy's end to done[d], re-recorded
-                                for every copy (a wait takes the record current at its call) */
+  mg__CUstream *done;        /* [n]: where the host functions of copies' requests with a
+                                callback run (copy.c), made on first use */
   mg__p2p_pair_t *pair;      /* [n * n], row from, column to */
 } mg__p2p_t;
 
@@ -102,10 +101,23 @@ mg_status_t mg__buf_new(int device, size_t bytes, mg__gen_t *gen_src, const char
                         struct mg_buf **out);
 
 /* Under the buffer's lock: makes stream wait for buf's last recorded write (nothing when there
- * is none). */
-mg_status_t mg__buf_order_after_writer(struct mg_buf *buf, mg__CUstream stream);
+ * is none), after waiting (bounded by MGCOMM_TIMEOUT, MG_ERR_TIMED_OUT naming fn) until its
+ * pending writes are enqueued (mg__buf_write_begin). */
+mg_status_t mg__buf_order_after_writer(struct mg_buf *buf, mg__CUstream stream, const char *fn);
 /* Records a write enqueued on stream (of context ctx, current) as buf's last writer. Called
  * only after the write was enqueued, so that a failed write records nothing. */
 mg_status_t mg__buf_record(struct mg_buf *buf, mg__CUstream stream, mg__CUcontext ctx);
+
+/* The live buffer whose memory contains p, with a reference (mg__buf_unref), or NULL. */
+struct mg_buf *mg__buf_find(const void *p);
+void mg__buf_unref(struct mg_buf *buf);
+/* A write of buf that another operation (a world collective) will enqueue later: from
+ * mg__buf_write_begin on, readers wait until mg__buf_write_end, which records the write as buf's
+ * last writer when `enqueued` (on stream; NULL for a host buffer, whose write is done then) and
+ * nothing when it failed. Every begin is paired with one end. The end's status is the record's
+ * (message naming fn); the pending count drops either way. */
+void mg__buf_write_begin(struct mg_buf *buf);
+mg_status_t mg__buf_write_end(struct mg_buf *buf, mg_stream_t stream, int enqueued,
+                              const char *fn);
 
 #endif

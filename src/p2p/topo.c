@@ -147,11 +147,9 @@ static mg_status_t mg__p2p_read(mg__p2p_t *p) {
   p->ctx = calloc((size_t)n, sizeof *p->ctx);
   p->stream = calloc((size_t)n, sizeof *p->stream);
   p->done = calloc((size_t)n, sizeof *p->done);
-  p->mark = calloc((size_t)n, sizeof *p->mark);
   p->pair = calloc((size_t)n * (size_t)n, sizeof *p->pair);
   mg_status_t st = MG_OK;
-  if (dev == NULL || p->ctx == NULL || p->stream == NULL || p->done == NULL || p->mark == NULL ||
-      p->pair == NULL) {
+  if (dev == NULL || p->ctx == NULL || p->stream == NULL || p->done == NULL || p->pair == NULL) {
     st = mg__error(MG_ERR_OUT_OF_MEMORY, "the peer topology of %d GPUs: out of memory", n);
     goto out;
   }

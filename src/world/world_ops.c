@@ -6,6 +6,10 @@
  * rank's stream (the host backend: at once; NCCL: the backend's completion hooks). The batch's
  * request completes when the last part does, with the first error, naming its rank.
  *
+ * An operation whose output lies in an mgcomm buffer (src/p2p/buf.c) is that buffer's pending
+ * write from the call on, and its part records it as the buffer's last writer once enqueued (a
+ * failed part records nothing), so that a copy out of the buffer is ordered after it.
+ *
  * Divisions: batches and parts; submission; world groups; the operations.
  *
  * Lock order: see world.h. A batch's lock is a leaf.
@@ -18,6 +22,7 @@
 #include "core/handle.h"
 #include "base/log.h"
 #include "core/trace.h"
+#include "p2p/p2p.h"
 #include "world/world.h"
 
 /* ---- batches and parts ---------------------------------------------------------------------- */
@@ -71,11 +76,29 @@ struct mg__wbatch {
   char *errmsg;           /* "rank N: ..." */
   int nparts, nops;
   mg__op_t *ops;          /* [nops], grouped by rank, in submission order within a rank */
+  struct mg_buf **bufs;   /* [nops]: the mgcomm buffer ops[i] writes (a reference and a pending
+                             write, src/p2p/buf.c), until its part enqueued it; NULL: none */
   mg__wpart_t *parts;     /* [nparts] */
 };
 
+/* Ends the pending writes of ops [first, first + count) of b: each is recorded as its buffer's
+ * last writer when enqueued is 1 (on the op's stream), and nothing is when it is 0. The first
+ * record's error (message set), or MG_OK. */
+static mg_status_t mg__wbufs_end(mg__wbatch_t *b, int first, int count, int enqueued) {
+  mg_status_t first_err = MG_OK;
+  for (int i = first; i < first + count; i++) {
+    if (b->bufs[i] == NULL) continue;
+    mg_status_t st = mg__buf_write_end(b->bufs[i], b->ops[i].stream, enqueued, b->what.fn);
+    if (st < 0 && first_err == MG_OK) first_err = st;
+    mg__buf_unref(b->bufs[i]);
+    b->bufs[i] = NULL;
+  }
+  return first_err;
+}
+
 static void mg__wbatch_unref(mg__wbatch_t *b) {
   if (atomic_fetch_sub(&b->refs, 1) != 1) return;
+  (void)mg__wbufs_end(b, 0, b->nops, 0); /* parts that never ran: nothing was written */
   for (int i = 0; i < b->nops; i++) mg__op_release(&b->ops[i]); /* parts that never ran */
   pthread_mutex_destroy(&b->lock);
   free(b->errmsg);
@@ -124,6 +147,7 @@ static void mg__wpart_run(mg__item_t *it) {
   mg_world_t *w = b->w;
   mg_comm_t *comm = w->comms[p->rank]; /* this thread is the only writer of its slot */
   if (comm == NULL || atomic_load(&w->gen->current) != b->gen) {
+    (void)mg__wbufs_end(b, p->first, p->count, 0);
     mg__wpart_done(p, MG_ERR_ABORTED, "the world was aborted or rebuilt before this part ran");
     return;
   }
@@ -138,6 +162,10 @@ static void mg__wpart_run(mg__item_t *it) {
     st = mg_group_end();
   }
   for (int i = 0; i < p->count; i++) b->ops[p->first + i].v = NULL; /* posted: the op owned it */
+  /* Enqueued: the buffers they write record them as their last writer (a failure records
+   * nothing). An error of the record fails the part, as a failed mark would. */
+  const mg_status_t rec = mg__wbufs_end(b, p->first, p->count, st >= 0);
+  if (st >= 0 && rec < 0) st = rec;
   if (st < 0) {
     mg__wpart_done(p, st, mg_last_error());
     return;
@@ -216,7 +244,7 @@ static void mg__wbatch_what(const void *ctx, char *buf, size_t len) {
 }
 
 const mg__req_owner_ops_t mg__wbatch_ops = {mg__wbatch_what, mg__wbatch_expire,
-                                            mg__wbatch_release};
+                                            mg__wbatch_release, NULL, NULL};
 
 /* ---- submission ------------------------------------------------------------------------------ */
 
@@ -315,13 +343,15 @@ static mg__wbatch_t *mg__wbatch_new(mg_world_t *w, const mg__op_t *ops, const in
   const size_t a = _Alignof(mg__wpart_t);
   const size_t parts_off = (sizeof(mg__wbatch_t) + a - 1) / a * a;
   const size_t ops_off = parts_off + sizeof(mg__wpart_t) * (size_t)nparts;
-  mg__wbatch_t *b = calloc(1, ops_off + sizeof(mg__op_t) * (size_t)n);
+  const size_t bufs_off = ops_off + sizeof(mg__op_t) * (size_t)n;
+  mg__wbatch_t *b = calloc(1, bufs_off + sizeof(struct mg_buf *) * (size_t)n);
   if (b == NULL) {
     mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     return NULL;
   }
   b->parts = (mg__wpart_t *)((char *)b + parts_off);
   b->ops = (mg__op_t *)((char *)b + ops_off);
+  b->bufs = (struct mg_buf **)((char *)b + bufs_off);
   b->nops = n;
   b->nparts = nparts;
   b->w = w;
@@ -359,11 +389,18 @@ static mg__wbatch_t *mg__wbatch_new(mg_world_t *w, const mg__op_t *ops, const in
   req->octx = b;
   mg__request_ref(req); /* the batch's, dropped by the last part */
   (void)mg__wd_add(req, NULL); /* no comm: never refused */
+  /* From here a reader of a buffer that an op writes waits until its part has enqueued it. */
+  for (int i = 0; i < n; i++) {
+    const mg__op_t *op = &b->ops[i];
+    b->bufs[i] = op->recv != NULL && op->recv_bytes > 0 ? mg__buf_find(op->recv) : NULL;
+    if (b->bufs[i] != NULL) mg__buf_write_begin(b->bufs[i]);
+  }
   return b;
 }
 
 /* Undoes mg__wbatch_new for a batch that was never sent; the caller's ops keep their `v`. */
 static void mg__wbatch_discard(mg__wbatch_t *b) {
+  (void)mg__wbufs_end(b, 0, b->nops, 0);
   b->nops = 0;
   mg__wd_remove(b->req);
   mg_request_t *req = b->req;

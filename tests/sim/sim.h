@@ -141,7 +141,11 @@ MGSIM_API int mgsim_control(const char *key, long value);
  *                     runs are not counted)
  *   "events" (any)    live events
  *   "ctx_refs" d      retain count of device d's primary context
- *   "devices" (any)   simulated devices */
+ *   "devices" (any)   simulated devices
+ *   "hostfns" (any)   cuLaunchHostFunc calls that queued a function, since the start
+ * CUDA setter:
+ *   "query_fault" 1   cuEventQuery answers CUDA_ERROR_ILLEGAL_ADDRESS for an event not reached
+ *                     yet, as after a context fault (0: CUDA_ERROR_NOT_READY again) */
 MGSIM_API int mgsim_cuda_control(const char *key, long value);
 
 typedef int (*mgsim_control_fn)(const char *key, long value);

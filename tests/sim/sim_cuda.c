@@ -418,6 +418,11 @@ MGSIM_API int mgsim_cuda_control(const char *key, long value) {
   if (strcmp(key, "streams") == 0) return sim_stream_count();
   if (strcmp(key, "events") == 0) return sim_event_count();
   if (strcmp(key, "devices") == 0) return sim_cu_ndevices();
+  if (strcmp(key, "hostfns") == 0) return sim_hostfn_count();
+  if (strcmp(key, "query_fault") == 0) {
+    sim_query_fault_set(value != 0);
+    return 0;
+  }
   if (strcmp(key, "ctx_refs") == 0) {
     if (value < 0 || value >= sim_cu_ndevices()) return -1;
     return sim_cu_ctx_refs(&sim_ctx[value]);

@@ -27,6 +27,7 @@
  * Divisions: streams (lookup, the stream's thread, queueing); the stream API; events; the
  * internal API.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,9 +261,14 @@ MGSIM_API mg__CUresult cuStreamGetCtx(mg__CUstream stream, mg__CUcontext *ctx) {
   return mgsim_stream_owner(stream, NULL, ctx);
 }
 
+static atomic_int sim_hostfns; /* cuLaunchHostFunc calls that queued a function */
+
+int sim_hostfn_count(void) { return atomic_load(&sim_hostfns); }
+
 MGSIM_API mg__CUresult cuLaunchHostFunc(mg__CUstream stream, mg__CUhostFn fn, void *user_data) {
   SIM_ENTER("cuLaunchHostFunc");
   if (fn == NULL) return MG__CUDA_ERROR_INVALID_VALUE;
+  atomic_fetch_add(&sim_hostfns, 1);
   sim_stream_t *s = NULL;
   mg__CUresult r = sim_stream_lock(stream, NULL, &s);
   if (r != MG__CUDA_SUCCESS) return r;
@@ -424,13 +430,21 @@ MGSIM_API mg__CUresult cuStreamWaitEvent(mg__CUstream stream, mg__CUevent event,
   return sim_event_enqueue(event, stream, 1);
 }
 
+static atomic_int sim_query_fault; /* the "query_fault" knob */
+
+void sim_query_fault_set(int on) { atomic_store(&sim_query_fault, on); }
+
 MGSIM_API mg__CUresult cuEventQuery(mg__CUevent event) {
   SIM_ENTER("cuEventQuery");
+  /* The knob stands for a context that faulted: what its streams had not reached, they never
+   * will, and a query says so. */
+  const mg__CUresult not_ready = atomic_load(&sim_query_fault) ? MG__CUDA_ERROR_ILLEGAL_ADDRESS
+                                                                : MG__CUDA_ERROR_NOT_READY;
   pthread_mutex_lock(&sim_ev_lock);
   sim_event_t *e = sim_event_find(event);
   mg__CUresult r = e == NULL                  ? MG__CUDA_ERROR_INVALID_HANDLE
                    : e->reached >= e->recorded ? MG__CUDA_SUCCESS
-                                               : MG__CUDA_ERROR_NOT_READY;
+                                               : not_ready;
   pthread_mutex_unlock(&sim_ev_lock);
   return r;
 }

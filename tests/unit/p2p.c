@@ -5,7 +5,8 @@
  * sets them per case. Host buffers and "no driver" need no simulator.
  *
  * Cases: topo4, islands8, islands_enable, links4, links_switch (the simulated NVML too), enable,
- * probe, copy_checks, copy_order, copy_fail, nodriver, nogpu, hostbuf.
+ * probe, copy_checks, copy_order, copy_fail, copy_request, nodriver, nogpu, hostbuf,
+ * world_writer, world_writer_gpu.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -417,6 +418,117 @@ static void t_copy_order(void) {
   ASSERT_OK(mg_buf_destroy(fresh));
 }
 
+/* The simulator's count of cuLaunchHostFunc calls, and its context-fault knob (sim.h). */
+static int sim_control(const char *key, long value) {
+  void *h = dlopen(getenv("MGCOMM_CUDA_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT(h != NULL);
+  int (*control)(const char *, long);
+  *(void **)&control = dlsym(h, "mgsim_cuda_control");
+  ASSERT(control != NULL);
+  return control(key, value);
+}
+
+static atomic_int fail_runs;
+static atomic_int fail_status;
+
+static void on_fail(mg_request_t *req, mg_status_t st, void *arg) {
+  (void)req;
+  (void)arg;
+  atomic_store(&fail_status, st);
+  atomic_fetch_add(&fail_runs, 1);
+}
+
+/* MGSIM_DEVICES=2 MGCOMM_WATCHDOG_INTERVAL=0.01: a copy's request is an event recorded after the
+ * copy, and nothing more: no host function per copy (the simulator counts them); test and wait
+ * find its completion by querying the event; a callback adds one host function, and runs once;
+ * a stream that faults ends the request with the fault, found by the watchdog's query when
+ * nobody waits. */
+static void t_copy_request(void) {
+  sim_t s = sim_get();
+  unsigned char *p0;
+  mg_buf_t *b;
+  const size_t n = 4096;
+  ASSERT_OK(mg_buf_create(0, 2 * n, &b));
+  ASSERT_OK(mg_buf_ptr(b, (void **)&p0));
+  memset(p0, 'X', n);
+  memset(p0 + n, 0, n);
+  mg__CUstream a = NULL;
+  ASSERT_EQ(s.SetCurrent(sim_ctx(&s, 0)), 0);
+  ASSERT_EQ(s.StreamCreate(&a, MG__CU_STREAM_NON_BLOCKING), 0);
+  atomic_store(&gate, 0);
+  ASSERT_EQ(s.LaunchHostFunc(a, hold_stream, NULL), 0);
+  const int h0 = sim_control("hostfns", 0);
+  ASSERT(h0 >= 1);
+  mg_request_t *req[8];
+  mg_status_t rs = MG_OK;
+  for (int i = 0; i < 8; i++)
+    ASSERT_OK(mg_p2p_copy(p0 + n, 0, p0, 0, n, (mg_stream_t)a, NULL, &req[i]));
+  ASSERT_EQ(sim_control("hostfns", 0), h0); /* no host function for a copy */
+  /* Requests freed at once, their copies still held: each gives its event back to the pool
+   * when freed, so that the next copy records it again rather than making one. */
+  mg_request_t *dr = NULL;
+  ASSERT_OK(mg_p2p_copy(p0 + n, 0, p0, 0, n, (mg_stream_t)a, NULL, &dr));
+  ASSERT_OK(mg_request_free(dr));
+  const int ev0 = sim_control("events", 0);
+  for (int i = 0; i < 50; i++) {
+    ASSERT_OK(mg_p2p_copy(p0 + n, 0, p0, 0, n, (mg_stream_t)a, NULL, &dr));
+    ASSERT_OK(mg_request_free(dr));
+  }
+  ASSERT_EQ(sim_control("events", 0), ev0);
+  ASSERT_OK(mg_request_test(req[0], &rs));
+  ASSERT_EQ(rs, MG_INPROGRESS);
+  ASSERT_STATUS(MG_ERR_TIMED_OUT, mg_request_wait(req[7], 0.05));
+  /* A callback on a pending request: one host function. */
+  ASSERT_OK(mg_request_on_complete(req[1], on_done, NULL));
+  ASSERT_EQ(sim_control("hostfns", 0), h0 + 1);
+  atomic_store(&cb_runs, 0);
+  main_thread = pthread_self();
+  atomic_store(&gate, 1);
+  ASSERT_OK(mg_request_wait(req[7], 10));
+  for (size_t k = 0; k < n; k++)
+    if (p0[n + k] != 'X') FAIL("dst[%zu] = 0x%02x after the copy's request completed", k, p0[n + k]);
+  for (int i = 0; i < 8; i++) {
+    /* Reached, so the first query completes it, whatever the watchdog did meanwhile. */
+    ASSERT_OK(mg_request_test(req[i], &rs));
+    ASSERT_EQ(rs, MG_OK);
+  }
+  for (int i = 0; i < 1000 && atomic_load(&cb_runs) == 0; i++) usleep(1000);
+  ASSERT_EQ(atomic_load(&cb_runs), 1);
+  /* A callback on a completed request runs on the library's thread, without a host function. */
+  ASSERT_OK(mg_request_on_complete(req[2], on_done, NULL));
+  for (int i = 0; i < 1000 && atomic_load(&cb_runs) == 1; i++) usleep(1000);
+  ASSERT_EQ(atomic_load(&cb_runs), 2);
+  ASSERT_EQ(sim_control("hostfns", 0), h0 + 1);
+  for (int i = 0; i < 8; i++) ASSERT_OK(mg_request_free(req[i]));
+
+  /* The context faults while copies wait on a held stream. Nobody waits for the first: the
+   * watchdog's query ends it, and its callback gets the fault; wait reports it for the second. */
+  atomic_store(&gate, 0);
+  ASSERT_EQ(s.LaunchHostFunc(a, hold_stream, NULL), 0);
+  ASSERT_OK(mg_p2p_copy(p0 + n, 0, p0, 0, n, (mg_stream_t)a, NULL, &req[0]));
+  ASSERT_OK(mg_p2p_copy(p0 + n, 0, p0, 0, n, (mg_stream_t)a, NULL, &req[1]));
+  ASSERT_OK(mg_request_on_complete(req[0], on_fail, NULL));
+  ASSERT_EQ(sim_control("query_fault", 1), 0);
+  for (int i = 0; i < 2000 && atomic_load(&fail_runs) == 0; i++) usleep(1000);
+  ASSERT_EQ(atomic_load(&fail_runs), 1);
+  ASSERT(atomic_load(&fail_status) < 0);
+  mg_status_t st = mg_request_wait(req[1], 10);
+  ASSERT(st < 0 && st != MG_ERR_TIMED_OUT);
+  ASSERT_CONTAINS(mg_last_error(), "CUDA_ERROR_ILLEGAL_ADDRESS");
+  ASSERT_CONTAINS(mg_last_error(), "the stream failed before it finished the copy");
+  ASSERT_EQ(sim_control("query_fault", 0), 0);
+  atomic_store(&gate, 1); /* the host function of req[0]'s callback runs now: it finds it done */
+  ASSERT_EQ(s.StreamSynchronize(a), 0);
+  usleep(20000);
+  ASSERT_EQ(atomic_load(&fail_runs), 1); /* exactly once */
+  ASSERT_OK(mg_request_test(req[1], &rs));
+  ASSERT_EQ(rs, st); /* the outcome stays */
+  ASSERT_OK(mg_request_free(req[0]));
+  ASSERT_OK(mg_request_free(req[1]));
+  ASSERT_EQ(s.SetCurrent(NULL), 0);
+  ASSERT_OK(mg_buf_destroy(b));
+}
+
 /* MGSIM_DEVICES=2 MGSIM_PEER_COPY_FAIL=0>1: the driver refuses the copy; no request, and the
  * destination buffer records no write. */
 static void t_copy_fail(void) {
@@ -548,6 +660,112 @@ static void t_hostbuf(void) {
   ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_buf_ptr(solo, &p));
 }
 
+/* MGCOMM_CUDA_LIBRARY=/nonexistent MGCOMM_FAULT=host.fail:3:1:2: a world all_reduce into the
+ * world's buffers records itself as their last writer, and a copy out of one submitted right
+ * after the call is ordered after it (the copy waits until the rank's worker has run it: host
+ * buffers are written when enqueued); the second all_reduce fails on both ranks (the fault's
+ * 3rd and 4th operation) and records nothing, and a copy after it does not wait for it. Large
+ * buffers, so that a copy not ordered after the all_reduce would see its inputs, or a part. */
+static void t_world_writer(void) {
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_HOST;
+  mg_world_t *w;
+  ASSERT_OK(mg_world_create(&cfg, 2, NULL, &w));
+  const size_t count = (size_t)4 << 20, bytes = count * sizeof(float);
+  mg_buf_t *b[2], *out;
+  float *p[2], *po;
+  for (int r = 0; r < 2; r++) {
+    ASSERT_OK(mg_world_buf_create(w, r, bytes, &b[r]));
+    ASSERT_OK(mg_buf_ptr(b[r], (void **)&p[r]));
+    for (size_t k = 0; k < count; k++) p[r][k] = (float)(r + 1);
+  }
+  ASSERT_OK(mg_buf_create(MG_BUF_HOST, bytes, &out));
+  ASSERT_OK(mg_buf_ptr(out, (void **)&po));
+  const void *send[2] = {p[0], p[1]};
+  void *recv[2] = {p[0], p[1]};
+  mg_request_t *ar, *cp;
+  ASSERT_OK(mg_world_all_reduce(w, send, recv, count, MG_FLOAT32, MG_SUM, &ar));
+  ASSERT_OK(mg_buf_copy(out, 0, b[1], 0, bytes, NULL, NULL, &cp));
+  for (size_t k = 0; k < count; k++)
+    if (po[k] != 3.0f) FAIL("out[%zu] = %g: the copy ran before the all_reduce", k, (double)po[k]);
+  ASSERT_OK(mg_request_wait(ar, 10));
+  ASSERT_OK(mg_request_free(ar));
+  ASSERT_OK(mg_request_free(cp));
+  mg_buf_info_t bi;
+  for (int r = 0; r < 2; r++) {
+    ASSERT_OK(mg_buf_info(b[r], &bi));
+    ASSERT_EQ(bi.writes, 1);
+  }
+  ASSERT_OK(mg_buf_info(out, &bi));
+  ASSERT_EQ(bi.writes, 1);
+  /* The failed one: nothing recorded, and the copy after it neither waits for ever nor fails. */
+  ASSERT_OK(mg_world_all_reduce(w, send, recv, count, MG_FLOAT32, MG_SUM, &ar));
+  ASSERT_OK(mg_buf_copy(out, 0, b[0], 0, bytes, NULL, NULL, &cp));
+  ASSERT(mg_request_wait(ar, 10) < 0);
+  ASSERT_CONTAINS(mg_last_error(), "host.fail");
+  ASSERT_OK(mg_request_free(ar));
+  ASSERT_OK(mg_request_free(cp));
+  for (int r = 0; r < 2; r++) {
+    ASSERT_OK(mg_buf_info(b[r], &bi));
+    ASSERT_EQ(bi.writes, 1);
+  }
+  ASSERT_EQ(po[0], 3.0f);
+  ASSERT_OK(mg_world_destroy(w));
+  for (int r = 0; r < 2; r++) ASSERT_OK(mg_buf_destroy(b[r]));
+  ASSERT_OK(mg_buf_destroy(out));
+}
+
+/* MGSIM_DEVICES=2 MGSIM_NEVER_COMPLETE=0:1, the simulated NCCL: a world all_reduce on the NCCL
+ * backend into world buffers records its event on each rank's stream as the buffers' last
+ * writer; a copy out of rank 0's buffer returns at once (no host wait for the GPU) and its
+ * request stays pending, the destination untouched, while rank 0's all_reduce is held on its
+ * stream; aborting the world releases it, and the copy then runs. */
+static void t_world_writer_gpu(void) {
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_NCCL;
+  cfg.timeout_s = 30;
+  const int devices[2] = {0, 1};
+  mg_world_t *w;
+  ASSERT_OK(mg_world_create(&cfg, 2, devices, &w));
+  const size_t count = 1024, bytes = count * sizeof(float);
+  mg_buf_t *b[2], *out;
+  float *p[2], *po;
+  for (int r = 0; r < 2; r++) {
+    ASSERT_OK(mg_world_buf_create(w, r, bytes, &b[r]));
+    ASSERT_OK(mg_buf_ptr(b[r], (void **)&p[r]));
+    for (size_t k = 0; k < count; k++) p[r][k] = (float)(r + 1);
+  }
+  ASSERT_OK(mg_buf_create(0, bytes, &out));
+  ASSERT_OK(mg_buf_ptr(out, (void **)&po));
+  memset(po, 0, bytes);
+  const void *send[2] = {p[0], p[1]};
+  void *recv[2] = {p[0], p[1]};
+  mg_request_t *ar, *cp;
+  ASSERT_OK(mg_world_all_reduce(w, send, recv, count, MG_FLOAT32, MG_SUM, &ar));
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  ASSERT_OK(mg_buf_copy(out, 0, b[0], 0, bytes, NULL, NULL, &cp));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  ASSERT_LT_F((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), 1.0);
+  mg_buf_info_t bi;
+  ASSERT_OK(mg_buf_info(b[0], &bi));
+  ASSERT_EQ(bi.writes, 1);
+  ASSERT(bi.last_writer != NULL); /* the rank's stream */
+  usleep(200000);
+  mg_status_t rs = MG_OK;
+  ASSERT_OK(mg_request_test(cp, &rs));
+  ASSERT_EQ(rs, MG_INPROGRESS);
+  ASSERT_EQ(po[0], 0.0f);
+  ASSERT_OK(mg_world_abort(w));
+  ASSERT_OK(mg_request_wait(cp, 10));
+  ASSERT(mg_request_wait(ar, 10) < 0); /* aborted */
+  ASSERT_OK(mg_request_free(ar));
+  ASSERT_OK(mg_request_free(cp));
+  ASSERT_OK(mg_world_destroy(w));
+  for (int r = 0; r < 2; r++) ASSERT_OK(mg_buf_destroy(b[r]));
+  ASSERT_OK(mg_buf_destroy(out));
+}
+
 int main(int argc, char **argv) {
   static const struct {
     const char *name;
@@ -556,9 +774,11 @@ int main(int argc, char **argv) {
                {"islands_enable", t_islands_enable}, {"enable", t_enable},
                {"probe", t_probe},           {"copy_checks", t_copy_checks},
                {"copy_order", t_copy_order}, {"copy_fail", t_copy_fail},
+               {"copy_request", t_copy_request},
                {"nodriver", t_nodriver},     {"nogpu", t_nogpu},
                {"links4", t_links4},         {"links_switch", t_links_switch},
-               {"hostbuf", t_hostbuf}};
+               {"hostbuf", t_hostbuf},       {"world_writer", t_world_writer},
+               {"world_writer_gpu", t_world_writer_gpu}};
   if (argc != 2) FAIL("usage: p2p <case>");
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     if (strcmp(argv[1], cases[i].name) == 0) {

@@ -25,8 +25,13 @@ if(MGCOMM_TESTING)
     mg_test(NAME p2p_${c} EXE p2p ARGS ${c} LABELS unit p2p sim ENV ${_mg_sim} ${_mg_nolsan}
             MGSIM_DEVICES=2)
   endforeach()
+  mg_test(NAME p2p_copy_request EXE p2p ARGS copy_request LABELS unit p2p sim
+          ENV ${_mg_sim} ${_mg_nolsan} MGSIM_DEVICES=2 MGCOMM_WATCHDOG_INTERVAL=0.01)
   mg_test(NAME p2p_copy_fail EXE p2p ARGS copy_fail LABELS unit p2p sim
           ENV ${_mg_sim} ${_mg_nolsan} MGSIM_DEVICES=2 "MGSIM_PEER_COPY_FAIL=0>1")
+  mg_test(NAME p2p_world_writer_gpu EXE p2p ARGS world_writer_gpu LABELS unit p2p sim
+          ENV ${_mg_sim} ${_mg_nolsan} "MGCOMM_NCCL_LIBRARY=$<TARGET_FILE:mgsim_nccl>"
+          MGSIM_DEVICES=2 MGSIM_NEVER_COMPLETE=0:1)
   mg_test(NAME p2p_nogpu EXE p2p ARGS nogpu LABELS unit p2p sim ENV ${_mg_sim} MGSIM_DEVICES=0)
   # Links from the simulated NVML.
   set(_mg_nvml "MGCOMM_CUDA_LIBRARY=$<TARGET_FILE:mgsim_cuda>"
@@ -36,12 +41,14 @@ if(MGCOMM_TESTING)
   mg_test(NAME p2p_links_switch EXE p2p ARGS links_switch LABELS unit p2p sim ENV ${_mg_nvml}
           MGSIM_DEVICES=8 MGSIM_NVSWITCH_LINKS=18 "MGSIM_NVLINKS=6-7:2")
   target_link_libraries(p2p PRIVATE ${CMAKE_DL_LIBS})
-  add_dependencies(p2p mgsim_cuda mgsim_nvml)
+  add_dependencies(p2p mgsim_cuda mgsim_nvml mgsim_nccl)
 endif()
 mg_test(NAME p2p_nodriver EXE p2p SOURCES ${_mg_p2p} ARGS nodriver LABELS unit p2p
         ENV "MGCOMM_CUDA_LIBRARY=/nonexistent/libcuda.so.1")
 mg_test(NAME p2p_hostbuf EXE p2p ARGS hostbuf LABELS unit p2p host
         ENV "MGCOMM_CUDA_LIBRARY=/nonexistent/libcuda.so.1")
+mg_test(NAME p2p_world_writer EXE p2p ARGS world_writer LABELS unit p2p host
+        ENV "MGCOMM_CUDA_LIBRARY=/nonexistent/libcuda.so.1" "MGCOMM_FAULT=host.fail:3:1:2")
 # `mgcomm topo`: no driver, no GPU, 4 simulated GPUs with every kind of failure, and links from
 # the simulated NVML.
 if(MGCOMM_TESTING)

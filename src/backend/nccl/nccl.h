@@ -29,9 +29,10 @@
 
 #include "core/comm.h"
 #include "device/device.h"
+#include "device/evpool.h"
 #include "loader/loader.h"
 
-struct mg__nevpool;
+struct mg__evpool;
 struct mg__nprog;
 
 typedef struct mg__ncomm {
@@ -46,7 +47,7 @@ typedef struct mg__ncomm {
   int cc_major, cc_minor; /* the device's compute capability */
   mg__CUstream copy_stream; /* mg_memcpy's stream, made on first use; NULL until then */
   mg__CUstream own_stream;  /* comm_stream's (the world's rank stream), made on first use */
-  struct mg__nevpool *evpool; /* the device's pool of events for marks (process-wide) */
+  struct mg__evpool *evpool; /* the device's pool of events for marks (process-wide) */
   uint64_t tag;             /* comm_tag: the same on every rank */
   pthread_t abort_th;       /* the thread running ncclCommAbort (abort_started) */
   int abort_started;        /* 1: abort_th runs or ran; destroy joins it */
@@ -145,9 +146,6 @@ mg_status_t mg__nccl_check_types(mg_dtype_t dtype, const mg__redop_t *redop, int
 mg_status_t mg__nccl_async_error(mg_comm_t *comm);
 
 /* nccl_mark.c */
-/* The pool of events of device `ordinal`, made on first use; it retains the device's primary
- * context for the rest of the process (pooled events live in it). MG_OK or the error naming fn. */
-mg_status_t mg__nccl_evpool(int ordinal, const char *fn, struct mg__nevpool **out);
 mg_status_t mg__nccl_mark_record(mg__mark_t *mark);
 mg_status_t mg__nccl_mark_query(mg__mark_t *mark);
 mg_status_t mg__nccl_mark_notify(mg__mark_t *mark);

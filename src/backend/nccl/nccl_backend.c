@@ -42,7 +42,7 @@ _Static_assert(sizeof(mg__ncclUniqueId) == sizeof(mg_unique_id_t), "NCCL's id is
 mg_status_t mg__ncomm_setup(mg_comm_t *comm, int device, const char *fn) {
   mg__ncomm_t *nx = mg__ncomm(comm);
   memset(nx, 0, sizeof *nx);
-  MG_CHECK(mg__nccl_evpool(device, fn, &nx->evpool));
+  MG_CHECK(mg__evpool_get(device, fn, &nx->evpool));
   MG_CHECK(mg__device_ctx_retain(device, fn, &nx->dev, &nx->ctx));
   nx->retained = 1;
   comm->device = device;
