@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "cli.h"
 
 static const char *mg_bench_row_op(const mg_bench_opts_t *o, mg_bench_coll_t c) {
   return mg_bench_coll_reduces(c) ? mg_op_name(o->op) : "none";
@@ -151,20 +152,6 @@ void mg_bench_print_footer(FILE *f, const mg_bench_results_t *res, int c) {
 /* ------------------------------------------------------------------------------------------ */
 /* Files */
 
-static void mg_bench_json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\')
-      fprintf(f, "\\%c", ch);
-    else if (ch < 0x20)
-      fprintf(f, "\\u%04x", ch);
-    else
-      fputc(ch, f);
-  }
-  fputc('"', f);
-}
-
 /* Finite numbers only: JSON has no NaN or infinity. */
 static double mg_bench_finite(double v) { return isfinite(v) ? v : 0.0; }
 
@@ -177,9 +164,9 @@ static void mg_bench_write_json(FILE *f, const mg_bench_opts_t *o, const mg_benc
   struct tm tm;
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
   fprintf(f, "{\"mgcomm_version\": ");
-  mg_bench_json_str(f, mg_version_string());
+  mg_cli_json_str(f, mg_version_string());
   fprintf(f, ", \"backend\": \"%s\", \"backend_reason\": ", mg_backend_name(o->backend));
-  mg_bench_json_str(f, o->backend_reason);
+  mg_cli_json_str(f, o->backend_reason);
   fprintf(f, ", \"nranks\": %d, \"ranks_are\": \"%s\", \"api\": \"%s\", \"date\": \"%s\",\n",
           o->nranks,
           o->ranks == MG_BENCH_PROCESSES ? "processes"
@@ -187,11 +174,11 @@ static void mg_bench_write_json(FILE *f, const mg_bench_opts_t *o, const mg_benc
                                           : "threads",
           o->ranks == MG_BENCH_WORLD ? "world" : "comm", date);
   fprintf(f, " \"machine\": {\"host\": ");
-  mg_bench_json_str(f, host);
+  mg_cli_json_str(f, host);
   fprintf(f, ", \"cpus\": %ld, \"gpus\": [", sysconf(_SC_NPROCESSORS_ONLN));
   for (int q = 0; o->gpus != NULL && q < o->nranks; q++) {
     if (q) fprintf(f, ", ");
-    mg_bench_json_str(f, o->gpus[q].name);
+    mg_cli_json_str(f, o->gpus[q].name);
   }
   fprintf(f, "]},\n \"results\": [");
   for (size_t i = 0; i < res->n; i++) {

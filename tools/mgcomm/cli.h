@@ -15,5 +15,7 @@ int mg_cli_bench_shmem(int argc, char **argv); /* bench_shmem.c: `mgcomm bench s
 int mg_cli_launch(int argc, char **argv);
 int mg_cli_trace(int argc, char **argv);
 int mg_cli_topo(int argc, char **argv);
+/* json.c: s as a JSON string (NULL as null), control bytes escaped, invalid UTF-8 as U+FFFD. */
+void mg_cli_json_str(FILE *f, const char *s);
 
 #endif

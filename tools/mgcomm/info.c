@@ -2,7 +2,7 @@
  * info.c -- `mgcomm info [--json] [--config] [--help]`: what this machine offers mgcomm.
  *
  * Divisions: the snapshot (everything is gathered once, through the public API only, so that
- * the text and the JSON forms say the same thing); the JSON writer and its string escaper; the
+ * the text and the JSON forms say the same thing); the JSON form (strings through json.c); the
  * text form; the command.
  *
  * Exit status: 0 whenever the report could be printed, also with no GPU, no driver and no
@@ -114,69 +114,12 @@ static void snap_free(snap_t *s) {
 
 /* ---- JSON. */
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 when p does not start one. Rejects
- * overlong forms, surrogates and code points above U+10FFFF. */
-static int utf8_len(const unsigned char *p) {
-  unsigned c = p[0];
-  if (c < 0x80) return 1;
-  int n;
-  unsigned min, cp;
-  if ((c & 0xe0) == 0xc0) n = 2, min = 0x80, cp = c & 0x1f;
-  else if ((c & 0xf0) == 0xe0) n = 3, min = 0x800, cp = c & 0x0f;
-  else if ((c & 0xf8) == 0xf0) n = 4, min = 0x10000, cp = c & 0x07;
-  else return 0;
-  for (int i = 1; i < n; i++) {
-    if ((p[i] & 0xc0) != 0x80) return 0; /* also stops at the terminating NUL */
-    cp = (cp << 6) | (p[i] & 0x3f);
-  }
-  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-  return n;
-}
-
-/* Writes s as a JSON string (NULL as null). Quotes, backslashes and control characters are
- * escaped; bytes that are not valid UTF-8 (a path may hold any byte) become U+FFFD, so the
- * output is always valid JSON. */
-static void json_str(FILE *f, const char *s) {
-  if (s == NULL) {
-    fputs("null", f);
-    return;
-  }
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p;) {
-    unsigned c = *p;
-    switch (c) {
-      case '"': fputs("\\\"", f); p++; continue;
-      case '\\': fputs("\\\\", f); p++; continue;
-      case '\b': fputs("\\b", f); p++; continue;
-      case '\f': fputs("\\f", f); p++; continue;
-      case '\n': fputs("\\n", f); p++; continue;
-      case '\r': fputs("\\r", f); p++; continue;
-      case '\t': fputs("\\t", f); p++; continue;
-      default: break;
-    }
-    if (c < 0x20 || c == 0x7f) {
-      fprintf(f, "\\u%04x", c);
-      p++;
-      continue;
-    }
-    int n = utf8_len(p);
-    if (n == 0) {
-      fputs("\\ufffd", f);
-      p++;
-      continue;
-    }
-    fwrite(p, 1, (size_t)n, f);
-    p += n;
-  }
-  fputc('"', f);
-}
-
 static const char *jbool(int b) { return b ? "true" : "false"; }
 
 /* `, "key": "value"` (no comma when first). */
 static void json_kv(FILE *f, int first, const char *key, const char *value) {
   fprintf(f, "%s\"%s\": ", first ? "" : ", ", key);
-  json_str(f, value);
+  mg_cli_json_str(f, value);
 }
 
 static void json_params(FILE *f) {
@@ -199,9 +142,9 @@ static void json_params(FILE *f) {
 
 static void json_print(FILE *f, const snap_t *s, int config_only) {
   fputs("{\n  \"mgcomm\": {\"version\": ", f);
-  json_str(f, mg_version_string());
+  mg_cli_json_str(f, mg_version_string());
   fprintf(f, ", \"version_code\": %d, \"header_version\": ", mg_version());
-  json_str(f, MGCOMM_VERSION_STRING);
+  mg_cli_json_str(f, MGCOMM_VERSION_STRING);
   fputs("},\n", f);
   if (config_only) {
     json_params(f);
@@ -216,17 +159,17 @@ static void json_print(FILE *f, const snap_t *s, int config_only) {
     json_kv(f, 0, "label", l->label);
     json_kv(f, 0, "name", l->info.name);
     fprintf(f, ", \"loaded\": %s, \"path\": ", jbool(l->info.loaded));
-    json_str(f, l->info.path);
+    mg_cli_json_str(f, l->info.path);
     fprintf(f, ", \"version\": %d, \"version_string\": ", l->info.version);
-    json_str(f, l->info.version_string);
+    mg_cli_json_str(f, l->info.version_string);
     json_kv(f, 0, "error", l->info.error);
     json_kv(f, 0, "plugin_dir", l->info.plugin_dir);
     fputs(",\n     \"attempts\": [", f);
     for (int a = 0; a < l->info.attempts; a++) {
       fputs(a ? ",\n       {\"path\": " : "\n       {\"path\": ", f);
-      json_str(f, l->paths[a]);
+      mg_cli_json_str(f, l->paths[a]);
       fputs(", \"outcome\": ", f);
-      json_str(f, l->outcomes[a]);
+      mg_cli_json_str(f, l->outcomes[a]);
       fputs("}", f);
     }
     fputs("]}", f);
@@ -236,11 +179,11 @@ static void json_print(FILE *f, const snap_t *s, int config_only) {
   const mg_library_info_t *cu = &s->libs[MG_LIB_CUDA].info;
   fprintf(f, "  \"cuda\": {\"driver_loaded\": %s, \"driver_version\": %d, \"driver_version_string\": ",
           jbool(cu->loaded), cu->version);
-  json_str(f, cu->version_string);
+  mg_cli_json_str(f, cu->version_string);
   fputs(", \"device_status\": ", f);
-  json_str(f, mg_status_name(s->dev_status));
+  mg_cli_json_str(f, mg_status_name(s->dev_status));
   fputs(", \"device_error\": ", f);
-  json_str(f, s->dev_status == MG_OK ? NULL : s->dev_error);
+  mg_cli_json_str(f, s->dev_status == MG_OK ? NULL : s->dev_error);
   fprintf(f, ", \"device_count\": %d},\n", s->ndev);
 
   fputs("  \"devices\": [", f);
@@ -248,16 +191,16 @@ static void json_print(FILE *f, const snap_t *s, int config_only) {
     const dev_snap_t *dv = &s->devs[d];
     fputs(d ? ",\n    {" : "\n    {", f);
     fprintf(f, "\"ordinal\": %d, \"status\": ", d);
-    json_str(f, mg_status_name(dv->status));
+    mg_cli_json_str(f, mg_status_name(dv->status));
     if (dv->status != MG_OK) {
       fputs(", \"error\": ", f);
-      json_str(f, dv->error);
+      mg_cli_json_str(f, dv->error);
     } else {
       fputs(", \"name\": ", f);
-      json_str(f, dv->info.name);
+      mg_cli_json_str(f, dv->info.name);
       fprintf(f, ", \"total_memory\": %zu, \"cc_major\": %d, \"cc_minor\": %d, \"pci_bus_id\": ",
               dv->info.total_memory, dv->info.cc_major, dv->info.cc_minor);
-      json_str(f, dv->info.pci_bus_id);
+      mg_cli_json_str(f, dv->info.pci_bus_id);
       fprintf(f, ", \"multicast_supported\": %s", jbool(dv->info.multicast_supported));
     }
     fputs("}", f);
@@ -283,17 +226,17 @@ static void json_print(FILE *f, const snap_t *s, int config_only) {
     json_kv(f, 1, "name", fi->name);
     json_kv(f, 0, "library", fi->library);
     fprintf(f, ", \"min_version\": %d, \"min_version_string\": ", fi->min_version);
-    json_str(f, fi->min_version_string);
+    mg_cli_json_str(f, fi->min_version_string);
     fprintf(f, ", \"available\": %s}", jbool(fi->available));
   }
   fputs("\n  ],\n", f);
 
   fputs("  \"backend\": {\"requested\": \"auto\", \"status\": ", f);
-  json_str(f, mg_status_name(s->backend_status));
+  mg_cli_json_str(f, mg_status_name(s->backend_status));
   fputs(", \"resolved\": ", f);
-  json_str(f, s->backend_status == MG_OK ? mg_backend_name(s->backend) : NULL);
+  mg_cli_json_str(f, s->backend_status == MG_OK ? mg_backend_name(s->backend) : NULL);
   fputs(", \"reason\": ", f);
-  json_str(f, s->backend_reason);
+  mg_cli_json_str(f, s->backend_reason);
   fputs("},\n", f);
   json_params(f);
   fputs("\n}\n", f);

@@ -170,33 +170,14 @@ static void text_print(FILE *f, const topo_t *t) {
 
 /* ---- the JSON form ------------------------------------------------------------------------ */
 
-/* s as a JSON string (NULL as null): quotes, backslashes and control bytes escaped; other bytes
- * as they are (device names and driver messages are ASCII). */
-static void jstr(FILE *f, const char *s) {
-  if (s == NULL) {
-    fputs("null", f);
-    return;
-  }
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(f, "\\%c", *p);
-    else if (*p < 0x20 || *p == 0x7f)
-      fprintf(f, "\\u%04x", *p);
-    else
-      fputc(*p, f);
-  }
-  fputc('"', f);
-}
-
 static const char *jb(int b) { return b ? "true" : "false"; }
 
 /* The header every form has; reason non-NULL when there is no GPU to describe. */
 static void json_head(FILE *f, int n, const char *reason) {
   fprintf(f, "{\"format\": \"mgcomm-topo\", \"version\": 1, \"mgcomm\": ");
-  jstr(f, mg_version_string());
+  mg_cli_json_str(f, mg_version_string());
   fprintf(f, ", \"device_count\": %d, \"reason\": ", n);
-  jstr(f, reason);
+  mg_cli_json_str(f, reason);
 }
 
 static void json_print(FILE *f, const topo_t *t) {
@@ -205,9 +186,9 @@ static void json_print(FILE *f, const topo_t *t) {
           t->nvml ? "nvml" : "driver", t->bytes, jb(t->timed));
   for (int d = 0; d < t->n; d++) {
     fprintf(f, "%s\n  {\"ordinal\": %d, \"name\": ", d ? "," : "", d);
-    jstr(f, t->dev[d].name);
+    mg_cli_json_str(f, t->dev[d].name);
     fprintf(f, ", \"pci_bus_id\": ");
-    jstr(f, t->dev[d].pci_bus_id);
+    mg_cli_json_str(f, t->dev[d].pci_bus_id);
     fprintf(f, ", \"island\": %d}", t->island[d]);
   }
   fprintf(f, "],\n \"pairs\": [");
@@ -228,7 +209,7 @@ static void json_print(FILE *f, const topo_t *t) {
       else
         fputs("null", f);
       fprintf(f, ", \"reason\": ");
-      jstr(f, p->reason[0] ? p->reason : NULL);
+      mg_cli_json_str(f, p->reason[0] ? p->reason : NULL);
       fputc('}', f);
     }
   fprintf(f, "],\n \"islands\": [");
