@@ -1130,7 +1130,8 @@ typedef enum mg_feature {
   MG_FEATURE_NCCL_SHRINK = 7,       /* ncclCommShrink, NCCL >= 2.27 */
   MG_FEATURE_NCCL_COLLECTIVES_2_28 = 8, /* native ncclAlltoAll, ncclGather, ncclScatter, 2.28 */
   MG_FEATURE_NCCL_REVOKE = 9,       /* ncclCommRevoke, NCCL >= 2.28.7 */
-  MG_FEATURE_COUNT = 10
+  MG_FEATURE_CUDA_KERNELS = 10,     /* the CUDA driver can load and run mgcomm's own kernels */
+  MG_FEATURE_COUNT = 11
 } mg_feature_t;
 
 typedef struct mg_feature_info {

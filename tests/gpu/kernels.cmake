@@ -1,0 +1,19 @@
+# mgcomm's own all-reduce kernels (issue 20) on one GPU: ranks of one process whose buffers all
+# live on it, each on its own stream; two processes through CUDA IPC. Exit 77 without a GPU or
+# without the kernels (built without nvcc). tests/gpu/kernels.sh builds and runs all of it.
+set(_mg_kdir ${CMAKE_CURRENT_LIST_DIR})
+foreach(n 1 2 4 8)
+  mg_test(NAME gpu_kernels_correct_${n} EXE test_gpu_kernels
+          SOURCES ${_mg_kdir}/test_gpu_kernels.c ${_mg_kdir}/gpu_util.c ${MG_TEST_COMMON}/reference.c
+          ARGS correct ${n} LABELS gpu TIMEOUT 600 ENV ${MG_GPU_ENV})
+endforeach()
+foreach(n 2 8)
+  mg_test(NAME gpu_kernels_graph_${n} EXE test_gpu_kernels ARGS graph ${n} LABELS gpu TIMEOUT 120
+          ENV ${MG_GPU_ENV})
+  mg_test(NAME gpu_kernels_timeout_${n} EXE test_gpu_kernels ARGS timeout ${n} LABELS gpu
+          TIMEOUT 120 ENV ${MG_GPU_ENV})
+  mg_test(NAME gpu_kernels_abort_${n} EXE test_gpu_kernels ARGS abort ${n} LABELS gpu TIMEOUT 120
+          ENV ${MG_GPU_ENV})
+endforeach()
+mg_test(NAME gpu_kernels_procs_2 EXE test_gpu_kernels ARGS procs 2 LABELS gpu TIMEOUT 120
+        ENV ${MG_GPU_ENV})

@@ -1,0 +1,586 @@
+/*
+ * test_gpu_kernels.c -- mgcomm's own all-reduce kernels (src/kernels/) on one GPU: N ranks of
+ * one process whose buffers all live on that GPU (the peer pointers are then local), each rank
+ * on its own stream, driven by one thread (a kernel waits on the GPU for its peers' kernels, so
+ * the launches need not be simultaneous); or 2 processes sharing their areas through CUDA IPC.
+ *
+ *   test_gpu_kernels correct N   every dtype, op, algorithm, placement (in place, out of place,
+ *                                misaligned), sizes from 1 element to the limit, against an exact
+ *                                reference: bits equal on every rank and in every run
+ *   test_gpu_kernels graph N     capture two all_reduces per rank in a CUDA graph, replay it
+ *   test_gpu_kernels timeout N   rank 0 never launches: the others end MG_ERR_TIMED_OUT within
+ *                                the deadline, and the GPU is still usable
+ *   test_gpu_kernels abort N     rank 0 never launches: an abort ends the others at once
+ *   test_gpu_kernels procs 2     two processes, areas through CUDA IPC
+ *   test_gpu_kernels bench       times (us) of the kernels on one GPU beside NCCL's one rank
+ *
+ * The reference is the kernels' documented arithmetic done on the host: ranks combined in rank
+ * order in float32, avg as the sum divided by N, one rounding to the type at the end.
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/host/host_reduce.h"
+#include "gpu_util.h"
+#include "kernels/kernels.h"
+#include "reference.h"
+
+#define KT_STAGING ((size_t)1 << 20) /* the limit in these tests: 1 MiB per rank */
+#define KT_GUARD 64                  /* bytes after a result that must stay untouched */
+#define KT_BLOCKS 16
+
+#define GU_CU(call, what)                                                                     \
+  do {                                                                                        \
+    mg__CUresult gu_r_ = (call);                                                              \
+    if (gu_r_ != MG__CUDA_SUCCESS) {                                                          \
+      mg__cu_error(gu_r_, what);                                                              \
+      FAIL("%s", mg_last_error());                                                            \
+    }                                                                                         \
+  } while (0)
+
+static double kt_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- the ranks ---------------------------------------------------------------------------- */
+
+typedef struct kt_world {
+  int n;
+  gu_dev_t dev;                    /* the one GPU */
+  gu_dev_t rk[MG_KERN_MAX_RANKS];  /* each rank: the GPU with a stream of its own */
+  mg__kern_ctx_t *ctx[MG_KERN_MAX_RANKS];
+  char *send[MG_KERN_MAX_RANKS], *recv[MG_KERN_MAX_RANKS]; /* staging + 2 * KT_GUARD bytes */
+} kt_world_t;
+
+static void kt_open(kt_world_t *w, int n, double timeout_s) {
+  memset(w, 0, sizeof *w);
+  w->n = n;
+  gu_dev_open(&w->dev, 0);
+  mg__kern_peer_t rec[MG_KERN_MAX_RANKS];
+  for (int r = 0; r < n; r++) {
+    w->rk[r] = w->dev;
+    GU_CU(mg__cuda.StreamCreate(&w->rk[r].stream, MG__CU_STREAM_NON_BLOCKING), "a rank stream");
+    if (mg__kern_ctx_create(r, n, KT_STAGING, KT_BLOCKS, timeout_s, &w->ctx[r], &rec[r]) != MG_OK)
+      FAIL("rank %d: %s", r, mg_last_error());
+    w->send[r] = gu_alloc(&w->dev, KT_STAGING + 2 * KT_GUARD);
+    w->recv[r] = gu_alloc(&w->dev, KT_STAGING + 2 * KT_GUARD);
+  }
+  for (int r = 0; r < n; r++)
+    if (mg__kern_ctx_connect(w->ctx[r], rec) != MG_OK) FAIL("rank %d: %s", r, mg_last_error());
+}
+
+static void kt_close(kt_world_t *w) {
+  for (int r = 0; r < w->n; r++) {
+    gu_sync(&w->rk[r], GU_TIMEOUT_S, "closing");
+    mg__kern_ctx_destroy(w->ctx[r]);
+    gu_free(&w->dev, w->send[r]);
+    gu_free(&w->dev, w->recv[r]);
+    GU_CU(mg__cuda.StreamDestroy(w->rk[r].stream), "destroying a rank stream");
+  }
+  gu_dev_close(&w->dev);
+}
+
+/* ---- the reference ------------------------------------------------------------------------ */
+
+static float kt_get(const void *b, size_t i, mg_dtype_t dt) {
+  if (dt == MG_FLOAT32) return ((const float *)b)[i];
+  if (dt == MG_FLOAT16) return mg__f16_to_f32(((const uint16_t *)b)[i]);
+  return mg__bf16_to_f32(((const uint16_t *)b)[i]);
+}
+
+static void kt_put(void *b, size_t i, mg_dtype_t dt, float v) {
+  if (dt == MG_FLOAT32) ((float *)b)[i] = v;
+  else if (dt == MG_FLOAT16) ((uint16_t *)b)[i] = mg__f32_to_f16(v);
+  else ((uint16_t *)b)[i] = mg__f32_to_bf16(v);
+}
+
+static void kt_expect(void *out, char *const *in, int n, size_t count, mg_dtype_t dt, mg_op_t op) {
+  for (size_t i = 0; i < count; i++) {
+    float acc = kt_get(in[0], i, dt);
+    for (int r = 1; r < n; r++) {
+      const float x = kt_get(in[r], i, dt);
+      acc = op == MG_MAX ? fmaxf(acc, x) : op == MG_MIN ? fminf(acc, x) : acc + x;
+    }
+    if (op == MG_AVG) acc = acc / (float)n;
+    kt_put(out, i, dt, acc);
+  }
+}
+
+/* ---- one case ----------------------------------------------------------------------------- */
+
+enum { KT_INPLACE = 0, KT_OUTOFPLACE = 1, KT_MISALIGNED = 2 };
+static const char *const kt_place_names[3] = {"in place", "out of place", "misaligned"};
+
+typedef struct kt_case {
+  mg_dtype_t dt;
+  mg_op_t op;
+  size_t count;
+  int place;
+  mg__kern_algo_t algo;
+  uint64_t seed;
+} kt_case_t;
+
+/* Host memory of one case for every rank: inputs, results, expected. */
+typedef struct kt_host {
+  char *in[MG_KERN_MAX_RANKS], *out[MG_KERN_MAX_RANKS], *want;
+} kt_host_t;
+
+static void kt_host_alloc(kt_host_t *h, int n) {
+  for (int r = 0; r < n; r++) {
+    h->in[r] = malloc(KT_STAGING + 2 * KT_GUARD);
+    h->out[r] = malloc(KT_STAGING + 2 * KT_GUARD);
+    ASSERT(h->in[r] != NULL && h->out[r] != NULL);
+  }
+  h->want = malloc(KT_STAGING);
+  ASSERT(h->want != NULL);
+}
+
+static void kt_host_free(kt_host_t *h, int n) {
+  for (int r = 0; r < n; r++) {
+    free(h->in[r]);
+    free(h->out[r]);
+  }
+  free(h->want);
+}
+
+/* Where rank r's input and result are for the case's placement. */
+static void kt_bufs(kt_world_t *w, const kt_case_t *c, int r, char **s, char **d) {
+  const size_t es = mg_dtype_size(c->dt), shift = c->place == KT_MISALIGNED ? es : 0;
+  *s = w->send[r] + shift;
+  *d = c->place == KT_INPLACE ? *s : w->recv[r] + shift;
+}
+
+/* Writes every rank's input (and guard bytes of 0xA5 around the result). */
+static void kt_stage(kt_world_t *w, kt_host_t *h, const kt_case_t *c) {
+  const size_t bytes = c->count * mg_dtype_size(c->dt);
+  for (int r = 0; r < w->n; r++) {
+    char *s, *d;
+    kt_bufs(w, c, r, &s, &d);
+    ref_fill(h->in[r], c->count, c->dt, c->seed * 131 + (uint64_t)r);
+    memset(h->out[r], 0xA5, bytes + KT_GUARD);
+    if (d != s) gu_put(&w->rk[r], d, h->out[r], bytes + KT_GUARD);
+    else gu_put(&w->rk[r], s + bytes, h->out[r], KT_GUARD);
+    gu_put(&w->rk[r], s, h->in[r], bytes);
+  }
+}
+
+/* Reads every rank's result and checks it: the reference's bits, the same bits on every rank,
+ * the guard untouched. Returns the number of wrong elements. */
+static long kt_check(kt_world_t *w, kt_host_t *h, const kt_case_t *c, const char *label) {
+  const size_t es = mg_dtype_size(c->dt), bytes = c->count * es;
+  kt_expect(h->want, h->in, w->n, c->count, c->dt, c->op);
+  long bad = 0;
+  for (int r = 0; r < w->n; r++) {
+    char *s, *d;
+    kt_bufs(w, c, r, &s, &d);
+    gu_get(&w->rk[r], h->out[r], d, bytes + KT_GUARD);
+    gu_sync(&w->rk[r], GU_TIMEOUT_S, label);
+    for (size_t i = 0; i < c->count; i++)
+      if (memcmp(h->out[r] + i * es, h->want + i * es, es) != 0 ||
+          memcmp(h->out[r] + i * es, h->out[0] + i * es, es) != 0) {
+        if (bad++ < 5)
+          fprintf(stderr, "%s: rank %d element %zu: got %.9g, want %.9g (rank 0: %.9g)\n", label, r,
+                  i, kt_get(h->out[r], i, c->dt), kt_get(h->want, i, c->dt),
+                  kt_get(h->out[0], i, c->dt));
+      }
+    for (size_t i = 0; i < KT_GUARD; i++)
+      if ((unsigned char)h->out[r][bytes + i] != 0xA5) {
+        if (bad++ < 5) fprintf(stderr, "%s: rank %d wrote guard byte %zu\n", label, r, i);
+      }
+  }
+  return bad;
+}
+
+static void kt_label(const kt_case_t *c, int n, char *buf, size_t len) {
+  snprintf(buf, len, "%d ranks, %s %s x %zu, %s, %s", n, mg__kern_algo_name(c->algo),
+           mg_dtype_name(c->dt), c->count, mg_op_name(c->op), kt_place_names[c->place]);
+}
+
+static void kt_launch(kt_world_t *w, const kt_case_t *c, int r) {
+  char *s, *d;
+  kt_bufs(w, c, r, &s, &d);
+  if (mg__kern_all_reduce(w->ctx[r], s, d, c->count, c->dt, c->op, c->algo, w->rk[r].stream) !=
+      MG_OK)
+    FAIL("rank %d: %s", r, mg_last_error());
+}
+
+static long kt_run(kt_world_t *w, kt_host_t *h, const kt_case_t *c) {
+  char label[160];
+  kt_label(c, w->n, label, sizeof label);
+  kt_stage(w, h, c);
+  for (int r = 0; r < w->n; r++) gu_sync(&w->rk[r], GU_TIMEOUT_S, label); /* inputs in place */
+  for (int r = 0; r < w->n; r++) kt_launch(w, c, r);
+  return kt_check(w, h, c, label);
+}
+
+/* ---- modes -------------------------------------------------------------------------------- */
+
+static const mg_dtype_t kt_dtypes[3] = {MG_FLOAT32, MG_FLOAT16, MG_BFLOAT16};
+static const mg_op_t kt_ops[4] = {MG_SUM, MG_AVG, MG_MAX, MG_MIN};
+
+static void kt_correct(int n) {
+  kt_world_t w;
+  kt_open(&w, n, 30.0);
+  kt_host_t h;
+  kt_host_alloc(&h, n);
+  static const size_t small[] = {1, 2, 3, 7, 8, 9, 31, 33, 255, 1000, 4097, 8191, 65537};
+  long bad = 0, cases = 0;
+  uint64_t seed = 1;
+  for (int t = 0; t < 3; t++)
+    for (int o = 0; o < 4; o++)
+      for (int a = MG__KERN_ONESHOT; a <= MG__KERN_TWOSHOT; a++)
+        for (int p = 0; p < 3; p++) {
+          const size_t es = mg_dtype_size(kt_dtypes[t]);
+          /* Every small size; the large ones (up to the limit, the last element in place or
+           * shifted by one) for sum and for float32, to keep the run short. */
+          size_t sizes[20];
+          int ns = 0;
+          for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) sizes[ns++] = small[i];
+          if (kt_ops[o] == MG_SUM || kt_dtypes[t] == MG_FLOAT32) {
+            sizes[ns++] = 262143;
+            sizes[ns++] = KT_STAGING / es - (p == KT_MISALIGNED ? 1 : 0);
+          }
+          for (int i = 0; i < ns; i++) {
+            kt_case_t c = {kt_dtypes[t], kt_ops[o], sizes[i], p, (mg__kern_algo_t)a, seed++};
+            const long b = kt_run(&w, &h, &c);
+            bad += b;
+            cases++;
+            /* Determinism: the same case again gives the same bits (checked again against the
+             * reference, which is itself bit-exact), now at the other parity of the epochs. */
+            if (b == 0 && (i % 5) == 0) bad += kt_run(&w, &h, &c), cases++;
+          }
+        }
+  printf("correct %d ranks: %ld cases, %ld wrong elements\n", n, cases, bad);
+  kt_host_free(&h, n);
+  kt_close(&w);
+  if (bad != 0) FAIL("%ld wrong elements", bad);
+}
+
+/* Two all_reduces per rank captured in a graph (send -> recv, then recv in place, so that the
+ * second reduces n equal values), replayed with new inputs each time. */
+static void kt_graph(int n) {
+  if (mg__cuda.StreamBeginCapture == NULL || mg__cuda.GraphInstantiate == NULL)
+    SKIP("the CUDA driver has no graph capture");
+  kt_world_t w;
+  kt_open(&w, n, 30.0);
+  kt_host_t h;
+  kt_host_alloc(&h, n);
+  kt_case_t c = {MG_FLOAT32, MG_SUM, 50001, KT_OUTOFPLACE, MG__KERN_ONESHOT, 7};
+  kt_case_t c2 = {MG_BFLOAT16, MG_AVG, 50001, KT_OUTOFPLACE, MG__KERN_TWOSHOT, 7};
+  mg__CUgraph g[MG_KERN_MAX_RANKS];
+  mg__CUgraphExec x[MG_KERN_MAX_RANKS];
+  long bad = 0;
+  for (int k = 0; k < 2; k++) {
+    const kt_case_t *cc = k == 0 ? &c : &c2;
+    for (int r = 0; r < n; r++) {
+      char *s, *d;
+      kt_bufs(&w, cc, r, &s, &d);
+      GU_CU(mg__cuda.StreamBeginCapture(w.rk[r].stream, MG__CU_STREAM_CAPTURE_MODE_RELAXED),
+            "cuStreamBeginCapture");
+      if (mg__kern_all_reduce(w.ctx[r], s, d, cc->count, cc->dt, cc->op, cc->algo,
+                              w.rk[r].stream) != MG_OK ||
+          mg__kern_all_reduce(w.ctx[r], d, d, cc->count, cc->dt, cc->op, cc->algo,
+                              w.rk[r].stream) != MG_OK)
+        FAIL("capture, rank %d: %s", r, mg_last_error());
+      GU_CU(mg__cuda.StreamEndCapture(w.rk[r].stream, &g[r]), "cuStreamEndCapture");
+      GU_CU(mg__cuda.GraphInstantiate(&x[r], g[r], 0), "cuGraphInstantiateWithFlags");
+    }
+    for (int it = 0; it < 10; it++) {
+      kt_case_t ci = *cc;
+      ci.seed = 100 + (uint64_t)it;
+      kt_stage(&w, &h, &ci);
+      for (int r = 0; r < n; r++) gu_sync(&w.rk[r], GU_TIMEOUT_S, "graph inputs");
+      for (int r = 0; r < n; r++) GU_CU(mg__cuda.GraphLaunch(x[r], w.rk[r].stream), "cuGraphLaunch");
+      /* The reference of the pair: the first result, reduced again over n equal inputs. */
+      kt_expect(h.want, h.in, n, ci.count, ci.dt, ci.op);
+      char *again[MG_KERN_MAX_RANKS];
+      for (int r = 0; r < n; r++) again[r] = h.want;
+      char *want2 = malloc(KT_STAGING);
+      ASSERT(want2 != NULL);
+      kt_expect(want2, again, n, ci.count, ci.dt, ci.op);
+      const size_t es = mg_dtype_size(ci.dt);
+      for (int r = 0; r < n; r++) {
+        char *s, *d;
+        kt_bufs(&w, &ci, r, &s, &d);
+        gu_get(&w.rk[r], h.out[r], d, ci.count * es);
+        gu_sync(&w.rk[r], GU_TIMEOUT_S, "graph replay");
+        for (size_t i = 0; i < ci.count; i++)
+          if (memcmp(h.out[r] + i * es, want2 + i * es, es) != 0 && bad++ < 5)
+            fprintf(stderr, "graph %d replay %d rank %d element %zu: got %.9g want %.9g\n", k, it,
+                    r, i, kt_get(h.out[r], i, ci.dt), kt_get(want2, i, ci.dt));
+      }
+      free(want2);
+    }
+    for (int r = 0; r < n; r++) {
+      GU_CU(mg__cuda.GraphExecDestroy(x[r]), "cuGraphExecDestroy");
+      GU_CU(mg__cuda.GraphDestroy(g[r]), "cuGraphDestroy");
+    }
+  }
+  printf("graph %d ranks: 2 graphs x 10 replays of 2 all_reduces, %ld wrong elements\n", n, bad);
+  kt_host_free(&h, n);
+  kt_close(&w);
+  if (bad != 0) FAIL("%ld wrong elements", bad);
+}
+
+/* Rank 0 never launches; the others wait on the GPU until their deadline (timeout) or the abort
+ * (abort). Then the GPU must still work. */
+static void kt_missing(int n, int abort_them) {
+  const double timeout = abort_them ? 30.0 : 1.0;
+  kt_world_t w;
+  kt_open(&w, n, timeout);
+  kt_case_t c = {MG_FLOAT32, MG_SUM, 100000, KT_OUTOFPLACE, MG__KERN_TWOSHOT, 3};
+  const double t0 = kt_now();
+  for (int r = 1; r < n; r++) kt_launch(&w, &c, r);
+  if (abort_them) {
+    struct timespec ts = {0, 300000000};
+    nanosleep(&ts, NULL);
+    for (int r = 1; r < n; r++) ASSERT(!gu_done(&w.rk[r], "before the abort"));
+    for (int r = 1; r < n; r++) mg__kern_ctx_abort(w.ctx[r]);
+  }
+  double ended = 0;
+  for (int r = 1; r < n; r++) {
+    gu_sync(&w.rk[r], timeout + 10.0, abort_them ? "waiting after the abort" : "waiting for the timeout");
+    ended = kt_now() - t0;
+    const mg_status_t st = mg__kern_ctx_status(w.ctx[r]);
+    printf("rank %d ended after %.3f s: %s: %s\n", r, ended, mg_status_name(st), mg_last_error());
+    ASSERT_EQ(st, abort_them ? MG_ERR_ABORTED : MG_ERR_TIMED_OUT);
+    /* The context is broken for good: a later launch is refused with the same status. */
+    kt_case_t again = c;
+    char *s, *d;
+    kt_bufs(&w, &again, r, &s, &d);
+    ASSERT_EQ(mg__kern_all_reduce(w.ctx[r], s, d, 8, MG_FLOAT32, MG_SUM, MG__KERN_ONESHOT,
+                                  w.rk[r].stream), abort_them ? MG_ERR_ABORTED : MG_ERR_TIMED_OUT);
+  }
+  if (abort_them) ASSERT_LT_F(ended, 0.3 + 2.0);
+  else ASSERT_IN_F(ended, timeout * 0.9, timeout + 2.0);
+  ASSERT_EQ(mg__kern_ctx_status(w.ctx[0]), MG_OK);
+  kt_close(&w);
+  /* The GPU is still usable: new contexts, a correct all_reduce. */
+  kt_open(&w, n, 30.0);
+  kt_host_t h;
+  kt_host_alloc(&h, n);
+  const long bad = kt_run(&w, &h, &c);
+  kt_host_free(&h, n);
+  kt_close(&w);
+  ASSERT_EQ(bad, 0);
+  printf("%s %d ranks: the others ended %s after %.3f s; a new all_reduce is correct\n",
+         abort_them ? "abort" : "timeout", n, abort_them ? "MG_ERR_ABORTED" : "MG_ERR_TIMED_OUT", ended);
+}
+
+/* Two processes on the one GPU; records exchanged through shared memory made before the fork
+ * (no CUDA in the parent). Each computes the reference from both ranks' seeds. */
+typedef struct kt_shared {
+  _Atomic int ready;
+  mg__kern_peer_t rec[2];
+} kt_shared_t;
+
+static int kt_proc(int r, kt_shared_t *sh) {
+  gu_dev_t dev;
+  gu_dev_open(&dev, 0);
+  mg__kern_ctx_t *ctx;
+  if (mg__kern_ctx_create(r, 2, KT_STAGING, KT_BLOCKS, 30.0, &ctx, &sh->rec[r]) != MG_OK)
+    FAIL("rank %d: %s", r, mg_last_error());
+  atomic_fetch_add(&sh->ready, 1);
+  for (const double t0 = kt_now(); atomic_load(&sh->ready) < 2;)
+    if (kt_now() - t0 > 60) FAIL("rank %d: the peer process did not publish its record", r);
+  if (mg__kern_ctx_connect(ctx, sh->rec) != MG_OK) FAIL("rank %d: %s", r, mg_last_error());
+  char *buf = gu_alloc(&dev, KT_STAGING);
+  char *in[2] = {malloc(KT_STAGING), malloc(KT_STAGING)}, *want = malloc(KT_STAGING),
+       *out = malloc(KT_STAGING);
+  ASSERT(in[0] && in[1] && want && out);
+  long bad = 0;
+  int cases = 0;
+  static const size_t sizes[] = {1, 9, 1000, 65537, 262144};
+  for (int t = 0; t < 3; t++)
+    for (int a = MG__KERN_ONESHOT; a <= MG__KERN_TWOSHOT; a++)
+      for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        const mg_dtype_t dt = kt_dtypes[t];
+        const mg_op_t op = kt_ops[(t + (int)i) % 4];
+        const size_t n = sizes[i], es = mg_dtype_size(dt);
+        for (int q = 0; q < 2; q++) ref_fill(in[q], n, dt, 9000 + (uint64_t)(cases * 2 + q));
+        kt_expect(want, in, 2, n, dt, op);
+        gu_put(&dev, buf, in[r], n * es);
+        if (mg__kern_all_reduce(ctx, buf, buf, n, dt, op, (mg__kern_algo_t)a, dev.stream) != MG_OK)
+          FAIL("rank %d: %s", r, mg_last_error());
+        gu_get(&dev, out, buf, n * es);
+        gu_sync(&dev, GU_TIMEOUT_S, "an all_reduce between processes");
+        for (size_t k = 0; k < n; k++)
+          if (memcmp(out + k * es, want + k * es, es) != 0 && bad++ < 5)
+            fprintf(stderr, "procs rank %d case %d element %zu: got %.9g want %.9g\n", r, cases, k,
+                    kt_get(out, k, dt), kt_get(want, k, dt));
+        cases++;
+      }
+  printf("procs: rank %d (pid %d): %d cases through CUDA IPC, %ld wrong elements\n", r,
+         (int)getpid(), cases, bad);
+  gu_free(&dev, buf);
+  mg__kern_ctx_destroy(ctx);
+  gu_dev_close(&dev);
+  return bad == 0 ? 0 : 1;
+}
+
+static void kt_procs(void) {
+  kt_shared_t *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT(sh != MAP_FAILED);
+  memset(sh, 0, sizeof *sh);
+  pid_t pid[2];
+  for (int r = 0; r < 2; r++) {
+    fflush(stdout);
+    pid[r] = fork();
+    ASSERT(pid[r] >= 0);
+    if (pid[r] == 0) _exit(kt_proc(r, sh));
+  }
+  int fails = 0;
+  for (int r = 0; r < 2; r++) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid[r], &status, 0), pid[r]);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fails++;
+  }
+  ASSERT_EQ(fails, 0);
+}
+
+/* ---- bench: one GPU, for information ------------------------------------------------------ */
+
+/* Microseconds per all_reduce of `bytes` float32 on n ranks sharing the GPU: eager (one thread
+ * launches every rank's kernel, iters times) and in CUDA graphs of iters launches per rank. */
+static void kt_time(kt_world_t *w, size_t bytes, mg__kern_algo_t algo, double *eager, double *graph) {
+  const int iters = 100;
+  const size_t count = bytes / 4;
+  mg__CUevent e0, e1;
+  GU_CU(mg__cuda.EventCreate(&e0, MG__CU_EVENT_DEFAULT), "cuEventCreate");
+  GU_CU(mg__cuda.EventCreate(&e1, MG__CU_EVENT_DEFAULT), "cuEventCreate");
+  kt_case_t c = {MG_FLOAT32, MG_SUM, count, KT_INPLACE, algo, 1};
+  for (int r = 0; r < w->n; r++) kt_launch(w, &c, r); /* warm up */
+  for (int r = 0; r < w->n; r++) gu_sync(&w->rk[r], GU_TIMEOUT_S, "bench warm-up");
+  GU_CU(mg__cuda.EventRecord(e0, w->rk[0].stream), "cuEventRecord");
+  for (int i = 0; i < iters; i++)
+    for (int r = 0; r < w->n; r++) kt_launch(w, &c, r);
+  GU_CU(mg__cuda.EventRecord(e1, w->rk[0].stream), "cuEventRecord");
+  for (int r = 0; r < w->n; r++) gu_sync(&w->rk[r], GU_TIMEOUT_S, "bench eager");
+  float ms = 0;
+  GU_CU(mg__cuda.EventElapsedTime(&ms, e0, e1), "cuEventElapsedTime");
+  *eager = 1e3 * ms / iters;
+  mg__CUgraph g[MG_KERN_MAX_RANKS];
+  mg__CUgraphExec x[MG_KERN_MAX_RANKS];
+  for (int r = 0; r < w->n; r++) {
+    GU_CU(mg__cuda.StreamBeginCapture(w->rk[r].stream, MG__CU_STREAM_CAPTURE_MODE_RELAXED), "capture");
+    for (int i = 0; i < iters; i++) kt_launch(w, &c, r);
+    GU_CU(mg__cuda.StreamEndCapture(w->rk[r].stream, &g[r]), "end capture");
+    GU_CU(mg__cuda.GraphInstantiate(&x[r], g[r], 0), "instantiate");
+  }
+  for (int r = 0; r < w->n; r++) GU_CU(mg__cuda.GraphLaunch(x[r], w->rk[r].stream), "launch"); /* warm */
+  for (int r = 0; r < w->n; r++) gu_sync(&w->rk[r], GU_TIMEOUT_S, "bench graph warm-up");
+  GU_CU(mg__cuda.EventRecord(e0, w->rk[0].stream), "cuEventRecord");
+  for (int r = 0; r < w->n; r++) GU_CU(mg__cuda.GraphLaunch(x[r], w->rk[r].stream), "launch");
+  GU_CU(mg__cuda.EventRecord(e1, w->rk[0].stream), "cuEventRecord");
+  for (int r = 0; r < w->n; r++) gu_sync(&w->rk[r], GU_TIMEOUT_S, "bench graph");
+  GU_CU(mg__cuda.EventElapsedTime(&ms, e0, e1), "cuEventElapsedTime");
+  *graph = 1e3 * ms / iters;
+  for (int r = 0; r < w->n; r++) {
+    GU_CU(mg__cuda.GraphExecDestroy(x[r]), "cuGraphExecDestroy");
+    GU_CU(mg__cuda.GraphDestroy(g[r]), "cuGraphDestroy");
+  }
+  GU_CU(mg__cuda.EventDestroy(e0), "cuEventDestroy");
+  GU_CU(mg__cuda.EventDestroy(e1), "cuEventDestroy");
+}
+
+/* NCCL's all_reduce on a communicator of one rank (the only one one GPU allows), eager and in a
+ * graph, float32 sum in place. */
+static void kt_time_nccl(gu_dev_t *d, void *buf, size_t bytes, double *eager, double *graph) {
+  static mg__ncclComm_t comm;
+  if (comm == NULL) {
+    int dev = 0;
+    if (mg__nccl.CommInitAll(&comm, 1, &dev) != MG__ncclSuccess) FAIL("ncclCommInitAll failed");
+  }
+  const int iters = 100;
+  mg__CUevent e0, e1;
+  GU_CU(mg__cuda.EventCreate(&e0, MG__CU_EVENT_DEFAULT), "cuEventCreate");
+  GU_CU(mg__cuda.EventCreate(&e1, MG__CU_EVENT_DEFAULT), "cuEventCreate");
+  const mg__ncclDataType_t f32 = (mg__ncclDataType_t)MG_FLOAT32;
+  const mg__ncclRedOp_t sum = (mg__ncclRedOp_t)MG_SUM;
+  for (int i = 0; i < 10; i++) (void)mg__nccl.AllReduce(buf, buf, bytes / 4, f32, sum, comm, d->stream);
+  gu_sync(d, GU_TIMEOUT_S, "nccl warm-up");
+  GU_CU(mg__cuda.EventRecord(e0, d->stream), "cuEventRecord");
+  for (int i = 0; i < iters; i++)
+    if (mg__nccl.AllReduce(buf, buf, bytes / 4, f32, sum, comm, d->stream) != MG__ncclSuccess)
+      FAIL("ncclAllReduce failed");
+  GU_CU(mg__cuda.EventRecord(e1, d->stream), "cuEventRecord");
+  gu_sync(d, GU_TIMEOUT_S, "nccl eager");
+  float ms = 0;
+  GU_CU(mg__cuda.EventElapsedTime(&ms, e0, e1), "cuEventElapsedTime");
+  *eager = 1e3 * ms / iters;
+  mg__CUgraph g;
+  mg__CUgraphExec x;
+  GU_CU(mg__cuda.StreamBeginCapture(d->stream, MG__CU_STREAM_CAPTURE_MODE_RELAXED), "capture");
+  for (int i = 0; i < iters; i++)
+    (void)mg__nccl.AllReduce(buf, buf, bytes / 4, f32, sum, comm, d->stream);
+  GU_CU(mg__cuda.StreamEndCapture(d->stream, &g), "end capture");
+  GU_CU(mg__cuda.GraphInstantiate(&x, g, 0), "instantiate");
+  GU_CU(mg__cuda.GraphLaunch(x, d->stream), "launch");
+  gu_sync(d, GU_TIMEOUT_S, "nccl graph warm-up");
+  GU_CU(mg__cuda.EventRecord(e0, d->stream), "cuEventRecord");
+  GU_CU(mg__cuda.GraphLaunch(x, d->stream), "launch");
+  GU_CU(mg__cuda.EventRecord(e1, d->stream), "cuEventRecord");
+  gu_sync(d, GU_TIMEOUT_S, "nccl graph");
+  GU_CU(mg__cuda.EventElapsedTime(&ms, e0, e1), "cuEventElapsedTime");
+  *graph = 1e3 * ms / iters;
+  GU_CU(mg__cuda.GraphExecDestroy(x), "cuGraphExecDestroy");
+  GU_CU(mg__cuda.GraphDestroy(g), "cuGraphDestroy");
+  GU_CU(mg__cuda.EventDestroy(e0), "cuEventDestroy");
+  GU_CU(mg__cuda.EventDestroy(e1), "cuEventDestroy");
+}
+
+static void kt_bench(void) {
+  if (mg__cuda.StreamBeginCapture == NULL) SKIP("the CUDA driver has no graph capture");
+  static const size_t sizes[] = {8, 1024, 32768, 262144, 1048576};
+  printf("| ranks on 1 GPU | algorithm | bytes | eager us | graph us |\n|---|---|---:|---:|---:|\n");
+  for (int n = 1; n <= 8; n *= 2) {
+    kt_world_t w;
+    kt_open(&w, n, 30.0);
+    for (int a = MG__KERN_ONESHOT; a <= MG__KERN_TWOSHOT; a++)
+      for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        double e, g;
+        kt_time(&w, sizes[i], (mg__kern_algo_t)a, &e, &g);
+        printf("| %d | %s | %zu | %.2f | %.2f |\n", n, mg__kern_algo_name((mg__kern_algo_t)a),
+               sizes[i], e, g);
+      }
+    if (n == 1)
+      for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        double e, g;
+        kt_time_nccl(&w.rk[0], w.send[0], sizes[i], &e, &g);
+        printf("| 1 | NCCL %d | %zu | %.2f | %.2f |\n", mg__lib_version(MG_LIB_NCCL), sizes[i], e, g);
+      }
+    kt_close(&w);
+  }
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const char *mode = argc > 1 ? argv[1] : "correct";
+  const int n = argc > 2 ? atoi(argv[2]) : 2;
+  if (!mg__kern_built()) SKIP("mgcomm was built without nvcc: its kernels are not in it");
+  if (strcmp(mode, "procs") == 0) {
+    gu_probe(1); /* no CUDA in this process: its children use it */
+  } else {
+    gu_need(1);
+    if (mg__kern_available("test_gpu_kernels") != MG_OK) SKIP("%s", mg_last_error());
+  }
+  if (n < 1 || n > MG_KERN_MAX_RANKS) FAIL("ranks: 1 to %d", MG_KERN_MAX_RANKS);
+  if (strcmp(mode, "correct") == 0) kt_correct(n);
+  else if (strcmp(mode, "graph") == 0) kt_graph(n);
+  else if (strcmp(mode, "timeout") == 0) kt_missing(n, 0);
+  else if (strcmp(mode, "abort") == 0) kt_missing(n, 1);
+  else if (strcmp(mode, "procs") == 0) kt_procs();
+  else if (strcmp(mode, "bench") == 0) kt_bench();
+  else FAIL("unknown mode %s", mode);
+  printf("PASS %s %d\n", mode, n);
+  return 0;
+}
