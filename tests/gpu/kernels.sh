@@ -26,7 +26,7 @@ for algo in mgcomm nccl; do
   echo "== MGCOMM_ALGO=$algo ctest gpu_coll_all_1" >>"$log"
   MGCOMM_ALGO=$algo timeout 300 ctest -R '^gpu_coll_all_1$' -V >>"$log" 2>&1 || rc=1
 done
-bench=$(timeout 120 ./test_gpu_kernels bench 2>&1) || rc=1
+bench=$(timeout 120 ./tests/gpu/test_gpu_kernels bench 2>&1) || rc=1
 {
   echo "# mgcomm's all-reduce kernels on one GPU"
   echo
