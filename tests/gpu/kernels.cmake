@@ -17,3 +17,6 @@ foreach(n 2 8)
 endforeach()
 mg_test(NAME gpu_kernels_procs_2 EXE test_gpu_kernels ARGS procs 2 LABELS gpu TIMEOUT 120
         ENV ${MG_GPU_ENV})
+# The NCCL backend's choice, forced to our kernels, on a communicator of one rank.
+mg_test(NAME gpu_kernels_nccl EXE test_gpu_kernels ARGS nccl LABELS gpu TIMEOUT 120
+        ENV ${MG_GPU_ENV} MGCOMM_ALGO=mgcomm)

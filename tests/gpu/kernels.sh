@@ -20,11 +20,11 @@ log=$out/kernels.log
 cd "$build" || exit 1
 timeout 420 ctest -R '^gpu_kernels_' -V >>"$log" 2>&1
 rc=$?
-# The NCCL backend with our kernels chosen for every all_reduce they can run: the NCCL tests of
-# one rank, once forced to mgcomm and once to nccl (the same harness checks both).
-for algo in mgcomm nccl; do
-  echo "== MGCOMM_ALGO=$algo ctest gpu_coll_all_1" >>"$log"
-  MGCOMM_ALGO=$algo timeout 300 ctest -R '^gpu_coll_all_1$' -V >>"$log" 2>&1 || rc=1
+# The NCCL backend's tests of one rank against the host backend: auto (our kernels take the
+# float all_reduces up to their limit), then nccl (NCCL takes all).
+for algo in auto nccl; do
+  echo "== MGCOMM_ALGO=$algo ctest gpu_coll_*_1" >>"$log"
+  MGCOMM_ALGO=$algo timeout 300 ctest -R '^gpu_coll_(all|procs|world)_1$' -V >>"$log" 2>  MGCOMM_ALGO=$algo timeout 300 ctest -R '^gpu_coll_all_1$' -V >>"$log" 2>&1 || rc=11 || rc=1
 done
 bench=$(timeout 120 ./tests/gpu/test_gpu_kernels bench 2>&1) || rc=1
 {

@@ -12,6 +12,9 @@
  *                                the deadline, and the GPU is still usable
  *   test_gpu_kernels abort N     rank 0 never launches: an abort ends the others at once
  *   test_gpu_kernels procs 2     two processes, areas through CUDA IPC
+ *   test_gpu_kernels nccl        the NCCL backend's choice on a communicator of one rank:
+ *                                MGCOMM_ALGO=mgcomm runs float all_reduces through the kernels
+ *                                and refuses an int32 one, which NCCL would run
  *   test_gpu_kernels bench       times (us) of the kernels on one GPU beside NCCL's one rank
  *
  * The reference is the kernels' documented arithmetic done on the host: ranks combined in rank
@@ -447,6 +450,51 @@ static void kt_procs(void) {
   ASSERT_EQ(fails, 0);
 }
 
+/* The NCCL backend with MGCOMM_ALGO=mgcomm (set by the caller): a communicator of one rank runs
+ * float32 all_reduces through the kernels, correctly, in place and not, and refuses what they
+ * cannot run (int32; a message above the staging size), which NCCL alone would have run. */
+static void kt_nccl(void) {
+  const char *algo = getenv("MGCOMM_ALGO");
+  if (algo == NULL || strcmp(algo, "mgcomm") != 0) FAIL("run with MGCOMM_ALGO=mgcomm");
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_NCCL;
+  mg_comm_t *comm = NULL;
+  ASSERT_OK(mg_comm_init_all(&cfg, 1, NULL, &comm));
+  gu_dev_t d;
+  gu_dev_open(&d, 0);
+  const size_t n = 100003;
+  float *h = malloc(n * 4), *o = malloc(n * 4);
+  ASSERT(h != NULL && o != NULL);
+  for (size_t i = 0; i < n; i++) h[i] = (float)i * 0.25f - 7.0f;
+  char *buf = gu_alloc(&d, n * 4 * 2 + (8u << 20));
+  gu_put(&d, buf, h, n * 4);
+  gu_sync(&d, GU_TIMEOUT_S, "input");
+  for (int k = 0; k < 3; k++) {
+    ASSERT_OK(mg_all_reduce(buf, buf + n * 4, n, MG_FLOAT32, MG_SUM, comm, (mg_stream_t)d.stream));
+    ASSERT_OK(mg_all_reduce(buf, buf, n, MG_FLOAT32, MG_AVG, comm, (mg_stream_t)d.stream));
+  }
+  gu_get(&d, o, buf + n * 4, n * 4);
+  gu_sync(&d, GU_TIMEOUT_S, "result");
+  for (size_t i = 0; i < n; i++)
+    if (o[i] != h[i]) FAIL("element %zu: %g, want %g", i, (double)o[i], (double)h[i]);
+  ASSERT_EQ(mg_all_reduce(buf, buf, n, MG_INT32, MG_SUM, comm, (mg_stream_t)d.stream),
+            MG_ERR_NOT_SUPPORTED);
+  printf("nccl: int32 refused: %s\n", mg_last_error());
+  ASSERT_EQ(mg_all_reduce(buf, buf, (8u << 20) / 4, MG_FLOAT32, MG_SUM, comm,
+                          (mg_stream_t)d.stream), MG_ERR_NOT_SUPPORTED);
+  printf("nccl: 8 MiB refused: %s\n", mg_last_error());
+  mg_comm_state_t state;
+  ASSERT_OK(mg_comm_state(comm, &state));
+  ASSERT_EQ(state, MG_COMM_READY); /* a refusal is the caller's error: the comm stays */
+  ASSERT_OK(mg_comm_finalize(comm));
+  ASSERT_OK(mg_comm_destroy(comm));
+  gu_free(&d, buf);
+  gu_dev_close(&d);
+  free(h);
+  free(o);
+  printf("nccl: 6 float32 all_reduces of one rank through the kernels, correct\n");
+}
+
 /* ---- bench: one GPU, for information ------------------------------------------------------ */
 
 /* Microseconds per all_reduce of `bytes` float32 on n ranks sharing the GPU: eager (one thread
@@ -580,6 +628,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "abort") == 0) kt_missing(n, 1);
   else if (strcmp(mode, "procs") == 0) kt_procs();
   else if (strcmp(mode, "bench") == 0) kt_bench();
+  else if (strcmp(mode, "nccl") == 0) kt_nccl();
   else FAIL("unknown mode %s", mode);
   printf("PASS %s %d\n", mode, n);
   return 0;

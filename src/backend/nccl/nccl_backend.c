@@ -529,6 +529,7 @@ static void *mg__nrevoke_main(void *arg) {
 static void n_interrupt(mg_comm_t *comm) {
   /* comm->aborting is set: ranks of other processes learn it through the layer above, now. */
   if (comm->ext != NULL && comm->ext->stopping != NULL) comm->ext->stopping(comm->ext_state);
+  mg__nccl_kern_abort(comm); /* our kernels waiting for peers end now */
   /* Every wait of this backend (mg__nccl_wait, the copy stream's, mark_wait) reads
    * comm->aborting at least every millisecond; a thread inside a blocking NCCL call reads
    * NCCL's abort flag only, which a revoke sets without freeing anything. */
@@ -634,6 +635,7 @@ static void n_destroy(mg_comm_t *comm) {
   if (nx->own_stream != NULL) (void)mg__cuda.StreamDestroy(nx->own_stream);
   nx->copy_stream = nx->own_stream = NULL;
   mg__nccl_check_release(comm);
+  mg__nccl_kern_release(comm);
   if (entered) mg__device_ctx_leave(nx->ctx, saved);
   mg__ncomm_release(comm);
 }
@@ -641,6 +643,8 @@ static void n_destroy(mg_comm_t *comm) {
 mg_status_t mg__nccl_async_error(mg_comm_t *comm) {
   /* A peer of this process that stopped: NCCL would not say so (nccl_progress.c). */
   if (!atomic_load(&comm->aborting)) MG_CHECK(mg__nccl_peers_stopped(comm));
+  /* One of our kernels that gave up waiting for a peer (nccl_kern.c). */
+  if (!atomic_load(&comm->aborting)) MG_CHECK(mg__nccl_kern_status(comm));
   /* One of another process, as the layer that made the communicator heard it (mg_comm_init_env:
    * the progress published through the job's store). */
   int who = -1, how = 0;
