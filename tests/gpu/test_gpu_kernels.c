@@ -1,8 +1,9 @@
 /*
- * test_gpu_kernels.c -- mgcomm's own all-reduce kernels (src/kernels/) on one GPU: N ranks of
- * one process whose buffers all live on that GPU (the peer pointers are then local), each rank
- * on its own stream, driven by one thread (a kernel waits on the GPU for its peers' kernels, so
- * the launches need not be simultaneous); or 2 processes sharing their areas through CUDA IPC.
+ * test_gpu_kernels.c -- mgcomm's own all-reduce kernels (src/kernels/): N ranks of one process,
+ * each on its own stream, driven by one thread (a kernel waits on the GPU for its peers' kernels,
+ * so the launches need not be simultaneous); or N processes sharing their areas through CUDA
+ * IPC. Rank r runs on GPU r % KT_GPUS (environment; default 1: every rank on GPU 0, where the
+ * peer pointers are local); with several GPUs, peer access is enabled between all of them.
  *
  *   test_gpu_kernels correct N   every dtype, op, algorithm, placement (in place, out of place,
  *                                misaligned), sizes from 1 element to the limit, against an exact
@@ -11,11 +12,11 @@
  *   test_gpu_kernels timeout N   rank 0 never launches: the others end MG_ERR_TIMED_OUT within
  *                                the deadline, and the GPU is still usable
  *   test_gpu_kernels abort N     rank 0 never launches: an abort ends the others at once
- *   test_gpu_kernels procs 2     two processes, areas through CUDA IPC
+ *   test_gpu_kernels procs N     N processes, areas through CUDA IPC
  *   test_gpu_kernels nccl        the NCCL backend's choice on a communicator of one rank:
  *                                MGCOMM_ALGO=mgcomm runs float all_reduces through the kernels
  *                                and refuses an int32 one, which NCCL would run
- *   test_gpu_kernels bench       times (us) of the kernels on one GPU beside NCCL's one rank
+ *   test_gpu_kernels bench       times (us) of the kernels; on one GPU beside NCCL's one rank
  *
  * The reference is the kernels' documented arithmetic done on the host: ranks combined in rank
  * order in float32, avg as the sum divided by N, one rounding to the type at the end.
@@ -35,7 +36,7 @@
 #include "kernels/kernels.h"
 #include "reference.h"
 
-#define KT_STAGING ((size_t)1 << 20) /* the limit in these tests: 1 MiB per rank */
+#define KT_STAGING ((size_t)4 << 20) /* the limit in these tests: 4 MiB per rank */
 #define KT_GUARD 64                  /* bytes after a result that must stay untouched */
 #define KT_BLOCKS 16
 
@@ -48,6 +49,9 @@
     }                                                                                         \
   } while (0)
 
+/* GPUs the ranks are spread over (KT_GPUS). */
+static int kt_gpus = 1;
+
 static double kt_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -58,38 +62,65 @@ static double kt_now(void) {
 
 typedef struct kt_world {
   int n;
-  gu_dev_t dev;                    /* the one GPU */
-  gu_dev_t rk[MG_KERN_MAX_RANKS];  /* each rank: the GPU with a stream of its own */
+  gu_dev_t dev[MG_KERN_MAX_RANKS]; /* the GPUs: kt_gpus of them, at most n */
+  int ndev;
+  gu_dev_t rk[MG_KERN_MAX_RANKS];  /* each rank: its GPU with a stream of its own */
   mg__kern_ctx_t *ctx[MG_KERN_MAX_RANKS];
   char *send[MG_KERN_MAX_RANKS], *recv[MG_KERN_MAX_RANKS]; /* staging + 2 * KT_GUARD bytes */
 } kt_world_t;
 
+/* Makes rank r's GPU current (the kernels' calls use the current context). */
+static void kt_use(kt_world_t *w, int r) {
+  GU_CU(mg__cuda.CtxSetCurrent(w->rk[r].ctx), "cuCtxSetCurrent");
+}
+
+/* Enables peer access from every GPU of devs[0..n) to every other (the caller's job: the kernels
+ * only map; CUDA IPC enables it itself). */
+static void kt_peers(gu_dev_t *devs, int n) {
+  for (int a = 0; a < n; a++)
+    for (int b = 0; b < n; b++) {
+      if (a == b) continue;
+      int can = 0;
+      GU_CU(mg__cuda.DeviceCanAccessPeer(&can, devs[a].dev, devs[b].dev), "cuDeviceCanAccessPeer");
+      if (!can) SKIP("GPU %d cannot access GPU %d", a, b);
+      GU_CU(mg__cuda.CtxSetCurrent(devs[a].ctx), "cuCtxSetCurrent");
+      const mg__CUresult res = mg__cuda.CtxEnablePeerAccess(devs[b].ctx, 0);
+      if (res != MG__CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) GU_CU(res, "cuCtxEnablePeerAccess");
+    }
+}
+
 static void kt_open(kt_world_t *w, int n, double timeout_s) {
   memset(w, 0, sizeof *w);
   w->n = n;
-  gu_dev_open(&w->dev, 0);
+  w->ndev = kt_gpus < n ? kt_gpus : n;
+  for (int g = 0; g < w->ndev; g++) gu_dev_open(&w->dev[g], g);
+  kt_peers(w->dev, w->ndev);
   mg__kern_peer_t rec[MG_KERN_MAX_RANKS];
   for (int r = 0; r < n; r++) {
-    w->rk[r] = w->dev;
+    w->rk[r] = w->dev[r % w->ndev];
+    kt_use(w, r);
     GU_CU(mg__cuda.StreamCreate(&w->rk[r].stream, MG__CU_STREAM_NON_BLOCKING), "a rank stream");
     if (mg__kern_ctx_create(r, n, KT_STAGING, KT_BLOCKS, timeout_s, &w->ctx[r], &rec[r]) != MG_OK)
       FAIL("rank %d: %s", r, mg_last_error());
-    w->send[r] = gu_alloc(&w->dev, KT_STAGING + 2 * KT_GUARD);
-    w->recv[r] = gu_alloc(&w->dev, KT_STAGING + 2 * KT_GUARD);
+    w->send[r] = gu_alloc(&w->rk[r], KT_STAGING + 2 * KT_GUARD);
+    w->recv[r] = gu_alloc(&w->rk[r], KT_STAGING + 2 * KT_GUARD);
   }
-  for (int r = 0; r < n; r++)
+  for (int r = 0; r < n; r++) {
+    kt_use(w, r);
     if (mg__kern_ctx_connect(w->ctx[r], rec) != MG_OK) FAIL("rank %d: %s", r, mg_last_error());
+  }
 }
 
 static void kt_close(kt_world_t *w) {
   for (int r = 0; r < w->n; r++) {
     gu_sync(&w->rk[r], GU_TIMEOUT_S, "closing");
+    kt_use(w, r);
     mg__kern_ctx_destroy(w->ctx[r]);
-    gu_free(&w->dev, w->send[r]);
-    gu_free(&w->dev, w->recv[r]);
+    gu_free(&w->rk[r], w->send[r]);
+    gu_free(&w->rk[r], w->recv[r]);
     GU_CU(mg__cuda.StreamDestroy(w->rk[r].stream), "destroying a rank stream");
   }
-  gu_dev_close(&w->dev);
+  for (int g = 0; g < w->ndev; g++) gu_dev_close(&w->dev[g]);
 }
 
 /* ---- the reference ------------------------------------------------------------------------ */
@@ -211,6 +242,7 @@ static void kt_label(const kt_case_t *c, int n, char *buf, size_t len) {
 static void kt_launch(kt_world_t *w, const kt_case_t *c, int r) {
   char *s, *d;
   kt_bufs(w, c, r, &s, &d);
+  kt_use(w, r);
   if (mg__kern_all_reduce(w->ctx[r], s, d, c->count, c->dt, c->op, c->algo, w->rk[r].stream) !=
       MG_OK)
     FAIL("rank %d: %s", r, mg_last_error());
@@ -287,6 +319,7 @@ static void kt_graph(int n) {
     for (int r = 0; r < n; r++) {
       char *s, *d;
       kt_bufs(&w, cc, r, &s, &d);
+      kt_use(&w, r);
       GU_CU(mg__cuda.StreamBeginCapture(w.rk[r].stream, MG__CU_STREAM_CAPTURE_MODE_RELAXED),
             "cuStreamBeginCapture");
       if (mg__kern_all_reduce(w.ctx[r], s, d, cc->count, cc->dt, cc->op, cc->algo,
@@ -302,7 +335,10 @@ static void kt_graph(int n) {
       ci.seed = 100 + (uint64_t)it;
       kt_stage(&w, &h, &ci);
       for (int r = 0; r < n; r++) gu_sync(&w.rk[r], GU_TIMEOUT_S, "graph inputs");
-      for (int r = 0; r < n; r++) GU_CU(mg__cuda.GraphLaunch(x[r], w.rk[r].stream), "cuGraphLaunch");
+      for (int r = 0; r < n; r++) {
+        kt_use(&w, r);
+        GU_CU(mg__cuda.GraphLaunch(x[r], w.rk[r].stream), "cuGraphLaunch");
+      }
       /* The reference of the pair: the first result, reduced again over n equal inputs. */
       kt_expect(h.want, h.in, n, ci.count, ci.dt, ci.op);
       char *again[MG_KERN_MAX_RANKS];
@@ -324,6 +360,7 @@ static void kt_graph(int n) {
       free(want2);
     }
     for (int r = 0; r < n; r++) {
+      kt_use(&w, r);
       GU_CU(mg__cuda.GraphExecDestroy(x[r]), "cuGraphExecDestroy");
       GU_CU(mg__cuda.GraphDestroy(g[r]), "cuGraphDestroy");
     }
@@ -360,6 +397,7 @@ static void kt_missing(int n, int abort_them) {
     kt_case_t again = c;
     char *s, *d;
     kt_bufs(&w, &again, r, &s, &d);
+    kt_use(&w, r);
     ASSERT_EQ(mg__kern_all_reduce(w.ctx[r], s, d, 8, MG_FLOAT32, MG_SUM, MG__KERN_ONESHOT,
                                   w.rk[r].stream), abort_them ? MG_ERR_ABORTED : MG_ERR_TIMED_OUT);
   }
@@ -383,23 +421,26 @@ static void kt_missing(int n, int abort_them) {
  * (no CUDA in the parent). Each computes the reference from both ranks' seeds. */
 typedef struct kt_shared {
   _Atomic int ready;
-  mg__kern_peer_t rec[2];
+  mg__kern_peer_t rec[MG_KERN_MAX_RANKS];
 } kt_shared_t;
 
-static int kt_proc(int r, kt_shared_t *sh) {
+static int kt_proc(int r, int np, kt_shared_t *sh) {
   gu_dev_t dev;
-  gu_dev_open(&dev, 0);
+  gu_dev_open(&dev, r % kt_gpus);
   mg__kern_ctx_t *ctx;
-  if (mg__kern_ctx_create(r, 2, KT_STAGING, KT_BLOCKS, 30.0, &ctx, &sh->rec[r]) != MG_OK)
+  if (mg__kern_ctx_create(r, np, KT_STAGING, KT_BLOCKS, 30.0, &ctx, &sh->rec[r]) != MG_OK)
     FAIL("rank %d: %s", r, mg_last_error());
   atomic_fetch_add(&sh->ready, 1);
-  for (const double t0 = kt_now(); atomic_load(&sh->ready) < 2;)
+  for (const double t0 = kt_now(); atomic_load(&sh->ready) < np;)
     if (kt_now() - t0 > 60) FAIL("rank %d: the peer process did not publish its record", r);
   if (mg__kern_ctx_connect(ctx, sh->rec) != MG_OK) FAIL("rank %d: %s", r, mg_last_error());
   char *buf = gu_alloc(&dev, KT_STAGING);
-  char *in[2] = {malloc(KT_STAGING), malloc(KT_STAGING)}, *want = malloc(KT_STAGING),
-       *out = malloc(KT_STAGING);
-  ASSERT(in[0] && in[1] && want && out);
+  char *in[MG_KERN_MAX_RANKS], *want = malloc(KT_STAGING), *out = malloc(KT_STAGING);
+  for (int q = 0; q < np; q++) {
+    in[q] = malloc(KT_STAGING);
+    ASSERT(in[q] != NULL);
+  }
+  ASSERT(want && out);
   long bad = 0;
   int cases = 0;
   static const size_t sizes[] = {1, 9, 1000, 65537, 262144};
@@ -409,8 +450,8 @@ static int kt_proc(int r, kt_shared_t *sh) {
         const mg_dtype_t dt = kt_dtypes[t];
         const mg_op_t op = kt_ops[(t + (int)i) % 4];
         const size_t n = sizes[i], es = mg_dtype_size(dt);
-        for (int q = 0; q < 2; q++) ref_fill(in[q], n, dt, 9000 + (uint64_t)(cases * 2 + q));
-        kt_expect(want, in, 2, n, dt, op);
+        for (int q = 0; q < np; q++) ref_fill(in[q], n, dt, 9000 + (uint64_t)(cases * np + q));
+        kt_expect(want, in, np, n, dt, op);
         gu_put(&dev, buf, in[r], n * es);
         if (mg__kern_all_reduce(ctx, buf, buf, n, dt, op, (mg__kern_algo_t)a, dev.stream) != MG_OK)
           FAIL("rank %d: %s", r, mg_last_error());
@@ -427,22 +468,25 @@ static int kt_proc(int r, kt_shared_t *sh) {
   gu_free(&dev, buf);
   mg__kern_ctx_destroy(ctx);
   gu_dev_close(&dev);
+  for (int q = 0; q < np; q++) free(in[q]);
+  free(want);
+  free(out);
   return bad == 0 ? 0 : 1;
 }
 
-static void kt_procs(void) {
+static void kt_procs(int np) {
   kt_shared_t *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT(sh != MAP_FAILED);
   memset(sh, 0, sizeof *sh);
-  pid_t pid[2];
-  for (int r = 0; r < 2; r++) {
+  pid_t pid[MG_KERN_MAX_RANKS];
+  for (int r = 0; r < np; r++) {
     fflush(stdout);
     pid[r] = fork();
     ASSERT(pid[r] >= 0);
-    if (pid[r] == 0) _exit(kt_proc(r, sh));
+    if (pid[r] == 0) _exit(kt_proc(r, np, sh));
   }
   int fails = 0;
-  for (int r = 0; r < 2; r++) {
+  for (int r = 0; r < np; r++) {
     int status = 0;
     ASSERT_EQ(waitpid(pid[r], &status, 0), pid[r]);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fails++;
@@ -503,14 +547,17 @@ static void kt_time(kt_world_t *w, size_t bytes, mg__kern_algo_t algo, double *e
   const int iters = 100;
   const size_t count = bytes / 4;
   mg__CUevent e0, e1;
+  kt_use(w, 0); /* the events live on rank 0's GPU */
   GU_CU(mg__cuda.EventCreate(&e0, MG__CU_EVENT_DEFAULT), "cuEventCreate");
   GU_CU(mg__cuda.EventCreate(&e1, MG__CU_EVENT_DEFAULT), "cuEventCreate");
   kt_case_t c = {MG_FLOAT32, MG_SUM, count, KT_INPLACE, algo, 1};
   for (int r = 0; r < w->n; r++) kt_launch(w, &c, r); /* warm up */
   for (int r = 0; r < w->n; r++) gu_sync(&w->rk[r], GU_TIMEOUT_S, "bench warm-up");
+  kt_use(w, 0);
   GU_CU(mg__cuda.EventRecord(e0, w->rk[0].stream), "cuEventRecord");
   for (int i = 0; i < iters; i++)
     for (int r = 0; r < w->n; r++) kt_launch(w, &c, r);
+  kt_use(w, 0);
   GU_CU(mg__cuda.EventRecord(e1, w->rk[0].stream), "cuEventRecord");
   for (int r = 0; r < w->n; r++) gu_sync(&w->rk[r], GU_TIMEOUT_S, "bench eager");
   float ms = 0;
@@ -519,23 +566,35 @@ static void kt_time(kt_world_t *w, size_t bytes, mg__kern_algo_t algo, double *e
   mg__CUgraph g[MG_KERN_MAX_RANKS];
   mg__CUgraphExec x[MG_KERN_MAX_RANKS];
   for (int r = 0; r < w->n; r++) {
+    kt_use(w, r);
     GU_CU(mg__cuda.StreamBeginCapture(w->rk[r].stream, MG__CU_STREAM_CAPTURE_MODE_RELAXED), "capture");
     for (int i = 0; i < iters; i++) kt_launch(w, &c, r);
+    kt_use(w, r);
     GU_CU(mg__cuda.StreamEndCapture(w->rk[r].stream, &g[r]), "end capture");
     GU_CU(mg__cuda.GraphInstantiate(&x[r], g[r], 0), "instantiate");
   }
-  for (int r = 0; r < w->n; r++) GU_CU(mg__cuda.GraphLaunch(x[r], w->rk[r].stream), "launch"); /* warm */
+  for (int r = 0; r < w->n; r++) { /* warm up */
+    kt_use(w, r);
+    GU_CU(mg__cuda.GraphLaunch(x[r], w->rk[r].stream), "launch");
+  }
   for (int r = 0; r < w->n; r++) gu_sync(&w->rk[r], GU_TIMEOUT_S, "bench graph warm-up");
+  kt_use(w, 0);
   GU_CU(mg__cuda.EventRecord(e0, w->rk[0].stream), "cuEventRecord");
-  for (int r = 0; r < w->n; r++) GU_CU(mg__cuda.GraphLaunch(x[r], w->rk[r].stream), "launch");
+  for (int r = 0; r < w->n; r++) {
+    kt_use(w, r);
+    GU_CU(mg__cuda.GraphLaunch(x[r], w->rk[r].stream), "launch");
+  }
+  kt_use(w, 0);
   GU_CU(mg__cuda.EventRecord(e1, w->rk[0].stream), "cuEventRecord");
   for (int r = 0; r < w->n; r++) gu_sync(&w->rk[r], GU_TIMEOUT_S, "bench graph");
   GU_CU(mg__cuda.EventElapsedTime(&ms, e0, e1), "cuEventElapsedTime");
   *graph = 1e3 * ms / iters;
   for (int r = 0; r < w->n; r++) {
+    kt_use(w, r);
     GU_CU(mg__cuda.GraphExecDestroy(x[r]), "cuGraphExecDestroy");
     GU_CU(mg__cuda.GraphDestroy(g[r]), "cuGraphDestroy");
   }
+  kt_use(w, 0);
   GU_CU(mg__cuda.EventDestroy(e0), "cuEventDestroy");
   GU_CU(mg__cuda.EventDestroy(e1), "cuEventDestroy");
 }
@@ -588,9 +647,10 @@ static void kt_time_nccl(gu_dev_t *d, void *buf, size_t bytes, double *eager, do
 
 static void kt_bench(void) {
   if (mg__cuda.StreamBeginCapture == NULL) SKIP("the CUDA driver has no graph capture");
-  static const size_t sizes[] = {8, 1024, 32768, 262144, 1048576};
-  printf("| ranks on 1 GPU | algorithm | bytes | eager us | graph us |\n|---|---|---:|---:|---:|\n");
-  for (int n = 1; n <= 8; n *= 2) {
+  static const size_t sizes[] = {8, 1024, 32768, 262144, 1048576, 4194304};
+  printf("| ranks (GPUs: %d) | algorithm | bytes | eager us | graph us |\n|---|---|---:|---:|---:|\n",
+         kt_gpus);
+  for (int n = kt_gpus > 1 ? kt_gpus : 1; n <= 8; n *= 2) {
     kt_world_t w;
     kt_open(&w, n, 30.0);
     for (int a = MG__KERN_ONESHOT; a <= MG__KERN_TWOSHOT; a++)
@@ -600,13 +660,14 @@ static void kt_bench(void) {
         printf("| %d | %s | %zu | %.2f | %.2f |\n", n, mg__kern_algo_name((mg__kern_algo_t)a),
                sizes[i], e, g);
       }
-    if (n == 1)
+    if (n == 1 && kt_gpus == 1)
       for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         double e, g;
         kt_time_nccl(&w.rk[0], w.send[0], sizes[i], &e, &g);
         printf("| 1 | NCCL %d | %zu | %.2f | %.2f |\n", mg__lib_version(MG_LIB_NCCL), sizes[i], e, g);
       }
     kt_close(&w);
+    if (kt_gpus > 1) break; /* one rank per GPU */
   }
 }
 
@@ -614,11 +675,13 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const char *mode = argc > 1 ? argv[1] : "correct";
   const int n = argc > 2 ? atoi(argv[2]) : 2;
+  if (getenv("KT_GPUS") != NULL) kt_gpus = atoi(getenv("KT_GPUS"));
+  if (kt_gpus < 1 || kt_gpus > MG_KERN_MAX_RANKS) FAIL("KT_GPUS: 1 to %d", MG_KERN_MAX_RANKS);
   if (!mg__kern_built()) SKIP("mgcomm was built without nvcc: its kernels are not in it");
   if (strcmp(mode, "procs") == 0) {
-    gu_probe(1); /* no CUDA in this process: its children use it */
+    gu_probe(kt_gpus); /* no CUDA in this process: its children use it */
   } else {
-    gu_need(1);
+    gu_need(kt_gpus);
     if (mg__kern_available("test_gpu_kernels") != MG_OK) SKIP("%s", mg_last_error());
   }
   if (n < 1 || n > MG_KERN_MAX_RANKS) FAIL("ranks: 1 to %d", MG_KERN_MAX_RANKS);
@@ -626,7 +689,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "graph") == 0) kt_graph(n);
   else if (strcmp(mode, "timeout") == 0) kt_missing(n, 0);
   else if (strcmp(mode, "abort") == 0) kt_missing(n, 1);
-  else if (strcmp(mode, "procs") == 0) kt_procs();
+  else if (strcmp(mode, "procs") == 0) kt_procs(n);
   else if (strcmp(mode, "bench") == 0) kt_bench();
   else if (strcmp(mode, "nccl") == 0) kt_nccl();
   else FAIL("unknown mode %s", mode);
