@@ -117,7 +117,7 @@
     "mgcomm's all-reduce kernels: the largest message, bytes; each rank allocates twice this " \
     "on its GPU when its communicator first uses them; set alike on every rank")               \
   X(KERNELS_BLOCKS, INT, "0", 0, 64, "",                                                       \
-    "mgcomm's all-reduce kernels: blocks of a launch at most; 0 = the table (32); set alike "   \
+    "mgcomm's all-reduce kernels: blocks of a launch at most; 0 = the table (64); set alike "   \
     "on every rank")                                                                           \
   MG__PARAM_TESTING_ROWS(X)
 

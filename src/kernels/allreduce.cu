@@ -125,19 +125,23 @@ __device__ __forceinline__ void store_user(void *dst, size_t j, const pack_t &p,
   for (int i = 0; i < E && j * E + i < s.count; i++) elem<T>::store(dst, j * E + i, elem<T>::get(p, i));
 }
 
-/* Pack j of every rank, combined in rank order. Peers' memory is read around the L1 cache: a
- * line cached in an earlier call of the same parity would be stale. */
+/* Pack j of every rank, combined in rank order. Every rank's load is issued before the first
+ * is used (a peer's load over NVLink takes a microsecond or so: one after the other, 8 ranks
+ * would wait 8 times). Peers' memory is read around the L1 cache: a line cached in an earlier
+ * call of the same parity would be stale. */
 template <typename T, int OP>
 __device__ __forceinline__ pack_t reduce_pack(const mg_kern_args_t &a, size_t half_off, size_t j) {
   constexpr int E = elem<T>::per_pack;
+  pack_t p[MG_KERN_MAX_RANKS];
+#pragma unroll
+  for (int r = 0; r < MG_KERN_MAX_RANKS; r++)
+    if (r < a.nranks) p[r] = __ldcg((const pack_t *)((const char *)a.stage[r] + half_off) + j);
   float acc[E];
-  pack_t p = __ldcg((const pack_t *)((const char *)a.stage[0] + half_off) + j);
-  for (int i = 0; i < E; i++) acc[i] = elem<T>::get(p, i);
-#pragma unroll 1
-  for (int r = 1; r < a.nranks; r++) {
-    p = __ldcg((const pack_t *)((const char *)a.stage[r] + half_off) + j);
-    for (int i = 0; i < E; i++) acc[i] = combine<OP>(acc[i], elem<T>::get(p, i));
-  }
+  for (int i = 0; i < E; i++) acc[i] = elem<T>::get(p[0], i);
+#pragma unroll
+  for (int r = 1; r < MG_KERN_MAX_RANKS; r++)
+    if (r < a.nranks)
+      for (int i = 0; i < E; i++) acc[i] = combine<OP>(acc[i], elem<T>::get(p[r], i));
   if (OP == MG_KERN_OP_AVG)
     for (int i = 0; i < E; i++) acc[i] = acc[i] / (float)a.nranks;
   pack_t out;
@@ -236,7 +240,7 @@ template <typename T, int OP, int TWO_SHOT> __device__ void all_reduce(const mg_
 /* One entry point per algorithm, dtype and op, named mg_ar_<algo>_<dtype>_<op> (kern_module.c
  * looks them up by these names). */
 #define MG_KERN_ENTRY(algo, two, tname, T, oname, OP)                                          \
-  extern "C" __global__ void __launch_bounds__(MG_KERN_THREADS)                                \
+  extern "C" __global__ void __launch_bounds__(MG_KERN_THREADS, 2)                              \
       mg_ar_##algo##_##tname##_##oname(const mg_kern_args_t a) {                               \
     all_reduce<T, OP, two>(a);                                                                 \
   }

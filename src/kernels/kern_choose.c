@@ -32,7 +32,7 @@ void mg__kern_policy_table(int nranks, mg__kern_policy_t *out) {
   out->oneshot_max = nranks <= 2 ? 1 * MG__MIB : nranks <= 4 ? 512 * MG__KIB : 256 * MG__KIB;
   out->max_bytes = 4 * MG__MIB;
   out->staging = 4 * MG__MIB;
-  out->max_blocks = 32;
+  out->max_blocks = MG_KERN_MAX_BLOCKS; /* large messages are bandwidth-bound */
 }
 
 void mg__kern_policy_get(int nranks, mg__kern_policy_t *out) {

@@ -312,10 +312,17 @@ int mg__nccl_kern_wanted(mg__op_t *const *ops, int n) {
   return 0;
 }
 
+#define MG__NKERN_INLINE 16
+
 mg_status_t mg__nccl_kern_launch(mg__op_t *const *ops, int n) {
-  mg_comm_t **todo = calloc((size_t)n, sizeof *todo);
-  mg__op_t **rest = calloc((size_t)n, sizeof *rest);
-  int *algo = calloc((size_t)n, sizeof *algo);
+  /* A launch of a few operations allocates nothing (the common case: one all_reduce). */
+  mg_comm_t *todo_in[MG__NKERN_INLINE];
+  mg__op_t *rest_in[MG__NKERN_INLINE];
+  int algo_in[MG__NKERN_INLINE];
+  const int heap = n > MG__NKERN_INLINE;
+  mg_comm_t **todo = heap ? calloc((size_t)n, sizeof *todo) : todo_in;
+  mg__op_t **rest = heap ? calloc((size_t)n, sizeof *rest) : rest_in;
+  int *algo = heap ? calloc((size_t)n, sizeof *algo) : algo_in;
   mg_status_t s = MG_OK;
   if (todo == NULL || rest == NULL || algo == NULL)
     s = mg__error(MG_ERR_OUT_OF_MEMORY, "NCCL backend: out of memory for a launch of %d", n);
@@ -358,9 +365,11 @@ mg_status_t mg__nccl_kern_launch(mg__op_t *const *ops, int n) {
   }
   if (s == MG_OK && nrest > 0) s = mg__nccl_launch_nccl(rest, nrest);
   for (int i = 0; i < n; i++) ops[i]->status = s;
-  free(todo);
-  free(rest);
-  free(algo);
+  if (heap) {
+    free(todo);
+    free(rest);
+    free(algo);
+  }
   return s;
 }
 
