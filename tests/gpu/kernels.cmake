@@ -15,8 +15,10 @@ foreach(n 2 8)
   mg_test(NAME gpu_kernels_abort_${n} EXE test_gpu_kernels ARGS abort ${n} LABELS gpu TIMEOUT 120
           ENV ${MG_GPU_ENV})
 endforeach()
-mg_test(NAME gpu_kernels_procs_2 EXE test_gpu_kernels ARGS procs 2 LABELS gpu TIMEOUT 120
-        ENV ${MG_GPU_ENV})
+foreach(n 2 4)
+  mg_test(NAME gpu_kernels_procs_${n} EXE test_gpu_kernels ARGS procs ${n} LABELS gpu TIMEOUT 120
+          ENV ${MG_GPU_ENV})
+endforeach()
 # The NCCL backend's choice, forced to our kernels, on a communicator of one rank.
 mg_test(NAME gpu_kernels_nccl EXE test_gpu_kernels ARGS nccl LABELS gpu TIMEOUT 120
         ENV ${MG_GPU_ENV} MGCOMM_ALGO=mgcomm)
