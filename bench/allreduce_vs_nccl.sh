@@ -108,11 +108,11 @@ def med(v): return statistics.median(v) if v else float("nan")
 def bench_csv(path):  # bytes -> time_us of the in-place all_reduce
     with open(path) as f:
         return {int(r["bytes"]): float(r["time_us"]) for r in csv.DictReader(f) if r["inplace"] == "true"}
-def kern(path):  # (algorithm, bytes) -> graph us
+def kern(path, g):  # (algorithm, bytes) -> graph us, for g ranks (one per GPU)
     d = {}
     for line in open(path):
-        m = re.match(r"\| *\d+ \| (one-shot|two-shot) \| (\d+) \| [\d.]+ \| ([\d.]+) \|", line)
-        if m: d[(m.group(1), int(m.group(2)))] = float(m.group(3))
+        m = re.match(r"\| *(\d+) \| (one-shot|two-shot) \| (\d+) \| [\d.]+ \| ([\d.]+) \|", line)
+        if m and int(m.group(1)) == g: d[(m.group(2), int(m.group(3)))] = float(m.group(4))
     return d
 def ncclt(path):  # bytes -> in-place time us
     d = {}
@@ -136,7 +136,7 @@ L = ["# mgcomm's all-reduce kernels against NCCL", "",
 missed = 0
 for g in map(int, counts):
     plain = {a: [bench_csv(p) for p in sorted(glob.glob("%s/%s-%d-*.csv" % (logs, a, g)))] for a in ("nccl", "mgcomm")}
-    kg = [kern(p) for p in sorted(glob.glob("%s/kern-%d-*.txt" % (logs, g)))]
+    kg = [kern(p, g) for p in sorted(glob.glob("%s/kern-%d-*.txt" % (logs, g)))]
     nt = [ncclt(p) for p in sorted(glob.glob("%s/nt-%d-*.txt" % (logs, g)))]
     sizes = sorted(set(plain["nccl"][0]) if plain["nccl"] else [])
     L += ["## %d GPUs" % g, "",
