@@ -7,7 +7,8 @@
  * enqueued), nccl_config.c (mg_config_t's NCCL fields into ncclConfig_t, by version),
  * nccl_mem.c (allocation, copies, registration), nccl_mark.c (completion: events, host
  * functions, the library's own streams), nccl_progress.c (comm tags, and the progress the ranks
- * of this process publish to each other), nccl_check_coll.c (the collective check's exchange).
+ * of this process publish to each other), nccl_check_coll.c (the collective check's exchange),
+ * nccl_kern.c (all_reduce through mgcomm's own kernels, docs/kernels.md).
  *
  * Two NCCL communicators per rank in blocking mode (the default):
  * `lc`, nonblocking, for what must stay bounded and abortable while it waits for peers (init,

@@ -643,8 +643,6 @@ static void n_destroy(mg_comm_t *comm) {
 mg_status_t mg__nccl_async_error(mg_comm_t *comm) {
   /* A peer of this process that stopped: NCCL would not say so (nccl_progress.c). */
   if (!atomic_load(&comm->aborting)) MG_CHECK(mg__nccl_peers_stopped(comm));
-  /* One of our kernels that gave up waiting for a peer (nccl_kern.c). */
-  if (!atomic_load(&comm->aborting)) MG_CHECK(mg__nccl_kern_status(comm));
   /* One of another process, as the layer that made the communicator heard it (mg_comm_init_env:
    * the progress published through the job's store). */
   int who = -1, how = 0;
@@ -669,6 +667,9 @@ mg_status_t mg__nccl_async_error(mg_comm_t *comm) {
       mg__error_prefix("rank %d of %d (device %d)", comm->rank, comm->nranks, comm->device);
     }
   }
+  /* One of our kernels that gave up waiting for a peer (nccl_kern.c; its state is set up and
+   * freed under the lock). */
+  if (st == MG_OK && !atomic_load(&comm->aborting)) st = mg__nccl_kern_status(comm);
   pthread_mutex_unlock(&comm->lock);
   return st;
 }

@@ -45,13 +45,21 @@ typedef struct mg__nkern_rec {
   char why[156];          /* ok == 0: why not */
 } mg__nkern_rec_t;
 
+/* comm's state, made on first use (the first all_reduce's check, which may run outside the
+ * comm's lock): published with release, read with acquire, so that the watchdog (async_error)
+ * and the abort's interrupt see it whole or not at all. */
 static mg__nkern_t *mg__nkern(mg_comm_t *comm) {
   mg__ncomm_t *nx = mg__ncomm(comm);
-  if (nx->kern == NULL) {
-    nx->kern = calloc(1, sizeof *nx->kern);
-    if (nx->kern != NULL) mg__kern_policy_get(comm->nranks, &nx->kern->pol);
-  }
-  return nx->kern;
+  mg__nkern_t *k = __atomic_load_n(&nx->kern, __ATOMIC_ACQUIRE);
+  if (k != NULL) return k;
+  k = calloc(1, sizeof *k);
+  if (k == NULL) return NULL;
+  mg__kern_policy_get(comm->nranks, &k->pol);
+  mg__nkern_t *none = NULL;
+  if (__atomic_compare_exchange_n(&nx->kern, &none, k, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return k;
+  free(k); /* another thread's is there */
+  return none;
 }
 
 /* Why the kernels cannot run in this process (not built, no driver support), or NULL. */
@@ -286,8 +294,9 @@ out:
     if (nx->kern->state > 0 || nx->kern->ctx == NULL) continue;
     mg__CUcontext saved = NULL;
     if (mg__device_ctx_enter(nx->ctx, &saved) == MG_OK) {
-      mg__kern_ctx_destroy(nx->kern->ctx);
-      nx->kern->ctx = NULL;
+      mg__kern_ctx_t *gone = nx->kern->ctx;
+      __atomic_store_n(&nx->kern->ctx, NULL, __ATOMIC_RELEASE); /* the interrupt's view first */
+      mg__kern_ctx_destroy(gone);
       mg__device_ctx_leave(nx->ctx, saved);
     }
   }
@@ -376,12 +385,12 @@ mg_status_t mg__nccl_kern_launch(mg__op_t *const *ops, int n) {
 /* ---- life --------------------------------------------------------------------------------- */
 
 void mg__nccl_kern_abort(mg_comm_t *comm) {
-  const mg__nkern_t *k = mg__ncomm(comm)->kern;
-  if (k != NULL) mg__kern_ctx_abort(k->ctx);
+  const mg__nkern_t *k = __atomic_load_n(&mg__ncomm(comm)->kern, __ATOMIC_ACQUIRE);
+  if (k != NULL) mg__kern_ctx_abort(__atomic_load_n(&k->ctx, __ATOMIC_ACQUIRE));
 }
 
 mg_status_t mg__nccl_kern_status(mg_comm_t *comm) {
-  const mg__nkern_t *k = mg__ncomm(comm)->kern;
+  const mg__nkern_t *k = __atomic_load_n(&mg__ncomm(comm)->kern, __ATOMIC_ACQUIRE);
   if (k == NULL || k->ctx == NULL) return MG_OK;
   mg_status_t s = mg__kern_ctx_status(k->ctx);
   if (s != MG_OK) mg__error_prefix("device %d", comm->device);
