@@ -12,3 +12,11 @@ endif()
 add_test(NAME kernels_no_nvcc COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/kernels_no_nvcc.sh
          ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/no-nvcc)
 set_tests_properties(kernels_no_nvcc PROPERTIES TIMEOUT 900 LABELS "unit;slow" SKIP_RETURN_CODE 77)
+# MGCOMM_ALGO=mgcomm where the driver lacks what the kernels need (the simulated one).
+if(TARGET mgsim_nccl)
+  mg_test(NAME kern_sim_forced SOURCES kern_sim.c LABELS sim TIMEOUT 120
+          ENV "MGCOMM_CUDA_LIBRARY=$<TARGET_FILE:mgsim_cuda>"
+              "MGCOMM_NCCL_LIBRARY=$<TARGET_FILE:mgsim_nccl>" MGCOMM_BACKEND=nccl MGSIM_DEVICES=2
+              MGCOMM_ALGO=mgcomm)
+  add_dependencies(kern_sim_forced mgsim_cuda mgsim_nccl)
+endif()
