@@ -64,7 +64,7 @@ check() { # NAME COMMAND...: runs it, keeps its output, records PASS/FAIL
   local name=$1
   shift
   if timeout 300 "$@" >"$logs/t-$name.txt" 2>&1; then
-    echo "PASS $name: $(grep -E 'cases|replays|ended|correct' "$logs/t-$name.txt" | tail -1)" >>"$out/tests.txt"
+    echo "PASS $name: $(grep -E 'cases|replays|ended|correct|queued' "$logs/t-$name.txt" | tail -1)" >>"$out/tests.txt"
   else
     echo "FAIL $name (exit $?): $(tail -3 "$logs/t-$name.txt" | tr '\n' ' ')" >>"$out/tests.txt"
     tests_failed=1
@@ -72,7 +72,7 @@ check() { # NAME COMMAND...: runs it, keeps its output, records PASS/FAIL
 }
 for g in $gpu_counts; do
   say "$g GPUs: correctness"
-  for mode in correct graph procs; do
+  for mode in correct mixed graph procs; do
     check "$mode-$g" env KT_GPUS="$g" "$kt" "$mode" "$g"
   done
   for mode in timeout abort; do # a rank that never comes needs another that waits for it

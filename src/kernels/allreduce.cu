@@ -2,7 +2,7 @@
  * allreduce.cu -- mgcomm's own all-reduce kernels over peer memory (docs/kernels.md).
  *
  * Every rank owns one device allocation that its peers map (peer pointers in one process, CUDA
- * IPC across processes): flags, an epoch counter per block and a staging area of two halves.
+ * IPC across processes): flags, the epoch of its calls and a staging area of two halves.
  * A call copies this rank's input into the half of the call's parity, meets the peers at a
  * barrier, and reduces from the peers' halves:
  *   one-shot: every rank reads every rank's whole input and reduces it;
@@ -15,9 +15,13 @@
  * touches the same elements in every phase (the same grid-stride pattern), so the barrier of
  * block b alone orders them. A flag holds the epoch of the call that wrote it (monotonic,
  * compared modulo 2^32), so nothing is ever reset. A rank writes the half of parity e & 1 in
- * call e only after it passed the barrier of call e - 1, which every peer reached only once it
- * had finished call e - 2, the last one to read that half. The epoch lives in device memory (a
- * counter per block), so a CUDA graph replays correctly: nothing of a call is a host value.
+ * call e only after its kernel of call e - 1 ended, every block of it past a barrier of call
+ * e - 1, which every peer reached only once its whole kernel of call e - 2, the last one to read
+ * that half, had ended (a rank's kernels run one after the other on its stream). The epoch is
+ * one per call, the same in every block: calls of different sizes have different grids, and an
+ * epoch per block would let block b write a half in which another block of a peer still reads
+ * the previous call's data. It lives in device memory: the last block of a call to finish
+ * advances it, so a CUDA graph replays correctly (nothing of a call is a host value).
  *
  * Bounded waits: a block that spins on a peer's flag looks, every 1024 polls, at the abort word
  * (host memory mapped into the device, set by mgcomm's abort and watchdog) and at the device's
@@ -191,7 +195,9 @@ __device__ bool barrier(const mg_kern_args_t &a, int phase, unsigned e) {
 template <typename T, int OP, int TWO_SHOT> __device__ void all_reduce(const mg_kern_args_t &a) {
   constexpr int E = elem<T>::per_pack;
   __shared__ unsigned epoch;
-  if (threadIdx.x == 0) epoch = a.counter[blockIdx.x] + 1;
+  /* Every block of the call reads it before the last one advances it: that one is the last to
+   * finish, after every other block started. */
+  if (threadIdx.x == 0) epoch = a.counter[MG_KERN_EPOCH] + 1;
   __syncthreads();
   const unsigned e = epoch;
   const size_t half_off = (e & 1) ? a.half_bytes : 0;
@@ -232,7 +238,13 @@ template <typename T, int OP, int TWO_SHOT> __device__ void all_reduce(const mg_
     }
   }
   __syncthreads();
-  if (threadIdx.x == 0) a.counter[blockIdx.x] = e;
+  if (threadIdx.x == 0) {
+    __threadfence(); /* this block's read of the epoch happens before the count below */
+    if (atomicAdd(&a.counter[MG_KERN_FINISHED], 1u) == gridDim.x - 1) {
+      a.counter[MG_KERN_FINISHED] = 0;
+      a.counter[MG_KERN_EPOCH] = e; /* the next call is ordered after this kernel's end */
+    }
+  }
 }
 
 }  // namespace

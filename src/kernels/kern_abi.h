@@ -20,19 +20,21 @@ enum { MG_KERN_OP_SUM = 0, MG_KERN_OP_AVG = 1, MG_KERN_OP_MAX = 2, MG_KERN_OP_MI
 enum { MG_KERN_GAVE_UP_TIMEOUT = 1, MG_KERN_GAVE_UP_ABORT = 2 };
 
 /* Each rank's allocation: the flags (2 barriers x MAX_BLOCKS x MAX_RANKS words: slot
- * [phase][block][rank] holds the epoch at which that rank's block arrived), the epoch counters
- * (one per block; only the owner touches them), then the staging area at MG_KERN_STAGE_OFF: two
- * halves of half_bytes each. */
+ * [phase][block][rank] holds the epoch of the call at which that rank's block arrived), the
+ * counters (only the owner touches them: the epoch of its last call, and how many blocks of the
+ * running call have finished), then the staging area at MG_KERN_STAGE_OFF: two halves of
+ * half_bytes each. */
 #define MG_KERN_FLAG_WORDS (2 * MG_KERN_MAX_BLOCKS * MG_KERN_MAX_RANKS)
 #define MG_KERN_COUNTER_OFF (MG_KERN_FLAG_WORDS * 4)
 #define MG_KERN_STAGE_OFF 8192
+enum { MG_KERN_EPOCH = 0, MG_KERN_FINISHED = 1 }; /* the counters' words */
 
 typedef struct mg_kern_args {
   const void *send;          /* this rank's input */
   void *recv;                /* this rank's output (may be send) */
   void *stage[MG_KERN_MAX_RANKS];     /* every rank's staging area, as this rank maps it */
   unsigned *flags[MG_KERN_MAX_RANKS]; /* every rank's flags, as this rank maps them */
-  unsigned *counter;         /* this rank's epoch counters */
+  unsigned *counter;         /* this rank's counters (MG_KERN_EPOCH, MG_KERN_FINISHED) */
   const int *abort;          /* host-mapped: nonzero makes a waiting block give up */
   int *error;                /* host-mapped: why a block gave up (MG_KERN_GAVE_UP_*) */
   size_t count;              /* elements */

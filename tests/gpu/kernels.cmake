@@ -8,6 +8,8 @@ foreach(n 1 2 4 8)
           ARGS correct ${n} LABELS gpu TIMEOUT 600 ENV ${MG_GPU_ENV})
 endforeach()
 foreach(n 2 8)
+  mg_test(NAME gpu_kernels_mixed_${n} EXE test_gpu_kernels ARGS mixed ${n} LABELS gpu TIMEOUT 120
+          ENV ${MG_GPU_ENV})
   mg_test(NAME gpu_kernels_graph_${n} EXE test_gpu_kernels ARGS graph ${n} LABELS gpu TIMEOUT 120
           ENV ${MG_GPU_ENV})
   mg_test(NAME gpu_kernels_timeout_${n} EXE test_gpu_kernels ARGS timeout ${n} LABELS gpu

@@ -41,7 +41,7 @@ bench=$(timeout 120 ./tests/gpu/test_gpu_kernels bench 2>&1) || rc=1
   echo
   echo "## What the tests printed"
   echo
-  grep -E '^[0-9]+: (correct|graph|timeout|abort|procs|rank [0-9]+ ended|PASS)' "$log" | sed 's/^/    /'
+  grep -E '^[0-9]+: (correct|mixed|graph|timeout|abort|procs|nccl|rank [0-9]+ ended|PASS)' "$log" | sed 's/^/    /'
   echo
   echo "## Times on one GPU (us per all_reduce, float32 sum in place; ranks share the GPU)"
   echo

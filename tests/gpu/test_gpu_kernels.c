@@ -9,6 +9,9 @@
  *                                misaligned), sizes from 1 element to the limit, against an exact
  *                                reference: bits equal on every rank and in every run
  *   test_gpu_kernels graph N     capture two all_reduces per rank in a CUDA graph, replay it
+ *   test_gpu_kernels mixed N     24 calls queued on every rank without a wait between them, whose
+ *                                sizes (hence grids) and algorithms alternate, each from its own
+ *                                input to its own output: the staging halves' reuse across calls
  *   test_gpu_kernels timeout N   rank 0 never launches: the others end MG_ERR_TIMED_OUT within
  *                                the deadline, and the GPU is still usable
  *   test_gpu_kernels abort N     rank 0 never launches: an abort ends the others at once
@@ -371,6 +374,67 @@ static void kt_graph(int n) {
   if (bad != 0) FAIL("%ld wrong elements", bad);
 }
 
+/* Calls queued back to back: rank by rank, every call of a rank before the next rank's, so that
+ * the ranks' kernels overlap in every way; sizes alternate between one block and KT_BLOCKS
+ * blocks, algorithms every second call. Each call has its own input and output. */
+static void kt_mixed(int n) {
+  enum { CALLS = 24 };
+  const size_t big = 262144, small = 1000; /* float32 elements: 1 MiB, and 4000 bytes */
+  kt_world_t w;
+  kt_open(&w, n, 30.0, KT_BLOCKS);
+  char *din[MG_KERN_MAX_RANKS], *dout[MG_KERN_MAX_RANKS];
+  char *hin[MG_KERN_MAX_RANKS][CALLS];
+  for (int r = 0; r < n; r++) {
+    din[r] = gu_alloc(&w.rk[r], CALLS * big * 4);
+    dout[r] = gu_alloc(&w.rk[r], CALLS * big * 4);
+    for (int k = 0; k < CALLS; k++) {
+      const size_t cnt = k % 2 ? small : big;
+      hin[r][k] = malloc(big * 4);
+      ASSERT(hin[r][k] != NULL);
+      ref_fill(hin[r][k], cnt, MG_FLOAT32, 5000 + (uint64_t)(k * n + r));
+      gu_put(&w.rk[r], din[r] + k * big * 4, hin[r][k], cnt * 4);
+    }
+    gu_sync(&w.rk[r], GU_TIMEOUT_S, "mixed inputs");
+  }
+  for (int r = 0; r < n; r++)
+    for (int k = 0; k < CALLS; k++) {
+      kt_use(&w, r);
+      const mg__kern_algo_t algo = (k / 2) % 2 ? MG__KERN_TWOSHOT : MG__KERN_ONESHOT;
+      if (mg__kern_all_reduce(w.ctx[r], din[r] + k * big * 4, dout[r] + k * big * 4,
+                              k % 2 ? small : big, MG_FLOAT32, MG_SUM, algo,
+                              w.rk[r].stream) != MG_OK)
+        FAIL("rank %d call %d: %s", r, k, mg_last_error());
+    }
+  long bad = 0;
+  float *want = malloc(big * 4), *got = malloc(big * 4);
+  ASSERT(want != NULL && got != NULL);
+  for (int k = 0; k < CALLS; k++) {
+    const size_t cnt = k % 2 ? small : big;
+    char *in[MG_KERN_MAX_RANKS];
+    for (int r = 0; r < n; r++) in[r] = hin[r][k];
+    kt_expect(want, in, n, cnt, MG_FLOAT32, MG_SUM);
+    for (int r = 0; r < n; r++) {
+      gu_get(&w.rk[r], got, dout[r] + k * big * 4, cnt * 4);
+      gu_sync(&w.rk[r], GU_TIMEOUT_S, "mixed results");
+      for (size_t i = 0; i < cnt; i++)
+        if (memcmp(&got[i], &want[i], 4) != 0 && bad++ < 5)
+          fprintf(stderr, "mixed: call %d rank %d element %zu: got %.9g want %.9g\n", k, r, i,
+                  (double)got[i], (double)want[i]);
+    }
+  }
+  printf("mixed %d ranks: %d calls queued back to back, grids of 1 and %d blocks, %ld wrong "
+         "elements\n", n, CALLS, KT_BLOCKS, bad);
+  free(want);
+  free(got);
+  for (int r = 0; r < n; r++) {
+    for (int k = 0; k < CALLS; k++) free(hin[r][k]);
+    gu_free(&w.rk[r], din[r]);
+    gu_free(&w.rk[r], dout[r]);
+  }
+  kt_close(&w);
+  if (bad != 0) FAIL("%ld wrong elements", bad);
+}
+
 /* Rank 0 never launches; the others wait on the GPU until their deadline (timeout) or the abort
  * (abort). Then the GPU must still work. */
 static void kt_missing(int n, int abort_them) {
@@ -689,6 +753,7 @@ int main(int argc, char **argv) {
   if (n < 1 || n > MG_KERN_MAX_RANKS) FAIL("ranks: 1 to %d", MG_KERN_MAX_RANKS);
   if (strcmp(mode, "correct") == 0) kt_correct(n);
   else if (strcmp(mode, "graph") == 0) kt_graph(n);
+  else if (strcmp(mode, "mixed") == 0) kt_mixed(n);
   else if (strcmp(mode, "timeout") == 0) kt_missing(n, 0);
   else if (strcmp(mode, "abort") == 0) kt_missing(n, 1);
   else if (strcmp(mode, "procs") == 0) kt_procs(n);
