@@ -466,6 +466,7 @@ static mg_status_t n_finalize(mg_comm_t *comm, double deadline) {
 static mg_status_t n_revoke(mg_comm_t *comm, double deadline) {
   static const char fn[] = "mg_comm_revoke";
   MG_CHECK(mg__feature_require(MG_FEATURE_NCCL_REVOKE, fn));
+  mg__nccl_kern_abort(comm); /* our kernels in flight stop too */
   mg__ncomm_t *nx = mg__ncomm(comm);
   mg__CUcontext saved = NULL;
   MG_CHECK(mg__device_ctx_enter(nx->ctx, &saved));
