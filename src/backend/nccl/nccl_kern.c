@@ -148,7 +148,8 @@ static int mg__nccl_peers_work(mg_comm_t *comm, const mg__nkern_rec_t *all, char
 
 /* All-gathers the records mine[i] of comms[i] into all[i] (nranks records each), as one NCCL
  * group on a stream of its own per communicator, and waits for it on the host within deadline.
- * The contexts are not current on entry. */
+ * The copies go through page-locked memory on that (non-blocking) stream, so that nothing waits
+ * for other streams or blocks the host. The contexts are not current on entry. */
 static mg_status_t mg__nkern_allgather(mg_comm_t *const *comms, int n, mg__nkern_rec_t *const *mine,
                                        mg__nkern_rec_t *const *all, double deadline) {
   const size_t rb = sizeof(mg__nkern_rec_t);
@@ -156,17 +157,23 @@ static mg_status_t mg__nkern_allgather(mg_comm_t *const *comms, int n, mg__nkern
   mg__op_t **p = calloc((size_t)n, sizeof *p);
   mg__CUdeviceptr *buf = calloc((size_t)n, sizeof *buf);
   mg__CUstream *st = calloc((size_t)n, sizeof *st);
+  char **host = calloc((size_t)n, sizeof *host);
   mg_status_t s = MG_OK;
-  if (ops == NULL || p == NULL || buf == NULL || st == NULL)
+  int launched = 0; /* the all-gather was posted */
+  if (ops == NULL || p == NULL || buf == NULL || st == NULL || host == NULL)
     s = mg__error(MG_ERR_OUT_OF_MEMORY, "out of memory for the kernels' set-up");
   for (int i = 0; i < n && s == MG_OK; i++) {
     mg__ncomm_t *nx = mg__ncomm(comms[i]);
     mg__CUcontext saved = NULL;
     MG_CHECK_GOTO(mg__device_ctx_enter(nx->ctx, &saved), s, out);
+    const size_t bytes = (size_t)(comms[i]->nranks + 1) * rb;
     mg__CUresult r = mg__cuda.StreamCreate(&st[i], MG__CU_STREAM_NON_BLOCKING);
-    if (r == MG__CUDA_SUCCESS) r = mg__cuda.MemAlloc(&buf[i], (size_t)(comms[i]->nranks + 1) * rb);
-    if (r == MG__CUDA_SUCCESS)
-      r = mg__cuda.MemcpyHtoD(buf[i], mine[i], rb); /* small and once: a synchronous copy */
+    if (r == MG__CUDA_SUCCESS) r = mg__cuda.MemAlloc(&buf[i], bytes);
+    if (r == MG__CUDA_SUCCESS) r = mg__cuda.MemAllocHost((void **)&host[i], bytes);
+    if (r == MG__CUDA_SUCCESS) {
+      memcpy(host[i], mine[i], rb);
+      r = mg__cuda.MemcpyAsync(buf[i], (mg__CUdeviceptr)(uintptr_t)host[i], rb, st[i]);
+    }
     mg__device_ctx_leave(nx->ctx, saved);
     if (r != MG__CUDA_SUCCESS) s = mg__cu_error(r, "preparing the kernels' exchange");
     ops[i] = (mg__op_t){.kind = MG_OPK_ALL_GATHER, .comm = comms[i],
@@ -176,7 +183,19 @@ static mg_status_t mg__nkern_allgather(mg_comm_t *const *comms, int n, mg__nkern
                         .deadline = deadline, .status = MG_INPROGRESS};
     p[i] = &ops[i];
   }
-  if (s == MG_OK) s = mg__nccl_launch(p, n);
+  if (s == MG_OK) {
+    launched = 1;
+    s = mg__nccl_launch(p, n);
+  }
+  for (int i = 0; i < n && s == MG_OK; i++) { /* every rank's record back, behind the gather */
+    mg__ncomm_t *nx = mg__ncomm(comms[i]);
+    mg__CUcontext saved = NULL;
+    MG_CHECK_GOTO(mg__device_ctx_enter(nx->ctx, &saved), s, out);
+    const mg__CUresult r = mg__cuda.MemcpyAsync((mg__CUdeviceptr)(uintptr_t)(host[i] + rb),
+                                                buf[i] + rb, (size_t)comms[i]->nranks * rb, st[i]);
+    mg__device_ctx_leave(nx->ctx, saved);
+    if (r != MG__CUDA_SUCCESS) s = mg__cu_error(r, "reading the kernels' exchange");
+  }
   /* Wait for every stream, polling, within the deadline; an abort ends the wait. */
   for (mg__nccl_backoff_t b = {0, 0}; s == MG_OK;) {
     int pending = 0;
@@ -198,29 +217,28 @@ static mg_status_t mg__nkern_allgather(mg_comm_t *const *comms, int n, mg__nkern
                     "by the deadline: a rank did not call this all_reduce");
     else mg__nccl_backoff(&b, now);
   }
-  for (int i = 0; i < n && s == MG_OK; i++) {
-    mg__ncomm_t *nx = mg__ncomm(comms[i]);
-    mg__CUcontext saved = NULL;
-    MG_CHECK_GOTO(mg__device_ctx_enter(nx->ctx, &saved), s, out);
-    const mg__CUresult r = mg__cuda.MemcpyDtoH(all[i], buf[i] + rb, (size_t)comms[i]->nranks * rb);
-    mg__device_ctx_leave(nx->ctx, saved);
-    if (r != MG__CUDA_SUCCESS) s = mg__cu_error(r, "reading the kernels' exchange");
-  }
+  for (int i = 0; i < n && s == MG_OK; i++)
+    memcpy(all[i], host[i] + rb, (size_t)comms[i]->nranks * rb);
 out:
   for (int i = 0; buf != NULL && st != NULL && i < n; i++) {
     mg__ncomm_t *nx = mg__ncomm(comms[i]);
     mg__CUcontext saved = NULL;
     if (mg__device_ctx_enter(nx->ctx, &saved) != MG_OK) continue;
-    /* A timed-out exchange may still run: freeing waits for it, and the communicator is aborted
-     * then, which ends it. Both fail only for a context that is gone. */
+    /* Each fails only for a context that is gone. An exchange that failed once launched may
+     * still be queued (a peer that never came): its buffers stay (a few hundred bytes, once per
+     * communicator, which is broken by then), as freeing them would wait for it. */
     if (st[i] != NULL) (void)mg__cuda.StreamDestroy(st[i]);
-    if (buf[i] != 0) (void)mg__cuda.MemFree(buf[i]);
+    if (!(launched && s != MG_OK)) {
+      if (buf[i] != 0) (void)mg__cuda.MemFree(buf[i]);
+      if (host != NULL && host[i] != NULL) (void)mg__cuda.MemFreeHost(host[i]);
+    }
     mg__device_ctx_leave(nx->ctx, saved);
   }
   free(ops);
   free(p);
   free(buf);
   free(st);
+  free(host);
   return s;
 }
 
@@ -288,8 +306,10 @@ static mg_status_t mg__nkern_setup(mg_comm_t *const *comms, int n, double deadli
               comms[i]->rank, k->why);
   }
 out:
-  /* The contexts of communicators that are not ready go (the exchange failed, or the verdict). */
-  for (int i = 0; i < n; i++) {
+  /* The contexts of communicators the verdict found unable go. After a failed exchange they stay
+   * until destroy (mg__nccl_kern_release): freeing device memory can wait for the exchange still
+   * queued, which only the abort of the broken communicator ends. */
+  for (int i = 0; i < n && s == MG_OK; i++) {
     mg__ncomm_t *nx = mg__ncomm(comms[i]);
     if (nx->kern->state > 0 || nx->kern->ctx == NULL) continue;
     mg__CUcontext saved = NULL;
