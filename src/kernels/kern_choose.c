@@ -51,40 +51,44 @@ void mg__kern_policy_get(int nranks, mg__kern_policy_t *out) {
   if (out->max_bytes > out->staging) out->max_bytes = out->staging;
 }
 
-/* Why ours cannot run c at all (whatever the size limit), or NULL. */
+/* Why ours cannot run c at all (whatever the size limit), or NULL. The reason is written into
+ * buf only when buf is not NULL (formatting costs more than the rest of the choice, and most
+ * calls need no text); otherwise a non-NULL empty string says "cannot". */
 static const char *mg__kern_cannot(const mg__kern_policy_t *p, const mg__kern_case_t *c,
                                    char *buf, size_t len) {
   if (c->unavailable != NULL) return c->unavailable;
+  if (c->no_peers != NULL && c->nranks >= 1 && c->nranks <= MG_KERN_MAX_RANKS) return c->no_peers;
   if (c->nranks < 1 || c->nranks > MG_KERN_MAX_RANKS) {
-    snprintf(buf, len, "they serve 1 to %d ranks, not %d", MG_KERN_MAX_RANKS, c->nranks);
-    return buf;
+    if (buf != NULL)
+      snprintf(buf, len, "they serve 1 to %d ranks, not %d", MG_KERN_MAX_RANKS, c->nranks);
+  } else if (mg__kern_dtype_index(c->dtype) < 0) {
+    if (buf != NULL)
+      snprintf(buf, len, "they reduce float32, float16 and bfloat16, not %s",
+               mg_dtype_name(c->dtype));
+  } else if (c->custom_op || mg__kern_op_index(c->op) < 0) {
+    if (buf != NULL)
+      snprintf(buf, len, "they reduce with sum, avg, max and min, not %s",
+               c->custom_op ? "premul_sum" : mg_op_name(c->op));
+  } else if (c->bytes > p->staging) {
+    if (buf != NULL)
+      snprintf(buf, len, "%zu bytes exceed their staging area of %zu bytes "
+               "(MGCOMM_KERNELS_STAGING_BYTES)", c->bytes, p->staging);
+  } else {
+    return NULL;
   }
-  if (c->no_peers != NULL) return c->no_peers;
-  if (mg__kern_dtype_index(c->dtype) < 0) {
-    snprintf(buf, len, "they reduce float32, float16 and bfloat16, not %s", mg_dtype_name(c->dtype));
-    return buf;
-  }
-  if (c->custom_op || mg__kern_op_index(c->op) < 0) {
-    snprintf(buf, len, "they reduce with sum, avg, max and min, not %s",
-             c->custom_op ? "premul_sum" : mg_op_name(c->op));
-    return buf;
-  }
-  if (c->bytes > p->staging) {
-    snprintf(buf, len, "%zu bytes exceed their staging area of %zu bytes "
-             "(MGCOMM_KERNELS_STAGING_BYTES)", c->bytes, p->staging);
-    return buf;
-  }
-  return NULL;
+  return buf != NULL ? buf : "";
 }
 
 mg_status_t mg__kern_choose(const mg__kern_policy_t *p, const mg__kern_case_t *c,
                             mg__kern_algo_t *algo, char *why, size_t len, const char *fn) {
   char buf[160];
+  /* Text only where someone reads it: the caller's why, or the refusal of MGCOMM_ALGO=mgcomm. */
+  char *text = (why != NULL && len > 0) || p->mode == MG__KERN_MODE_MGCOMM ? buf : NULL;
   const char *reason = NULL;
   mg__kern_algo_t a = MG__KERN_NCCL;
   if (p->mode == MG__KERN_MODE_NCCL) {
     reason = "MGCOMM_ALGO=nccl";
-  } else if ((reason = mg__kern_cannot(p, c, buf, sizeof buf)) != NULL) {
+  } else if ((reason = mg__kern_cannot(p, c, text, sizeof buf)) != NULL) {
     if (p->mode == MG__KERN_MODE_MGCOMM)
       return mg__error(MG_ERR_NOT_SUPPORTED,
                        "%s: MGCOMM_ALGO=mgcomm, but mgcomm's all-reduce kernels cannot run this "
@@ -92,9 +96,10 @@ mg_status_t mg__kern_choose(const mg__kern_policy_t *p, const mg__kern_case_t *c
                        mg_dtype_name(c->dtype), c->bytes, c->custom_op ? "premul_sum" : mg_op_name(c->op),
                        c->nranks, reason);
   } else if (p->mode == MG__KERN_MODE_AUTO && c->bytes > p->max_bytes) {
-    snprintf(buf, sizeof buf, "%zu bytes are above the kernels' limit of %zu bytes "
-             "(MGCOMM_KERNELS_MAX_BYTES)", c->bytes, p->max_bytes);
-    reason = buf;
+    if (text != NULL)
+      snprintf(buf, sizeof buf, "%zu bytes are above the kernels' limit of %zu bytes "
+               "(MGCOMM_KERNELS_MAX_BYTES)", c->bytes, p->max_bytes);
+    reason = text != NULL ? text : "";
   } else {
     a = c->bytes <= p->oneshot_max ? MG__KERN_ONESHOT : MG__KERN_TWOSHOT;
   }

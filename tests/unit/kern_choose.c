@@ -76,6 +76,19 @@ static void table(void) {
   c.unavailable = "not in this build";
   ASSERT_EQ(pick(&p, c, why), MG__KERN_NCCL);
   ASSERT_STR_EQ(why, "not in this build");
+  /* Without a why (the NCCL backend's every call) the same choices, with no text made. */
+  static const mg__kern_case_t quiet[] = {{4, NULL, NULL, MG_INT32, MG_SUM, 0, 64},
+                                          {9, NULL, NULL, MG_FLOAT32, MG_SUM, 0, 64},
+                                          {4, NULL, NULL, MG_FLOAT32, MG_SUM, 0, 5 * MIB},
+                                          {4, NULL, NULL, MG_FLOAT32, MG_SUM, 0, 64},
+                                          {4, NULL, NULL, MG_FLOAT32, MG_SUM, 0, 1 * MIB}};
+  static const mg__kern_algo_t quiet_want[] = {MG__KERN_NCCL, MG__KERN_NCCL, MG__KERN_NCCL,
+                                               MG__KERN_ONESHOT, MG__KERN_TWOSHOT};
+  for (int i = 0; i < 5; i++) {
+    mg__kern_algo_t q = (mg__kern_algo_t)-1;
+    ASSERT_OK(mg__kern_choose(&p, &quiet[i], &q, NULL, 0, "test"));
+    ASSERT_EQ(q, quiet_want[i]);
+  }
   /* MGCOMM_ALGO=nccl: never ours. */
   p.mode = MG__KERN_MODE_NCCL;
   ASSERT_EQ(pick(&p, kc(4, MG_FLOAT32, MG_SUM, 8), why), MG__KERN_NCCL);
