@@ -1483,7 +1483,8 @@ typedef enum mg_feature {
   MG_FEATURE_NCCL_SIGNALS = 13,     /* ncclPutSignal, ncclSignal, ncclWaitSignal, NCCL >= 2.29.2 */
   MG_FEATURE_NCCL_SUSPEND = 14,     /* ncclCommSuspend/Resume, ncclCommMemStats, NCCL >= 2.29.7 */
   MG_FEATURE_NCCL_PARAMS = 15,      /* NCCL's parameter API, NCCL >= 2.30.7 */
-  MG_FEATURE_COUNT = 16
+  MG_FEATURE_CUDA_KERNELS = 16,     /* the CUDA driver can load and run mgcomm's own kernels */
+  MG_FEATURE_COUNT = 17
 } mg_feature_t;
 
 typedef struct mg_feature_info {

@@ -103,6 +103,22 @@
   X(WAIT_SPIN_US, INT, "20", 0, 1000000, "",                                                   \
     "Microseconds a thread waiting for a request, and an idle rank worker, spin before they "  \
     "sleep")                                                                                   \
+  X(ALGO, CHOICE, "auto", 0, 0, "auto|nccl|mgcomm",                                          \
+    "NCCL backend's all_reduce: auto (mgcomm's own kernels where every pair of GPUs has peer "  \
+    "access and the size is under their limit, else NCCL), nccl, or mgcomm (an all_reduce "    \
+    "they cannot run is an error)")                                                            \
+  X(KERNELS_ONESHOT_BYTES, INT, "-1", -1, 1e18, "",                                            \
+    "mgcomm's all-reduce kernels: bytes up to which one-shot runs, two-shot above; -1 = the "  \
+    "table for the number of ranks (docs/kernels.md)")                                         \
+  X(KERNELS_MAX_BYTES, INT, "-1", -1, 1e18, "",                                                \
+    "mgcomm's all-reduce kernels: bytes above which NCCL runs (MGCOMM_ALGO=auto); -1 = the "    \
+    "table; at most MGCOMM_KERNELS_STAGING_BYTES")                                             \
+  X(KERNELS_STAGING_BYTES, INT, "4194304", 4096, 1073741824.0, "",                             \
+    "mgcomm's all-reduce kernels: the largest message, bytes; each rank allocates twice this " \
+    "on its GPU when its communicator first uses them; set alike on every rank")               \
+  X(KERNELS_BLOCKS, INT, "0", 0, 64, "",                                                       \
+    "mgcomm's all-reduce kernels: blocks of a launch at most; 0 = the table (64); set alike "   \
+    "on every rank")                                                                           \
   MG__PARAM_TESTING_ROWS(X)
 
 typedef enum {

@@ -23,6 +23,20 @@ typedef struct mg__CUevent_st *mg__CUevent;
 typedef void (*mg__CUhostFn)(void *user_data);
 typedef int mg__CUdevice_attribute;
 typedef int mg__CUpointer_attribute;
+/* Our own kernels (src/kernels/): modules, IPC handles, graphs. */
+typedef struct mg__CUmod_st *mg__CUmodule;
+typedef struct mg__CUfunc_st *mg__CUfunction;
+typedef struct mg__CUgraph_st *mg__CUgraph;
+typedef struct mg__CUgraphExec_st *mg__CUgraphExec;
+typedef struct mg__CUipcMemHandle {
+  char reserved[64];
+} mg__CUipcMemHandle; /* CU_IPC_HANDLE_SIZE bytes, passed by value */
+enum {
+  MG__CU_MEMHOSTALLOC_PORTABLE = 1,
+  MG__CU_MEMHOSTALLOC_DEVICEMAP = 2,
+  MG__CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1,
+  MG__CU_STREAM_CAPTURE_MODE_RELAXED = 2
+};
 
 /* CUresult values we name in messages or branch on. */
 enum {
@@ -201,6 +215,38 @@ enum {
   X(REQ, RC, EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime", mg__CUresult,      \
     (float *ms, mg__CUevent start, mg__CUevent end), (ms, start, end))                           \
   X(REQ, RC, LaunchHostFunc, "cuLaunchHostFunc", NULL, mg__CUresult,                             \
-    (mg__CUstream stream, mg__CUhostFn fn, void *user_data), (stream, fn, user_data))
+    (mg__CUstream stream, mg__CUhostFn fn, void *user_data), (stream, fn, user_data))            \
+  /* Our own kernels (src/kernels/, feature "kernels"): modules, launches, IPC, mapped host    \
+   * memory; the graph calls are for the tests that capture the kernels. */                    \
+  X(OPT, RC, ModuleLoadData, "cuModuleLoadData", NULL, mg__CUresult,                             \
+    (mg__CUmodule *module, const void *image), (module, image))                                  \
+  X(OPT, RC, ModuleUnload, "cuModuleUnload", NULL, mg__CUresult, (mg__CUmodule module), (module)) \
+  X(OPT, RC, ModuleGetFunction, "cuModuleGetFunction", NULL, mg__CUresult,                       \
+    (mg__CUfunction *fn, mg__CUmodule module, const char *name), (fn, module, name))             \
+  X(OPT, RC, LaunchKernel, "cuLaunchKernel", NULL, mg__CUresult,                                 \
+    (mg__CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,          \
+     unsigned bz, unsigned shared_bytes, mg__CUstream stream, void **params, void **extra),      \
+    (f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra))                            \
+  X(OPT, RC, IpcGetMemHandle, "cuIpcGetMemHandle", NULL, mg__CUresult,                           \
+    (mg__CUipcMemHandle *handle, mg__CUdeviceptr ptr), (handle, ptr))                            \
+  X(OPT, RC, IpcOpenMemHandle, "cuIpcOpenMemHandle_v2", NULL, mg__CUresult,                      \
+    (mg__CUdeviceptr *ptr, mg__CUipcMemHandle handle, unsigned int flags), (ptr, handle, flags)) \
+  X(OPT, RC, IpcCloseMemHandle, "cuIpcCloseMemHandle", NULL, mg__CUresult,                       \
+    (mg__CUdeviceptr ptr), (ptr))                                                                \
+  X(OPT, RC, MemHostAlloc, "cuMemHostAlloc", NULL, mg__CUresult,                                 \
+    (void **ptr, size_t bytes, unsigned int flags), (ptr, bytes, flags))                         \
+  X(OPT, RC, MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", NULL, mg__CUresult,        \
+    (mg__CUdeviceptr *dptr, void *ptr, unsigned int flags), (dptr, ptr, flags))                  \
+  X(OPT, RC, StreamBeginCapture, "cuStreamBeginCapture_v2", NULL, mg__CUresult,                  \
+    (mg__CUstream stream, int mode), (stream, mode))                                             \
+  X(OPT, RC, StreamEndCapture, "cuStreamEndCapture", NULL, mg__CUresult,                         \
+    (mg__CUstream stream, mg__CUgraph *graph), (stream, graph))                                  \
+  X(OPT, RC, GraphInstantiate, "cuGraphInstantiateWithFlags", NULL, mg__CUresult,                \
+    (mg__CUgraphExec *exec, mg__CUgraph graph, unsigned long long flags), (exec, graph, flags))  \
+  X(OPT, RC, GraphLaunch, "cuGraphLaunch", NULL, mg__CUresult,                                   \
+    (mg__CUgraphExec exec, mg__CUstream stream), (exec, stream))                                 \
+  X(OPT, RC, GraphExecDestroy, "cuGraphExecDestroy", NULL, mg__CUresult,                         \
+    (mg__CUgraphExec exec), (exec))                                                              \
+  X(OPT, RC, GraphDestroy, "cuGraphDestroy", NULL, mg__CUresult, (mg__CUgraph graph), (graph))
 
 #endif

@@ -56,6 +56,10 @@ static const mg__feature_desc_t mg__features[MG_FEATURE_COUNT] = {
     [MG_FEATURE_NCCL_PARAMS] = {"params", MG_LIB_NCCL, MG__NCCL_VERSION(2, 30, 7), "2.30.7",
                                 "NCCL's parameter API",
                                 {"ncclParamGetParameter", "ncclParamGetAllParameterKeys", NULL}},
+    [MG_FEATURE_CUDA_KERNELS] = {"kernels", MG_LIB_CUDA, 11000, "11.0",
+                                 "mgcomm's own all-reduce kernels (modules, launches, IPC)",
+                                 {"cuModuleLoadData", "cuLaunchKernel", "cuIpcOpenMemHandle_v2",
+                                  "cuMemHostGetDevicePointer_v2"}},
 };
 
 static pthread_once_t mg__features_once = PTHREAD_ONCE_INIT;

@@ -117,9 +117,13 @@ def case_json():
     names = [f["name"] for f in feats]
     check(names == ["avg", "premul_sum", "config", "split", "register", "fp8", "window", "shrink",
                     "alltoall_gather_scatter", "revoke", "grow", "properties", "window_pointers",
-                    "signals", "suspend", "params"], "feature names: %s" % names)
+                    "signals", "suspend", "params", "kernels"], "feature names: %s" % names)
     nccl = libs[1]
     for f in feats:
+        if f["name"] == "kernels":  # the driver's: mgcomm's own kernels (docs/kernels.md)
+            check(f["library"] == "cuda", "feature library")
+            check(libs[0]["loaded"] or f["available"] is False, "kernels available without CUDA")
+            continue
         check(f["library"] == "nccl", "feature library")
         if not nccl["loaded"]:
             check(f["available"] is False, "%s available without NCCL" % f["name"])

@@ -57,16 +57,18 @@ static void check_features(void) {
       {"grow", 22902, "2.29.2"},      {"properties", 22902, "2.29.2"},
       {"window_pointers", 22902, "2.29.2"}, {"signals", 22902, "2.29.2"},
       {"suspend", 22907, "2.29.7"},   {"params", 23007, "2.30.7"},
+      {"kernels", 11000, "11.0"},
   };
   mg_feature_info_t fi;
   for (int f = 0; f < MG_FEATURE_COUNT; f++) {
     ASSERT_OK(mg_feature_info((mg_feature_t)f, &fi));
     ASSERT_STR_EQ(fi.name, want[f].name);
-    ASSERT_STR_EQ(fi.library, "nccl");
+    const int cuda = f == MG_FEATURE_CUDA_KERNELS; /* the one feature of the driver */
+    ASSERT_STR_EQ(fi.library, cuda ? "cuda" : "nccl");
     ASSERT_EQ(fi.min_version, want[f].min);
     ASSERT_STR_EQ(fi.min_version_string, want[f].min_s);
     ASSERT(fi.available == 0 || fi.available == 1);
-    if (!mg__loaded(MG_LIB_NCCL)) ASSERT_EQ(fi.available, 0);
+    if (!mg__loaded(cuda ? MG_LIB_CUDA : MG_LIB_NCCL)) ASSERT_EQ(fi.available, 0);
   }
   ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_feature_info(MG_FEATURE_COUNT, &fi));
   ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_feature_info((mg_feature_t)-1, &fi));

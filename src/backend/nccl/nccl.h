@@ -7,7 +7,8 @@
  * enqueued), nccl_config.c (mg_config_t's NCCL fields into ncclConfig_t, by version),
  * nccl_mem.c (allocation, copies, registration), nccl_mark.c (completion: events, host
  * functions, the library's own streams), nccl_progress.c (comm tags, and the progress the ranks
- * of this process publish to each other), nccl_check_coll.c (the collective check's exchange).
+ * of this process publish to each other), nccl_check_coll.c (the collective check's exchange),
+ * nccl_kern.c (all_reduce through mgcomm's own kernels, docs/kernels.md).
  *
  * Two NCCL communicators per rank in blocking mode (the default):
  * `lc`, nonblocking, for what must stay bounded and abortable while it waits for peers (init,
@@ -69,6 +70,7 @@ typedef struct mg__ncomm {
   mg__CUdeviceptr chk_dev;
   void *chk_host;
   mg__CUstream chk_stream;
+  struct mg__nkern *kern;   /* mgcomm's own all-reduce kernels (nccl_kern.c); NULL: never asked */
 } mg__ncomm_t;
 
 static inline mg__ncomm_t *mg__ncomm(const mg_comm_t *comm) { return (mg__ncomm_t *)comm->priv; }
@@ -124,6 +126,23 @@ mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n);
  * that answered r: MG_ERR_TIMED_OUT when the watchdog stopped it, MG_ERR_ABORTED when an abort
  * did, NCCL's error otherwise; the message starts with `what` (the call, the operation). */
 mg_status_t mg__nccl_call_error(mg_comm_t *comm, mg__ncclResult_t r, const char *what);
+
+/* nccl_kern.c: all_reduce through mgcomm's own kernels (docs/kernels.md). */
+/* The algorithm of op: MG__KERN_NCCL for every op but an all_reduce the kernels take. With
+ * MGCOMM_ALGO=mgcomm, an all_reduce they cannot run is MG_ERR_NOT_SUPPORTED naming fn. */
+mg_status_t mg__nccl_kern_pick(const mg__op_t *op, int *algo, const char *fn);
+/* 1 when some op of ops[0..n) goes to the kernels: then mg__nccl_kern_launch launches them. */
+int mg__nccl_kern_wanted(mg__op_t *const *ops, int n);
+/* The launch of a batch with ops for the kernels: sets them up on first use, launches those
+ * and posts the others through mg__nccl_launch_nccl. */
+mg_status_t mg__nccl_kern_launch(mg__op_t *const *ops, int n);
+/* NCCL alone (no kernels of ours), for mg__nccl_kern_launch. */
+mg_status_t mg__nccl_launch_nccl(mg__op_t *const *ops, int n);
+/* The interrupt's part (never blocks), the async error (a kernel that gave up), the release
+ * (destroy, the comm's context current). */
+void mg__nccl_kern_abort(mg_comm_t *comm);
+mg_status_t mg__nccl_kern_status(mg_comm_t *comm);
+void mg__nccl_kern_release(mg_comm_t *comm);
 
 /* nccl_check_coll.c: the table's check_exchange (ncclAllGather of the records on nc), and the
  * release of what it made (destroy, with the comm's context current). */

@@ -466,6 +466,7 @@ static mg_status_t n_finalize(mg_comm_t *comm, double deadline) {
 static mg_status_t n_revoke(mg_comm_t *comm, double deadline) {
   static const char fn[] = "mg_comm_revoke";
   MG_CHECK(mg__feature_require(MG_FEATURE_NCCL_REVOKE, fn));
+  mg__nccl_kern_abort(comm); /* our kernels in flight stop too */
   mg__ncomm_t *nx = mg__ncomm(comm);
   mg__CUcontext saved = NULL;
   MG_CHECK(mg__device_ctx_enter(nx->ctx, &saved));
@@ -529,6 +530,7 @@ static void *mg__nrevoke_main(void *arg) {
 static void n_interrupt(mg_comm_t *comm) {
   /* comm->aborting is set: ranks of other processes learn it through the layer above, now. */
   if (comm->ext != NULL && comm->ext->stopping != NULL) comm->ext->stopping(comm->ext_state);
+  mg__nccl_kern_abort(comm); /* our kernels waiting for peers end now */
   /* Every wait of this backend (mg__nccl_wait, the copy stream's, mark_wait) reads
    * comm->aborting at least every millisecond; a thread inside a blocking NCCL call reads
    * NCCL's abort flag only, which a revoke sets without freeing anything. */
@@ -634,6 +636,7 @@ static void n_destroy(mg_comm_t *comm) {
   if (nx->own_stream != NULL) (void)mg__cuda.StreamDestroy(nx->own_stream);
   nx->copy_stream = nx->own_stream = NULL;
   mg__nccl_check_release(comm);
+  mg__nccl_kern_release(comm);
   if (entered) mg__device_ctx_leave(nx->ctx, saved);
   mg__ncomm_release(comm);
 }
@@ -665,6 +668,9 @@ mg_status_t mg__nccl_async_error(mg_comm_t *comm) {
       mg__error_prefix("rank %d of %d (device %d)", comm->rank, comm->nranks, comm->device);
     }
   }
+  /* One of our kernels that gave up waiting for a peer (nccl_kern.c; its state is set up and
+   * freed under the lock). */
+  if (st == MG_OK && !atomic_load(&comm->aborting)) st = mg__nccl_kern_status(comm);
   pthread_mutex_unlock(&comm->lock);
   return st;
 }

@@ -83,6 +83,9 @@ static __attribute__((noinline)) mg_status_t mg__nccl_check_all(const mg__op_t *
 }
 
 mg_status_t mg__nccl_check_op(const mg__op_t *op, const char *fn) {
+  /* MGCOMM_ALGO=mgcomm: an all_reduce our kernels cannot run is refused before it is posted. */
+  int algo;
+  if (op->kind == MG_OPK_ALL_REDUCE) MG_CHECK(mg__nccl_kern_pick(op, &algo, fn));
   /* Pointer checks off, and a type and op that every NCCL has: nothing to ask. */
   if (!mg__ncomm(op->comm)->check_ptrs &&
       !mg__nccl_types_vary(op->dtype, &op->redop, mg__opkind_is_reduction(op->kind)))

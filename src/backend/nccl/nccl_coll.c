@@ -468,6 +468,11 @@ static __attribute__((noinline)) mg_status_t mg__nccl_launch_batch(mg__op_t *con
   return mg__nccl_launch_n(ops, n);
 }
 
-mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
+mg_status_t mg__nccl_launch_nccl(mg__op_t *const *ops, int n) {
   return n == 1 ? mg__nccl_launch_n(ops, 1) : mg__nccl_launch_batch(ops, n);
+}
+
+mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
+  if (mg__nccl_kern_wanted(ops, n)) return mg__nccl_kern_launch(ops, n); /* nccl_kern.c */
+  return mg__nccl_launch_nccl(ops, n);
 }

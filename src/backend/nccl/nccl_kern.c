@@ -1,0 +1,428 @@
+/*
+ * nccl_kern.c -- the NCCL backend's all_reduce through mgcomm's own kernels (src/kernels/,
+ * docs/kernels.md) where they can run and the size is under their limit; NCCL's otherwise.
+ *
+ * The choice (kern_choose.c) depends only on what every rank shares: the number of ranks, the
+ * dtype, op and size, the variables (set alike), and whether every pair of the ranks' GPUs has
+ * peer access, which the ranks agree on. So every rank of a communicator picks the same
+ * algorithm for the same call.
+ *
+ * Set-up, at the first all_reduce of a communicator that would be ours: each rank makes its
+ * context (flags and staging on its GPU) and the ranks all-gather their records over NCCL on the
+ * communicator itself (the records carry each rank's GPU, process and CUDA IPC handle); each rank
+ * checks peer access to every other rank's GPU (enabling it in one process), maps the peers'
+ * areas, and a second all-gather makes the verdict common: every rank ready, or the first reason
+ * why not, after which NCCL runs every all_reduce of the communicator (or, with
+ * MGCOMM_ALGO=mgcomm, they are refused). The set-up of a launch is one NCCL group per exchange
+ * over every communicator of the launch, so that one thread may drive every rank.
+ *
+ * Failures: a kernel that waited past the communicator's timeout for a peer, or that an abort
+ * stopped, records it in its context; the backend's async_error reports it (MG_ERR_TIMED_OUT,
+ * MG_ERR_ABORTED), and the watchdog acts on it as on NCCL's errors. The abort's interrupt sets
+ * the kernels' abort word, so no kernel of ours keeps a GPU waiting.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/nccl/nccl.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "kernels/kernels.h"
+
+typedef struct mg__nkern {
+  int state;              /* 0: not set up; 1: ready; -1: the kernels cannot run here */
+  char why[200];          /* state -1: the ranks' agreed reason */
+  mg__kern_policy_t pol;
+  mg__kern_ctx_t *ctx;
+} mg__nkern_t;
+
+/* What a rank tells its peers, in both exchanges. */
+typedef struct mg__nkern_rec {
+  mg__kern_peer_t peer;
+  char bus[32];           /* the PCI bus id of the rank's GPU */
+  int32_t ok;             /* 1: this rank can go on */
+  char why[156];          /* ok == 0: why not */
+} mg__nkern_rec_t;
+
+/* comm's state, made on first use (the first all_reduce's check, which may run outside the
+ * comm's lock): published with release, read with acquire, so that the watchdog (async_error)
+ * and the abort's interrupt see it whole or not at all. */
+static mg__nkern_t *mg__nkern(mg_comm_t *comm) {
+  mg__ncomm_t *nx = mg__ncomm(comm);
+  mg__nkern_t *k = __atomic_load_n(&nx->kern, __ATOMIC_ACQUIRE);
+  if (k != NULL) return k;
+  k = calloc(1, sizeof *k);
+  if (k == NULL) return NULL;
+  mg__kern_policy_get(comm->nranks, &k->pol);
+  mg__nkern_t *none = NULL;
+  if (__atomic_compare_exchange_n(&nx->kern, &none, k, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return k;
+  free(k); /* another thread's is there */
+  return none;
+}
+
+/* Why the kernels cannot run in this process (not built, no driver support), or NULL. */
+static const char *mg__nkern_unavailable(void) {
+  static char why[MG__ERROR_LEN];
+  static _Atomic int known; /* 1: available; -1: not, why says it */
+  int k = atomic_load(&known);
+  if (k == 0) {
+    k = mg__kern_available("the NCCL backend's all_reduce") == MG_OK ? 1 : -1;
+    if (k < 0) snprintf(why, sizeof why, "%s", mg_last_error());
+    atomic_store(&known, k);
+  }
+  return k > 0 ? NULL : why;
+}
+
+mg_status_t mg__nccl_kern_pick(const mg__op_t *op, int *algo, const char *fn) {
+  *algo = MG__KERN_NCCL;
+  if (op->kind != MG_OPK_ALL_REDUCE) return MG_OK;
+  mg__kern_algo_t a = MG__KERN_NCCL;
+  mg__nkern_t *k = mg__nkern(op->comm);
+  if (k == NULL) return MG_OK; /* no memory for the state: NCCL, which needs none */
+  if (k->pol.mode == MG__KERN_MODE_NCCL) return MG_OK;
+  const mg__kern_case_t c = {op->comm->nranks, mg__nkern_unavailable(),
+                             k->state < 0 ? k->why : NULL, op->dtype, op->redop.op,
+                             op->redop.premul, op->count * mg_dtype_size(op->dtype)};
+  const mg_status_t s = mg__kern_choose(&k->pol, &c, &a, NULL, 0, fn);
+  *algo = (int)a;
+  return s;
+}
+
+/* ---- peer access ------------------------------------------------------------------------- */
+
+/* The local ordinal of the GPU with PCI bus id `bus`, or -1 when this process does not see it. */
+static int mg__nkern_ordinal(const char *bus) {
+  int n = 0;
+  if (mg__cuda.DeviceGetCount(&n) != MG__CUDA_SUCCESS) return -1;
+  for (int i = 0; i < n; i++) {
+    char b[32] = "";
+    mg__CUdevice d;
+    if (mg__cuda.DeviceGet(&d, i) == MG__CUDA_SUCCESS &&
+        mg__cuda.DeviceGetPCIBusId(b, (int)sizeof b, d) == MG__CUDA_SUCCESS && strcmp(b, bus) == 0)
+      return i;
+  }
+  return -1;
+}
+
+/* Whether this rank's GPU can load and store the memory of every other rank's GPU (all[]: the
+ * records of exchange 1); in one process it also enables that access. 1, or 0 with the reason.
+ *
+ * To be answered by the P2P layer's functional probe (src/p2p/, another branch) when it is
+ * merged: capability, as here, is not proof of a working data path. */
+static int mg__nccl_peers_work(mg_comm_t *comm, const mg__nkern_rec_t *all, char *why,
+                               size_t len) {
+  mg__ncomm_t *nx = mg__ncomm(comm);
+  const mg__nkern_rec_t *me = &all[comm->rank];
+  for (int r = 0; r < comm->nranks; r++) {
+    if (r == comm->rank || strcmp(all[r].bus, me->bus) == 0) continue; /* the same GPU */
+    const int ord = mg__nkern_ordinal(all[r].bus);
+    mg__CUdevice peer;
+    int can = 0;
+    if (ord < 0 || mg__cuda.DeviceGet(&peer, ord) != MG__CUDA_SUCCESS ||
+        mg__cuda.DeviceCanAccessPeer(&can, nx->dev, peer) != MG__CUDA_SUCCESS || !can) {
+      snprintf(why, len, "rank %d (GPU %s) cannot access rank %d's GPU %s%s", comm->rank,
+               me->bus, r, all[r].bus, ord < 0 ? ", which this process does not see" : "");
+      return 0;
+    }
+    if (all[r].peer.process != me->peer.process) continue; /* IPC enables it when it maps */
+    mg__CUdevice pd;
+    mg__CUcontext pctx = NULL;
+    if (mg__device_ctx_retain(ord, "peer access", &pd, &pctx) != MG_OK) {
+      snprintf(why, len, "rank %d: %s", comm->rank, mg_last_error());
+      return 0;
+    }
+    const mg__CUresult res = mg__cuda.CtxEnablePeerAccess(pctx, 0);
+    mg__device_ctx_release(pd); /* the peer rank's communicator keeps it retained */
+    if (res != MG__CUDA_SUCCESS && res != MG__CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+      mg__cu_error(res, "cuCtxEnablePeerAccess");
+      snprintf(why, len, "rank %d to rank %d: %s", comm->rank, r, mg_last_error());
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* ---- the exchange ------------------------------------------------------------------------- */
+
+/* All-gathers the records mine[i] of comms[i] into all[i] (nranks records each), as one NCCL
+ * group on a stream of its own per communicator, and waits for it on the host within deadline.
+ * The copies go through page-locked memory on that (non-blocking) stream, so that nothing waits
+ * for other streams or blocks the host. The contexts are not current on entry. */
+static mg_status_t mg__nkern_allgather(mg_comm_t *const *comms, int n, mg__nkern_rec_t *const *mine,
+                                       mg__nkern_rec_t *const *all, double deadline) {
+  const size_t rb = sizeof(mg__nkern_rec_t);
+  mg__op_t *ops = calloc((size_t)n, sizeof *ops);
+  mg__op_t **p = calloc((size_t)n, sizeof *p);
+  mg__CUdeviceptr *buf = calloc((size_t)n, sizeof *buf);
+  mg__CUstream *st = calloc((size_t)n, sizeof *st);
+  char **host = calloc((size_t)n, sizeof *host);
+  mg_status_t s = MG_OK;
+  int launched = 0; /* the all-gather was posted */
+  if (ops == NULL || p == NULL || buf == NULL || st == NULL || host == NULL)
+    s = mg__error(MG_ERR_OUT_OF_MEMORY, "out of memory for the kernels' set-up");
+  for (int i = 0; i < n && s == MG_OK; i++) {
+    mg__ncomm_t *nx = mg__ncomm(comms[i]);
+    mg__CUcontext saved = NULL;
+    MG_CHECK_GOTO(mg__device_ctx_enter(nx->ctx, &saved), s, out);
+    const size_t bytes = (size_t)(comms[i]->nranks + 1) * rb;
+    mg__CUresult r = mg__cuda.StreamCreate(&st[i], MG__CU_STREAM_NON_BLOCKING);
+    if (r == MG__CUDA_SUCCESS) r = mg__cuda.MemAlloc(&buf[i], bytes);
+    if (r == MG__CUDA_SUCCESS) r = mg__cuda.MemAllocHost((void **)&host[i], bytes);
+    if (r == MG__CUDA_SUCCESS) {
+      memcpy(host[i], mine[i], rb);
+      r = mg__cuda.MemcpyAsync(buf[i], (mg__CUdeviceptr)(uintptr_t)host[i], rb, st[i]);
+    }
+    mg__device_ctx_leave(nx->ctx, saved);
+    if (r != MG__CUDA_SUCCESS) s = mg__cu_error(r, "preparing the kernels' exchange");
+    ops[i] = (mg__op_t){.kind = MG_OPK_ALL_GATHER, .comm = comms[i],
+                        .send = (const void *)(uintptr_t)buf[i],
+                        .recv = (void *)(uintptr_t)(buf[i] + rb), .count = rb,
+                        .dtype = MG_UINT8, .root = -1, .stream = (mg_stream_t)st[i],
+                        .deadline = deadline, .status = MG_INPROGRESS};
+    p[i] = &ops[i];
+  }
+  if (s == MG_OK) {
+    launched = 1;
+    s = mg__nccl_launch(p, n);
+  }
+  for (int i = 0; i < n && s == MG_OK; i++) { /* every rank's record back, behind the gather */
+    mg__ncomm_t *nx = mg__ncomm(comms[i]);
+    mg__CUcontext saved = NULL;
+    MG_CHECK_GOTO(mg__device_ctx_enter(nx->ctx, &saved), s, out);
+    const mg__CUresult r = mg__cuda.MemcpyAsync((mg__CUdeviceptr)(uintptr_t)(host[i] + rb),
+                                                buf[i] + rb, (size_t)comms[i]->nranks * rb, st[i]);
+    mg__device_ctx_leave(nx->ctx, saved);
+    if (r != MG__CUDA_SUCCESS) s = mg__cu_error(r, "reading the kernels' exchange");
+  }
+  /* Wait for every stream, polling, within the deadline; an abort ends the wait. */
+  for (mg__nccl_backoff_t b = {0, 0}; s == MG_OK;) {
+    int pending = 0;
+    for (int i = 0; i < n && s == MG_OK; i++) {
+      mg__ncomm_t *nx = mg__ncomm(comms[i]);
+      mg__CUcontext saved = NULL;
+      MG_CHECK_GOTO(mg__device_ctx_enter(nx->ctx, &saved), s, out);
+      const mg__CUresult r = mg__cuda.StreamQuery(st[i]);
+      mg__device_ctx_leave(nx->ctx, saved);
+      if (r == MG__CUDA_ERROR_NOT_READY) pending++;
+      else if (r != MG__CUDA_SUCCESS) s = mg__cu_error(r, "cuStreamQuery");
+      else if (atomic_load(&comms[i]->aborting))
+        s = mg__error(MG_ERR_ABORTED, "the communicator was aborted");
+    }
+    if (s != MG_OK || pending == 0) break;
+    const double now = mg__now();
+    if (now > deadline)
+      s = mg__error(MG_ERR_TIMED_OUT, "the ranks' exchange (ncclAllGather) had not completed "
+                    "by the deadline: a rank did not call this all_reduce");
+    else mg__nccl_backoff(&b, now);
+  }
+  for (int i = 0; i < n && s == MG_OK; i++)
+    memcpy(all[i], host[i] + rb, (size_t)comms[i]->nranks * rb);
+out:
+  for (int i = 0; buf != NULL && st != NULL && i < n; i++) {
+    mg__ncomm_t *nx = mg__ncomm(comms[i]);
+    mg__CUcontext saved = NULL;
+    if (mg__device_ctx_enter(nx->ctx, &saved) != MG_OK) continue;
+    /* Each fails only for a context that is gone. An exchange that failed once launched may
+     * still be queued (a peer that never came): its buffers stay (a few hundred bytes, once per
+     * communicator, which is broken by then), as freeing them would wait for it. */
+    if (st[i] != NULL) (void)mg__cuda.StreamDestroy(st[i]);
+    if (!(launched && s != MG_OK)) {
+      if (buf[i] != 0) (void)mg__cuda.MemFree(buf[i]);
+      if (host != NULL && host[i] != NULL) (void)mg__cuda.MemFreeHost(host[i]);
+    }
+    mg__device_ctx_leave(nx->ctx, saved);
+  }
+  free(ops);
+  free(p);
+  free(buf);
+  free(st);
+  free(host);
+  return s;
+}
+
+/* ---- set-up ------------------------------------------------------------------------------- */
+
+/* Sets up the kernels on comms[0..n) (each not set up yet): contexts, exchange, peer access,
+ * verdict. MG_OK when each communicator has a verdict (ready or not); an error when the exchange
+ * itself failed (the communicator breaks, as any failed operation's). */
+static mg_status_t mg__nkern_setup(mg_comm_t *const *comms, int n, double deadline) {
+  mg__nkern_rec_t **mine = calloc((size_t)n, sizeof *mine), **all = calloc((size_t)n, sizeof *all);
+  mg_status_t s = mine != NULL && all != NULL ? MG_OK
+                                              : mg__error(MG_ERR_OUT_OF_MEMORY, "kernels' set-up");
+  for (int i = 0; i < n && s == MG_OK; i++) {
+    mine[i] = calloc(1, sizeof **mine);
+    all[i] = calloc((size_t)comms[i]->nranks, sizeof **all);
+    if (mine[i] == NULL || all[i] == NULL) s = mg__error(MG_ERR_OUT_OF_MEMORY, "kernels' set-up");
+  }
+  /* Each rank's context and record; a rank that cannot make one still takes part. */
+  for (int i = 0; i < n && s == MG_OK; i++) {
+    mg_comm_t *c = comms[i];
+    mg__ncomm_t *nx = mg__ncomm(c);
+    mg__nkern_t *k = nx->kern;
+    mg__nkern_rec_t *m = mine[i];
+    mg__CUcontext saved = NULL;
+    MG_CHECK_GOTO(mg__device_ctx_enter(nx->ctx, &saved), s, out);
+    m->ok = mg__cuda.DeviceGetPCIBusId(m->bus, (int)sizeof m->bus, nx->dev) == MG__CUDA_SUCCESS &&
+            mg__kern_ctx_create(c->rank, c->nranks, k->pol.staging, k->pol.max_blocks,
+                                c->timeout_s, &k->ctx, &m->peer) == MG_OK;
+    mg__device_ctx_leave(nx->ctx, saved);
+    if (!m->ok) snprintf(m->why, sizeof m->why, "rank %d: %s", c->rank, mg_last_error());
+  }
+  if (s == MG_OK) s = mg__nkern_allgather(comms, n, mine, all, deadline);
+  /* Peer access and the mapping, then the common verdict. */
+  for (int i = 0; i < n && s == MG_OK; i++) {
+    mg_comm_t *c = comms[i];
+    mg__ncomm_t *nx = mg__ncomm(c);
+    mg__nkern_rec_t *m = mine[i];
+    for (int r = 0; r < c->nranks && m->ok; r++)
+      if (!all[i][r].ok) {
+        snprintf(m->why, sizeof m->why, "%s", all[i][r].why);
+        m->ok = 0;
+      }
+    mg__kern_peer_t peers[MG_KERN_MAX_RANKS];
+    mg__CUcontext saved = NULL;
+    MG_CHECK_GOTO(mg__device_ctx_enter(nx->ctx, &saved), s, out);
+    if (m->ok) m->ok = mg__nccl_peers_work(c, all[i], m->why, sizeof m->why);
+    for (int r = 0; r < c->nranks && m->ok; r++) peers[r] = all[i][r].peer;
+    if (m->ok && mg__kern_ctx_connect(nx->kern->ctx, peers) != MG_OK) {
+      snprintf(m->why, sizeof m->why, "rank %d: %s", c->rank, mg_last_error());
+      m->ok = 0;
+    }
+    mg__device_ctx_leave(nx->ctx, saved);
+  }
+  if (s == MG_OK) s = mg__nkern_allgather(comms, n, mine, all, deadline);
+  for (int i = 0; i < n && s == MG_OK; i++) {
+    mg__nkern_t *k = mg__ncomm(comms[i])->kern;
+    k->state = 1;
+    for (int r = 0; r < comms[i]->nranks && k->state > 0; r++)
+      if (!all[i][r].ok) {
+        k->state = -1;
+        snprintf(k->why, sizeof k->why, "%s", all[i][r].why);
+      }
+    if (k->state < 0)
+      MG_INFO(MG_SUBSYS_COLL, "rank %d: mgcomm's all-reduce kernels cannot run: %s",
+              comms[i]->rank, k->why);
+  }
+out:
+  /* The contexts of communicators the verdict found unable go. After a failed exchange they stay
+   * until destroy (mg__nccl_kern_release): freeing device memory can wait for the exchange still
+   * queued, which only the abort of the broken communicator ends. */
+  for (int i = 0; i < n && s == MG_OK; i++) {
+    mg__ncomm_t *nx = mg__ncomm(comms[i]);
+    if (nx->kern->state > 0 || nx->kern->ctx == NULL) continue;
+    mg__CUcontext saved = NULL;
+    if (mg__device_ctx_enter(nx->ctx, &saved) == MG_OK) {
+      mg__kern_ctx_t *gone = nx->kern->ctx;
+      __atomic_store_n(&nx->kern->ctx, NULL, __ATOMIC_RELEASE); /* the interrupt's view first */
+      mg__kern_ctx_destroy(gone);
+      mg__device_ctx_leave(nx->ctx, saved);
+    }
+  }
+  for (int i = 0; i < n && mine != NULL && all != NULL; i++) {
+    free(mine[i]);
+    free(all[i]);
+  }
+  free(mine);
+  free(all);
+  return s;
+}
+
+/* ---- the launch --------------------------------------------------------------------------- */
+
+int mg__nccl_kern_wanted(mg__op_t *const *ops, int n) {
+  for (int i = 0; i < n; i++) {
+    int a;
+    if (ops[i]->kind == MG_OPK_ALL_REDUCE && mg__nccl_kern_pick(ops[i], &a, "mg_all_reduce") == MG_OK &&
+        a != MG__KERN_NCCL)
+      return 1;
+  }
+  return 0;
+}
+
+#define MG__NKERN_INLINE 16
+
+mg_status_t mg__nccl_kern_launch(mg__op_t *const *ops, int n) {
+  /* A launch of a few operations allocates nothing (the common case: one all_reduce). */
+  mg_comm_t *todo_in[MG__NKERN_INLINE];
+  mg__op_t *rest_in[MG__NKERN_INLINE];
+  int algo_in[MG__NKERN_INLINE];
+  const int heap = n > MG__NKERN_INLINE;
+  mg_comm_t **todo = heap ? calloc((size_t)n, sizeof *todo) : todo_in;
+  mg__op_t **rest = heap ? calloc((size_t)n, sizeof *rest) : rest_in;
+  int *algo = heap ? calloc((size_t)n, sizeof *algo) : algo_in;
+  mg_status_t s = MG_OK;
+  if (todo == NULL || rest == NULL || algo == NULL)
+    s = mg__error(MG_ERR_OUT_OF_MEMORY, "NCCL backend: out of memory for a launch of %d", n);
+  /* The communicators of the launch whose kernels are not set up yet. */
+  int ntodo = 0;
+  double deadline = n > 0 ? ops[0]->deadline : 0;
+  for (int i = 0; i < n && s == MG_OK; i++) {
+    s = mg__nccl_kern_pick(ops[i], &algo[i], "mg_all_reduce");
+    if (s != MG_OK || algo[i] == MG__KERN_NCCL || mg__ncomm(ops[i]->comm)->kern->state != 0) continue;
+    int seen = 0;
+    for (int j = 0; j < ntodo && !seen; j++) seen = todo[j] == ops[i]->comm;
+    if (!seen) todo[ntodo++] = ops[i]->comm;
+    if (ops[i]->deadline < deadline) deadline = ops[i]->deadline;
+  }
+  if (s == MG_OK && ntodo > 0) s = mg__nkern_setup(todo, ntodo, deadline);
+  /* Ours, each on its stream, then the others as one NCCL group. */
+  int nrest = 0;
+  for (int i = 0; i < n && s == MG_OK; i++) {
+    mg__op_t *op = ops[i];
+    s = mg__nccl_kern_pick(op, &algo[i], "mg_all_reduce"); /* again: the verdict may be known */
+    if (s != MG_OK) break;
+    if (algo[i] == MG__KERN_NCCL) {
+      rest[nrest++] = op;
+      continue;
+    }
+    mg__ncomm_t *nx = mg__ncomm(op->comm);
+    mg__CUcontext saved = NULL;
+    s = mg__device_ctx_enter(nx->ctx, &saved);
+    if (s == MG_OK) {
+      s = mg__kern_all_reduce(nx->kern->ctx, op->send, op->recv, op->count, op->dtype,
+                              op->redop.op, (mg__kern_algo_t)algo[i],
+                              (mg__CUstream)op->stream);
+      mg__device_ctx_leave(nx->ctx, saved);
+    }
+    op->status = s;
+    if (s != MG_OK)
+      mg__error_prefix("all_reduce #%llu on rank %d of %d (device %d), mgcomm's %s kernel",
+                       (unsigned long long)op->seq, op->comm->rank, op->comm->nranks,
+                       op->comm->device, mg__kern_algo_name((mg__kern_algo_t)algo[i]));
+  }
+  if (s == MG_OK && nrest > 0) s = mg__nccl_launch_nccl(rest, nrest);
+  for (int i = 0; i < n; i++) ops[i]->status = s;
+  if (heap) {
+    free(todo);
+    free(rest);
+    free(algo);
+  }
+  return s;
+}
+
+/* ---- life --------------------------------------------------------------------------------- */
+
+void mg__nccl_kern_abort(mg_comm_t *comm) {
+  const mg__nkern_t *k = __atomic_load_n(&mg__ncomm(comm)->kern, __ATOMIC_ACQUIRE);
+  if (k != NULL) mg__kern_ctx_abort(__atomic_load_n(&k->ctx, __ATOMIC_ACQUIRE));
+}
+
+mg_status_t mg__nccl_kern_status(mg_comm_t *comm) {
+  const mg__nkern_t *k = __atomic_load_n(&mg__ncomm(comm)->kern, __ATOMIC_ACQUIRE);
+  if (k == NULL || k->ctx == NULL) return MG_OK;
+  mg_status_t s = mg__kern_ctx_status(k->ctx);
+  if (s != MG_OK) mg__error_prefix("device %d", comm->device);
+  return s;
+}
+
+void mg__nccl_kern_release(mg_comm_t *comm) {
+  mg__ncomm_t *nx = mg__ncomm(comm);
+  if (nx->kern == NULL) return;
+  /* Kernels still waiting end at once (the abort word), so freeing does not wait long. */
+  mg__kern_ctx_abort(nx->kern->ctx);
+  mg__kern_ctx_destroy(nx->kern->ctx);
+  free(nx->kern);
+  nx->kern = NULL;
+}

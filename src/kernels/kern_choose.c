@@ -1,0 +1,109 @@
+/*
+ * kern_choose.c -- which all-reduce runs: NCCL's or one of ours, and which of ours. The sizes
+ * come from a table per number of ranks, which the MGCOMM_KERNELS_* variables override;
+ * MGCOMM_ALGO forces either side. The choice itself is a pure function, so that every branch and
+ * every refusal is tested without a GPU (tests/unit/kern_choose.c), and so that every rank,
+ * given the same case, chooses the same algorithm.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/params.h"
+#include "kernels/kernels.h"
+
+const char *mg__kern_algo_name(mg__kern_algo_t a) {
+  switch (a) {
+    case MG__KERN_NCCL: return "nccl";
+    case MG__KERN_ONESHOT: return "one-shot";
+    case MG__KERN_TWOSHOT: return "two-shot";
+  }
+  return "unknown";
+}
+
+#define MG__KIB ((size_t)1024)
+#define MG__MIB (1024 * MG__KIB)
+
+/* The table: not yet measured on several GPUs (issue 21, bench/allreduce_vs_nccl.sh measures
+ * it); these are the published crossovers of comparable kernels (TensorRT-LLM: one-shot to
+ * 1 MB up to 4 ranks, 500 KB above; vLLM: 512 KB at 4 ranks, 256 KB at 8) and the limit of the
+ * targets (4 MiB), above which NCCL's ring is as fast. */
+void mg__kern_policy_table(int nranks, mg__kern_policy_t *out) {
+  out->mode = MG__KERN_MODE_AUTO;
+  out->oneshot_max = nranks <= 2 ? 1 * MG__MIB : nranks <= 4 ? 512 * MG__KIB : 256 * MG__KIB;
+  out->max_bytes = 4 * MG__MIB;
+  out->staging = 4 * MG__MIB;
+  out->max_blocks = MG_KERN_MAX_BLOCKS; /* large messages are bandwidth-bound */
+}
+
+void mg__kern_policy_get(int nranks, mg__kern_policy_t *out) {
+  mg__kern_policy_table(nranks, out);
+  const char *mode = mg__param_str(MG_PARAM_ALGO);
+  out->mode = strcmp(mode, "nccl") == 0     ? MG__KERN_MODE_NCCL
+              : strcmp(mode, "mgcomm") == 0 ? MG__KERN_MODE_MGCOMM
+                                            : MG__KERN_MODE_AUTO;
+  const int64_t one = mg__param_int(MG_PARAM_KERNELS_ONESHOT_BYTES);
+  const int64_t max = mg__param_int(MG_PARAM_KERNELS_MAX_BYTES);
+  const int64_t blocks = mg__param_int(MG_PARAM_KERNELS_BLOCKS);
+  out->staging = (size_t)mg__param_int(MG_PARAM_KERNELS_STAGING_BYTES);
+  if (one >= 0) out->oneshot_max = (size_t)one;
+  if (max >= 0) out->max_bytes = (size_t)max;
+  if (blocks > 0) out->max_blocks = (int)blocks;
+  if (out->max_bytes > out->staging) out->max_bytes = out->staging;
+}
+
+/* Why ours cannot run c at all (whatever the size limit), or NULL. The reason is written into
+ * buf only when buf is not NULL (formatting costs more than the rest of the choice, and most
+ * calls need no text); otherwise a non-NULL empty string says "cannot". */
+static const char *mg__kern_cannot(const mg__kern_policy_t *p, const mg__kern_case_t *c,
+                                   char *buf, size_t len) {
+  if (c->unavailable != NULL) return c->unavailable;
+  if (c->no_peers != NULL && c->nranks >= 1 && c->nranks <= MG_KERN_MAX_RANKS) return c->no_peers;
+  if (c->nranks < 1 || c->nranks > MG_KERN_MAX_RANKS) {
+    if (buf != NULL)
+      snprintf(buf, len, "they serve 1 to %d ranks, not %d", MG_KERN_MAX_RANKS, c->nranks);
+  } else if (mg__kern_dtype_index(c->dtype) < 0) {
+    if (buf != NULL)
+      snprintf(buf, len, "they reduce float32, float16 and bfloat16, not %s",
+               mg_dtype_name(c->dtype));
+  } else if (c->custom_op || mg__kern_op_index(c->op) < 0) {
+    if (buf != NULL)
+      snprintf(buf, len, "they reduce with sum, avg, max and min, not %s",
+               c->custom_op ? "premul_sum" : mg_op_name(c->op));
+  } else if (c->bytes > p->staging) {
+    if (buf != NULL)
+      snprintf(buf, len, "%zu bytes exceed their staging area of %zu bytes "
+               "(MGCOMM_KERNELS_STAGING_BYTES)", c->bytes, p->staging);
+  } else {
+    return NULL;
+  }
+  return buf != NULL ? buf : "";
+}
+
+mg_status_t mg__kern_choose(const mg__kern_policy_t *p, const mg__kern_case_t *c,
+                            mg__kern_algo_t *algo, char *why, size_t len, const char *fn) {
+  char buf[160];
+  /* Text only where someone reads it: the caller's why, or the refusal of MGCOMM_ALGO=mgcomm. */
+  char *text = (why != NULL && len > 0) || p->mode == MG__KERN_MODE_MGCOMM ? buf : NULL;
+  const char *reason = NULL;
+  mg__kern_algo_t a = MG__KERN_NCCL;
+  if (p->mode == MG__KERN_MODE_NCCL) {
+    reason = "MGCOMM_ALGO=nccl";
+  } else if ((reason = mg__kern_cannot(p, c, text, sizeof buf)) != NULL) {
+    if (p->mode == MG__KERN_MODE_MGCOMM)
+      return mg__error(MG_ERR_NOT_SUPPORTED,
+                       "%s: MGCOMM_ALGO=mgcomm, but mgcomm's all-reduce kernels cannot run this "
+                       "all_reduce (%s x %zu bytes, %s, %d ranks): %s", fn,
+                       mg_dtype_name(c->dtype), c->bytes, c->custom_op ? "premul_sum" : mg_op_name(c->op),
+                       c->nranks, reason);
+  } else if (p->mode == MG__KERN_MODE_AUTO && c->bytes > p->max_bytes) {
+    if (text != NULL)
+      snprintf(buf, sizeof buf, "%zu bytes are above the kernels' limit of %zu bytes "
+               "(MGCOMM_KERNELS_MAX_BYTES)", c->bytes, p->max_bytes);
+    reason = text != NULL ? text : "";
+  } else {
+    a = c->bytes <= p->oneshot_max ? MG__KERN_ONESHOT : MG__KERN_TWOSHOT;
+  }
+  if (why != NULL && len > 0) snprintf(why, len, "%s", reason != NULL ? reason : mg__kern_algo_name(a));
+  *algo = a;
+  return MG_OK;
+}

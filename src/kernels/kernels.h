@@ -1,0 +1,155 @@
+/*
+ * kernels.h -- mgcomm's own all-reduce kernels (docs/kernels.md): the layer beside the driver
+ * layer that loads them (kern_module.c), the per-communicator context of peer-visible buffers
+ * (kern_ctx.c), the launch (kern_launch.c), and the choice between them and NCCL (kern_choose.c).
+ *
+ * A context serves one rank of a communicator of at most MG_KERN_MAX_RANKS ranks, each on its own
+ * GPU (or, for tests, all on one GPU). Its life:
+ *   1. mg__kern_ctx_create (the rank's device context current): allocates this rank's flags and
+ *      staging area, and fills the record this rank publishes to its peers;
+ *   2. the caller all-gathers the records (the communicator's bootstrap, NCCL, or in one
+ *      process a plain array) and enables peer access between the devices;
+ *   3. mg__kern_ctx_connect maps every peer's area (a plain pointer in the same process, CUDA
+ *      IPC across processes);
+ *   4. mg__kern_all_reduce on a stream of the rank's device, any number of times, graph capture
+ *      included; mg__kern_ctx_status says whether a kernel gave up (timeout, abort);
+ *   5. mg__kern_ctx_destroy, once no kernel of the context runs any more (stream synchronised).
+ * mg__kern_ctx_abort may be called at any time from any thread: it never blocks.
+ */
+#ifndef MG_KERNELS_KERNELS_H
+#define MG_KERNELS_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/kern_abi.h"
+#include "loader/loader.h"
+#include "mgcomm.h"
+
+/* ---- The kernels themselves (kern_module.c) */
+
+/* 1 when this build embeds the kernels (nvcc was found when it was configured). */
+int mg__kern_built(void);
+/* MG_OK when the kernels can run: built in, and the loaded CUDA driver has what they need
+ * (feature "kernels"). Otherwise MG_ERR_NOT_SUPPORTED (built without nvcc; a driver without the
+ * symbols) or MG_ERR_BACKEND_UNAVAILABLE (no driver), with the reason naming fn. */
+mg_status_t mg__kern_available(const char *fn);
+
+/* ---- The algorithms and the choice (kern_choose.c) */
+
+typedef enum mg__kern_algo {
+  MG__KERN_NCCL = 0,    /* not ours: NCCL's all_reduce */
+  MG__KERN_ONESHOT = 1, /* every rank reads every rank's input and reduces it */
+  MG__KERN_TWOSHOT = 2  /* reduce-scatter, then all-gather, over peer loads and stores */
+} mg__kern_algo_t;
+
+/* "nccl", "one-shot", "two-shot". */
+const char *mg__kern_algo_name(mg__kern_algo_t a);
+
+typedef enum mg__kern_mode {
+  MG__KERN_MODE_AUTO = 0,  /* ours where they can run and the size is under the limit */
+  MG__KERN_MODE_NCCL = 1,  /* never ours */
+  MG__KERN_MODE_MGCOMM = 2 /* always ours: an all_reduce they cannot run is refused */
+} mg__kern_mode_t;
+
+/* What decides the choice: the mode, and the sizes of the table or the variables. */
+typedef struct mg__kern_policy {
+  mg__kern_mode_t mode;
+  size_t oneshot_max; /* bytes up to which one-shot is used, two-shot above */
+  size_t max_bytes;   /* bytes above which NCCL is used (auto); at most the staging size */
+  size_t staging;     /* bytes of a message the staging area holds */
+  int max_blocks;     /* blocks of a launch at most (1..MG_KERN_MAX_BLOCKS) */
+} mg__kern_policy_t;
+
+/* The measured table for a communicator of nranks ranks (mode auto, default staging). */
+void mg__kern_policy_table(int nranks, mg__kern_policy_t *out);
+/* The table, overridden by MGCOMM_ALGO, MGCOMM_KERNELS_ONESHOT_BYTES, _MAX_BYTES,
+ * _STAGING_BYTES and _BLOCKS (the limit is cut to the staging size). */
+void mg__kern_policy_get(int nranks, mg__kern_policy_t *out);
+
+/* One all_reduce as the choice sees it. */
+typedef struct mg__kern_case {
+  int nranks;
+  const char *unavailable; /* why the kernels cannot run here (built, driver); NULL: they can */
+  const char *no_peers;    /* why some pair of the ranks' GPUs has no working peer access */
+  mg_dtype_t dtype;
+  mg_op_t op;
+  int custom_op;           /* a premul_sum op (never ours) */
+  size_t bytes;            /* of one rank's buffer */
+} mg__kern_case_t;
+
+/* The algorithm for c under p. MG_OK with *algo (MG__KERN_NCCL where ours cannot or should not
+ * run; then, when why is not NULL, the reason is written there). With mode MGCOMM, a case ours
+ * cannot run is MG_ERR_NOT_SUPPORTED naming fn and the reason. Pure: no driver, no variable. */
+mg_status_t mg__kern_choose(const mg__kern_policy_t *p, const mg__kern_case_t *c,
+                            mg__kern_algo_t *algo, char *why, size_t len, const char *fn);
+
+/* ---- The context (kern_ctx.c) */
+
+/* What a rank publishes to its peers (all-gathered by the caller; plain bytes). */
+typedef struct mg__kern_peer {
+  uint64_t magic;          /* MG__KERN_PEER_MAGIC: a record of this layout */
+  uint64_t process;        /* who made it: pid and a random token of the process */
+  uint64_t base;           /* the area's device address in its owner's process */
+  uint64_t half_bytes;     /* bytes of a staging half */
+  int32_t max_blocks;
+  int32_t rank;
+  mg__CUipcMemHandle ipc;  /* the area, for peers in other processes */
+} mg__kern_peer_t;
+
+typedef struct mg__kern_ctx mg__kern_ctx_t;
+
+/* A context for rank of nranks (1..MG_KERN_MAX_RANKS) with a staging area for messages of
+ * staging bytes, launches of at most max_blocks blocks, and waits of at most timeout_s; the
+ * device context of the rank current. Fills *mine. MG_ERR_INVALID_ARGUMENT for a value out of
+ * range; MG_ERR_OUT_OF_MEMORY; the driver's error; mg__kern_available's. */
+mg_status_t mg__kern_ctx_create(int rank, int nranks, size_t staging, int max_blocks,
+                                double timeout_s, mg__kern_ctx_t **out, mg__kern_peer_t *mine);
+/* Maps the peers' areas from their records (all[r] is rank r's). MG_ERR_INVALID_USAGE when the
+ * records disagree with this context (rank, size, blocks: variables not set alike); the
+ * driver's error (an IPC handle that does not open). Undone by destroy. */
+mg_status_t mg__kern_ctx_connect(mg__kern_ctx_t *ctx, const mg__kern_peer_t *all);
+/* Makes every waiting kernel of ctx give up (MG_ERR_ABORTED), now and for later launches. Never
+ * blocks; NULL is ignored. */
+void mg__kern_ctx_abort(mg__kern_ctx_t *ctx);
+/* MG_OK, or why a kernel of ctx gave up: MG_ERR_TIMED_OUT (a peer did not arrive within the
+ * timeout) or MG_ERR_ABORTED, with a message. The context is then broken for good. */
+mg_status_t mg__kern_ctx_status(const mg__kern_ctx_t *ctx);
+/* Frees ctx (NULL is ignored); no kernel of it may still run. The device context of the rank
+ * current. */
+void mg__kern_ctx_destroy(mg__kern_ctx_t *ctx);
+/* The context's staging size (the largest message), in bytes. */
+size_t mg__kern_ctx_staging(const mg__kern_ctx_t *ctx);
+
+/* ---- The launch (kern_launch.c) */
+
+/* Enqueues the all_reduce of count elements of dtype (float32, float16, bfloat16) with op
+ * (sum, avg, max, min) from send to recv (the same buffer in place: any device memory of the
+ * rank's device) on stream, with algo (one-shot or two-shot; every rank the same). Returns once
+ * enqueued; nothing waits on the host, nothing is allocated, so it may be captured in a CUDA
+ * graph. MG_ERR_INVALID_ARGUMENT for a message larger than the staging area, a dtype or op the
+ * kernels lack, or MG__KERN_NCCL; MG_ERR_INVALID_USAGE before connect; the context's status
+ * once a kernel gave up; the driver's launch error. */
+mg_status_t mg__kern_all_reduce(mg__kern_ctx_t *ctx, const void *send, void *recv, size_t count,
+                                mg_dtype_t dtype, mg_op_t op, mg__kern_algo_t algo,
+                                mg__CUstream stream);
+
+/* kern_module.c, for kern_ctx.c and kern_launch.c: the module loaded into the current context
+ * and its kernel for (algo, dtype, op); NULL function when the kernels lack the combination. */
+typedef struct mg__kern_module {
+  mg__CUmodule module;
+  mg__CUfunction fn[2][3][4]; /* [algo - 1][f32, f16, bf16][sum, avg, max, min] */
+} mg__kern_module_t;
+mg_status_t mg__kern_module_load(mg__kern_module_t *m);
+void mg__kern_module_unload(mg__kern_module_t *m);
+/* The kernel's dtype and op index, or -1 for one the kernels lack. */
+int mg__kern_dtype_index(mg_dtype_t dtype);
+int mg__kern_op_index(mg_op_t op);
+
+/* kern_ctx.c, for kern_launch.c: the launch argument of ctx (every field but send, recv and
+ * count), its module and its blocks at most. MG_ERR_INVALID_USAGE before connect; the status
+ * once a kernel gave up; MG_ERR_ABORTED after mg__kern_ctx_abort. */
+mg_status_t mg__kern_ctx_args(const mg__kern_ctx_t *ctx, mg_kern_args_t *a,
+                              const mg__kern_module_t **mod, int *max_blocks);
+
+#endif
