@@ -70,6 +70,17 @@ mg_status_t mg__p2p_stream_locked(mg__p2p_t *p, int d, mg__CUstream *stream);
  * the driver is gone already (at exit) or no context could be made current. */
 void mg__p2p_mem_free(int d, mg__CUdeviceptr ptr);
 
+/* ---- access.c, probe.c */
+
+/* Enables peer access from -> to (access.c; see mg__p2p_enable_locked's comment). */
+mg_status_t mg__p2p_enable_locked(mg__p2p_t *p, int from, int to);
+/* Whether from's context can load and store to's memory through working peer access, for code
+ * that moves data itself (our kernels): the pair can access, its access is enabled (now, if it
+ * was not) and its probe passed (run now, if it had not run). 1; or 0 with the reason in why
+ * (the pair's, or the error that kept it from being asked). Devices are this process's
+ * ordinals; a device with itself works. */
+int mg__p2p_pair_works(int from, int to, char *why, size_t len);
+
 /* ---- copy.c */
 
 /* One copy as mg_p2p_copy and mg_buf_copy describe it. The buffers (may be NULL) are the ones the

@@ -3,6 +3,8 @@
  * through the path a copy would take, read back and compared, optionally timed. A pair that
  * fails loses its peer access, so that its copies take the driver's staged path.
  *
+ * mg__p2p_pair_works asks the same of one pair, for our kernels' choice.
+ *
  * The probe is a diagnostic, so unlike a copy it waits on the host, for each copy's event,
  * polling within MGCOMM_TIMEOUT. It holds the topology's lock throughout: copies made meanwhile
  * wait for the verdicts rather than use a pair being probed.
@@ -185,4 +187,41 @@ mg_status_t mg_p2p_probe(size_t bytes, int timed, int *failed) {
   }
   if (failed != NULL) *failed = nfailed;
   return MG_OK;
+}
+
+int mg__p2p_pair_works(int from, int to, char *why, size_t len) {
+  mg__p2p_t *p;
+  if (mg__p2p_get(&p) != MG_OK) {
+    snprintf(why, len, "%s", mg_last_error());
+    return 0;
+  }
+  if (from < 0 || to < 0 || from >= p->n || to >= p->n) {
+    snprintf(why, len, "GPU %d or GPU %d is not one of this process's %d", from, to, p->n);
+    return 0;
+  }
+  if (from == to) return 1;
+  mg__p2p_pair_t *pp = mg__p2p_pair(p, from, to);
+  unsigned char *pattern = NULL, *back = NULL;
+  mg_status_t st = MG_OK;
+  pthread_mutex_lock(&p->lock);
+  if (pp->can_access && !pp->enabled && pp->probe != MG_P2P_PROBE_FAILED)
+    st = mg__p2p_enable_locked(p, from, to);
+  if (st == MG_OK && pp->enabled && pp->probe == MG_P2P_PROBE_NOT_RUN) {
+    pattern = malloc(MG__PROBE_DEFAULT_BYTES);
+    back = malloc(MG__PROBE_DEFAULT_BYTES);
+    st = pattern != NULL && back != NULL
+             ? mg__probe_pair(p, from, to, MG__PROBE_DEFAULT_BYTES, 0, pattern, back)
+             : mg__error(MG_ERR_OUT_OF_MEMORY, "two host buffers for the probe");
+  }
+  const int ok = st == MG_OK && pp->enabled && pp->probe == MG_P2P_PROBE_OK;
+  if (st != MG_OK)
+    snprintf(why, len, "GPU %d -> GPU %d: %s", from, to, mg_last_error());
+  else if (!pp->can_access)
+    snprintf(why, len, "GPU %d cannot access GPU %d's memory (cuDeviceCanAccessPeer)", from, to);
+  else if (!ok)
+    snprintf(why, len, "GPU %d -> GPU %d: %s", from, to, pp->reason);
+  pthread_mutex_unlock(&p->lock);
+  free(pattern);
+  free(back);
+  return ok;
 }

@@ -5,7 +5,7 @@
  * sets them per case. Host buffers and "no driver" need no simulator.
  *
  * Cases: topo4, islands8, islands_enable, links4, links_switch (the simulated NVML too), enable,
- * probe, copy_checks, copy_order, copy_fail, copy_request, nodriver, nogpu, hostbuf,
+ * probe, pair_works, copy_checks, copy_order, copy_fail, copy_request, nodriver, nogpu, hostbuf,
  * world_writer, world_writer_gpu.
  */
 #include <dlfcn.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "loader/cuda_api.h"
+#include "p2p/p2p.h"
 #include "test.h"
 
 /* ---- the simulator's own entry points, for what a program would do with CUDA itself ---- */
@@ -244,6 +245,28 @@ static void t_probe(void) {
   ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_p2p_probe((size_t)1 << 31, 0, NULL));
   ASSERT_OK(mg_buf_destroy(src));
   ASSERT_OK(mg_buf_destroy(dst));
+}
+
+/* MGSIM_DEVICES=4, 3 reached by nobody, MGSIM_PEER_CORRUPT=1>2: the question our kernels ask of
+ * a pair enables it and probes it on its own, and says no, with the reason, for a pair that
+ * cannot access and for one whose bytes arrive wrong. */
+static void t_pair_works(void) {
+  char why[256] = "";
+  ASSERT_EQ(pair(0, 1).enabled, 0);
+  ASSERT_EQ(mg__p2p_pair_works(0, 1, why, sizeof why), 1);
+  ASSERT_EQ(pair(0, 1).enabled, 1);
+  ASSERT_EQ(pair(0, 1).probe, MG_P2P_PROBE_OK);
+  ASSERT_EQ(mg__p2p_pair_works(0, 1, why, sizeof why), 1); /* asked again: the same answer */
+  ASSERT_EQ(mg__p2p_pair_works(2, 2, why, sizeof why), 1);
+  ASSERT_EQ(mg__p2p_pair_works(1, 2, why, sizeof why), 0);
+  ASSERT_CONTAINS(why, "the bytes copied 1 -> 2 differ");
+  ASSERT_EQ(pair(1, 2).enabled, 0); /* taken off the peer path */
+  ASSERT_EQ(mg__p2p_pair_works(1, 2, why, sizeof why), 0);
+  ASSERT_EQ(mg__p2p_pair_works(0, 3, why, sizeof why), 0);
+  ASSERT_CONTAINS(why, "cannot access");
+  ASSERT_EQ(pair(0, 3).enabled, 0);
+  ASSERT_EQ(mg__p2p_pair_works(0, 9, why, sizeof why), 0);
+  ASSERT_CONTAINS(why, "not one of this process's 4");
 }
 
 /* ---- copies ---- */
@@ -772,7 +795,8 @@ int main(int argc, char **argv) {
     void (*fn)(void);
   } cases[] = {{"topo4", t_topo4},           {"islands8", t_islands8},
                {"islands_enable", t_islands_enable}, {"enable", t_enable},
-               {"probe", t_probe},           {"copy_checks", t_copy_checks},
+               {"probe", t_probe},           {"pair_works", t_pair_works},
+               {"copy_checks", t_copy_checks},
                {"copy_order", t_copy_order}, {"copy_fail", t_copy_fail},
                {"copy_request", t_copy_request},
                {"nodriver", t_nodriver},     {"nogpu", t_nogpu},

@@ -21,6 +21,9 @@ if(MGCOMM_TESTING)
   mg_test(NAME p2p_probe EXE p2p ARGS probe LABELS unit p2p sim
           ENV ${_mg_sim} ${_mg_nolsan} MGSIM_DEVICES=4 "MGSIM_PEER_CORRUPT=1>2"
           "MGSIM_PEER_COPY_FAIL=3>0")
+  mg_test(NAME p2p_pair_works EXE p2p ARGS pair_works LABELS unit p2p sim
+          ENV ${_mg_sim} ${_mg_nolsan} MGSIM_DEVICES=4 "MGSIM_PEERS=0>1,1>0,1>2,2>1,0>2,2>0"
+          "MGSIM_PEER_CORRUPT=1>2")
   foreach(c copy_checks copy_order)
     mg_test(NAME p2p_${c} EXE p2p ARGS ${c} LABELS unit p2p sim ENV ${_mg_sim} ${_mg_nolsan}
             MGSIM_DEVICES=2)

@@ -29,6 +29,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "kernels/kernels.h"
+#include "p2p/p2p.h"
 
 typedef struct mg__nkern {
   int state;              /* 0: not set up; 1: ready; -1: the kernels cannot run here */
@@ -107,37 +108,24 @@ static int mg__nkern_ordinal(const char *bus) {
 }
 
 /* Whether this rank's GPU can load and store the memory of every other rank's GPU (all[]: the
- * records of exchange 1); in one process it also enables that access. 1, or 0 with the reason.
- *
- * To be answered by the P2P layer's functional probe (src/p2p/, another branch) when it is
- * merged: capability, as here, is not proof of a working data path. */
+ * records of exchange 1): the peer-to-peer layer's answer for each pair, which enables the
+ * access in this process and proves it with its functional probe ("can access" is sometimes a
+ * lie). A rank in another process maps the memory through IPC, but over the same link, which
+ * this process probes when it sees that GPU. 1, or 0 with the reason. */
 static int mg__nccl_peers_work(mg_comm_t *comm, const mg__nkern_rec_t *all, char *why,
                                size_t len) {
-  mg__ncomm_t *nx = mg__ncomm(comm);
   const mg__nkern_rec_t *me = &all[comm->rank];
   for (int r = 0; r < comm->nranks; r++) {
     if (r == comm->rank || strcmp(all[r].bus, me->bus) == 0) continue; /* the same GPU */
     const int ord = mg__nkern_ordinal(all[r].bus);
-    mg__CUdevice peer;
-    int can = 0;
-    if (ord < 0 || mg__cuda.DeviceGet(&peer, ord) != MG__CUDA_SUCCESS ||
-        mg__cuda.DeviceCanAccessPeer(&can, nx->dev, peer) != MG__CUDA_SUCCESS || !can) {
-      snprintf(why, len, "rank %d (GPU %s) cannot access rank %d's GPU %s%s", comm->rank,
-               me->bus, r, all[r].bus, ord < 0 ? ", which this process does not see" : "");
+    char pair[256];
+    if (ord < 0) {
+      snprintf(why, len, "rank %d (GPU %s) cannot access rank %d's GPU %s, which this process "
+               "does not see", comm->rank, me->bus, r, all[r].bus);
       return 0;
     }
-    if (all[r].peer.process != me->peer.process) continue; /* IPC enables it when it maps */
-    mg__CUdevice pd;
-    mg__CUcontext pctx = NULL;
-    if (mg__device_ctx_retain(ord, "peer access", &pd, &pctx) != MG_OK) {
-      snprintf(why, len, "rank %d: %s", comm->rank, mg_last_error());
-      return 0;
-    }
-    const mg__CUresult res = mg__cuda.CtxEnablePeerAccess(pctx, 0);
-    mg__device_ctx_release(pd); /* the peer rank's communicator keeps it retained */
-    if (res != MG__CUDA_SUCCESS && res != MG__CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
-      mg__cu_error(res, "cuCtxEnablePeerAccess");
-      snprintf(why, len, "rank %d to rank %d: %s", comm->rank, r, mg_last_error());
+    if (!mg__p2p_pair_works(comm->device, ord, pair, sizeof pair)) {
+      snprintf(why, len, "rank %d to rank %d: %s", comm->rank, r, pair);
       return 0;
     }
   }
