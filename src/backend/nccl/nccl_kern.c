@@ -108,24 +108,35 @@ static int mg__nkern_ordinal(const char *bus) {
 }
 
 /* Whether this rank's GPU can load and store the memory of every other rank's GPU (all[]: the
- * records of exchange 1): the peer-to-peer layer's answer for each pair, which enables the
- * access in this process and proves it with its functional probe ("can access" is sometimes a
- * lie). A rank in another process maps the memory through IPC, but over the same link, which
- * this process probes when it sees that GPU. 1, or 0 with the reason. */
+ * records of exchange 1). A rank of this process: the peer-to-peer layer's answer for the pair,
+ * which enables the access and proves it with its functional probe ("can access" is sometimes a
+ * lie). A rank of another process maps the memory through IPC; probing that pair here would make
+ * a context on the other GPU in every process (hundreds of MiB each), so capability has to do
+ * (cuDeviceCanAccessPeer). 1, or 0 with the reason. */
 static int mg__nccl_peers_work(mg_comm_t *comm, const mg__nkern_rec_t *all, char *why,
                                size_t len) {
+  mg__ncomm_t *nx = mg__ncomm(comm);
   const mg__nkern_rec_t *me = &all[comm->rank];
   for (int r = 0; r < comm->nranks; r++) {
     if (r == comm->rank || strcmp(all[r].bus, me->bus) == 0) continue; /* the same GPU */
     const int ord = mg__nkern_ordinal(all[r].bus);
     char pair[256];
+    mg__CUdevice peer;
+    int can = 0;
     if (ord < 0) {
       snprintf(why, len, "rank %d (GPU %s) cannot access rank %d's GPU %s, which this process "
                "does not see", comm->rank, me->bus, r, all[r].bus);
       return 0;
     }
-    if (!mg__p2p_pair_works(comm->device, ord, pair, sizeof pair)) {
-      snprintf(why, len, "rank %d to rank %d: %s", comm->rank, r, pair);
+    if (all[r].peer.process == me->peer.process) {
+      if (!mg__p2p_pair_works(comm->device, ord, pair, sizeof pair)) {
+        snprintf(why, len, "rank %d to rank %d: %s", comm->rank, r, pair);
+        return 0;
+      }
+    } else if (mg__cuda.DeviceGet(&peer, ord) != MG__CUDA_SUCCESS ||
+               mg__cuda.DeviceCanAccessPeer(&can, nx->dev, peer) != MG__CUDA_SUCCESS || !can) {
+      snprintf(why, len, "rank %d (GPU %s) cannot access rank %d's GPU %s", comm->rank, me->bus,
+               r, all[r].bus);
       return 0;
     }
   }
