@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# multi.sh -- issue 21's runs on a machine of several GPUs, as few device calls as the budget
+# allows: each step is one of the scripts that own a run, bounded by its own time limit, so that
+# a step that hangs costs its bound and not the call.
+#
+#   STEPS="build kernels nccl p2p" tests/gpu/multi.sh      (default: every step, in this order)
+#
+# Steps (the run of issue 21 each one makes):
+#   build     configure and build once (Release, with the tests; nvcc compiles our kernels) into
+#             $BUILD, which the later steps and a later call on the same machine reuse
+#   kernels   run 6: bench/allreduce_vs_nccl.sh (our all-reduce across the GPUs, against NCCL)
+#   nccl      run 2: bench/nccl_vs_nccl_tests.sh -T 1 (every collective against nccl-tests)
+#   p2p       run 4: tests/gpu/p2p.sh (gpu_p2p, mgcomm topo, copies against cudaMemcpyPeerAsync)
+#   suite     run 1: every test labelled gpu (tests/gpu/run.sh's tests on the built tree)
+#   shmem     run 5: NP=<GPUs> tests/gpu/shmem.sh (one PE per GPU under mgcomm launch)
+#   machines  run 7: tests/gpu/two_machines.sh (two simulated machines over the store and lo)
+# Reports go to $OUT (at most 8 files come back from a device call): each step's main report as
+# <step>.md and everything else in logs.tgz. Limits per step: <STEP>_LIMIT seconds (defaults
+# below). Exit 0 when every step ended 0 (or 77: skipped), else 1.
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+root=$(cd "$(dirname "$0")/../.." && pwd)
+export BUILD=${BUILD:-$root/build-gpu} JOBS=${JOBS:-$(nproc)}
+export SOURCE_COMMIT=${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+out=${OUT:-$BUILD/multi-out}
+work=$BUILD/multi-work
+mkdir -p "$out" "$work"
+ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+steps=${STEPS:-build kernels nccl p2p suite shmem machines}
+rc_all=0
+
+step_build() {
+  cmake -S "$root" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMGCOMM_TESTING=ON >/dev/null &&
+    cmake --build "$BUILD" -j "$JOBS" 2>&1 | tail -n 5
+}
+step_kernels() { OUT=$work/kernels bench/allreduce_vs_nccl.sh -g "$ngpus" -R 3; }
+step_nccl() { OUT=$work/nccl bench/nccl_vs_nccl_tests.sh -g "$ngpus" -R 1 -e "${NCCL_MAX:-1G}" -T 1; }
+step_p2p() { OUT=$work/p2p ROUNDS=3 tests/gpu/p2p.sh; }
+step_suite() {
+  (cd "$BUILD" && ctest -L gpu -V >"$work/suite.log" 2>&1)
+  local rc=$?
+  grep -E "Test +#|tests passed|tests failed" "$work/suite.log"
+  return $rc
+}
+step_shmem() { OUT=$work/shmem NP=$ngpus tests/gpu/shmem.sh; }
+step_machines() { tests/gpu/two_machines.sh "$BUILD/mgcomm"; }
+
+cd "$root" || exit 1
+{
+  echo "# issue 21 runs, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $SOURCE_COMMIT"
+  echo
+  nvidia-smi -L
+  nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1
+  echo "steps: $steps"
+} >"$out/steps.md"
+for s in $steps; do
+  lim_var=$(echo "${s}_LIMIT" | tr '[:lower:]' '[:upper:]')
+  case "$s" in build) def=300 ;; kernels) def=240 ;; nccl) def=240 ;; suite) def=300 ;; *) def=120 ;; esac
+  lim=${!lim_var:-$def}
+  t0=$(date +%s)
+  echo "== step $s (bound ${lim} s)"
+  timeout -k 10 "$lim" bash -c "$(declare -f "step_$s"); root=$root work=$work ngpus=$ngpus step_$s" \
+    >"$work/$s.out" 2>&1
+  rc=$?
+  tail -n 60 "$work/$s.out"
+  line="- $s: exit $rc after $(($(date +%s) - t0)) s (bound $lim s)"
+  [ $rc -eq 124 ] && line="$line: stopped at its bound"
+  echo "$line" | tee -a "$out/steps.md"
+  [ $rc -eq 0 ] || [ $rc -eq 77 ] || rc_all=1
+done
+# The main reports, one file each; the rest in one archive.
+for f in kernels/allreduce-vs-nccl.md nccl/nccl-vs-nccl-tests.md p2p/p2p.md shmem/shmem.md; do
+  [ -f "$work/$f" ] && cp "$work/$f" "$out/$(dirname "$f").md"
+done
+[ -f "$work/machines.out" ] && cp "$work/machines.out" "$out/machines.md"
+tar czf "$out/logs.tgz" -C "$work" . 2>/dev/null
+exit $rc_all
