@@ -74,11 +74,13 @@ void mg__p2p_mem_free(int d, mg__CUdeviceptr ptr);
 
 /* Enables peer access from -> to (access.c; see mg__p2p_enable_locked's comment). */
 mg_status_t mg__p2p_enable_locked(mg__p2p_t *p, int from, int to);
-/* Whether from's context can load and store to's memory through working peer access, for code
- * that moves data itself (our kernels): the pair can access, its access is enabled (now, if it
- * was not) and its probe passed (run now, if it had not run). 1; or 0 with the reason in why
- * (the pair's, or the error that kept it from being asked). Devices are this process's
- * ordinals; a device with itself works. */
+/* Whether from's context can load and store to's memory through peer access, for code that
+ * moves data itself (our kernels): the pair can access, its access is enabled (now, if it was
+ * not), and the probe has not found it lying. It does not run the probe: that waits on the host
+ * with synchronous copies, which wait for every blocking stream of the context, and a launch
+ * must not (a peer's kernel on such a stream may wait for this very rank); a program takes a
+ * lying pair off this path by running mg_p2p_probe (or mgcomm topo) first. 1; or 0 with the
+ * reason in why. Devices are this process's ordinals; a device with itself works. */
 int mg__p2p_pair_works(int from, int to, char *why, size_t len);
 
 /* ---- copy.c */

@@ -3,7 +3,7 @@
  * through the path a copy would take, read back and compared, optionally timed. A pair that
  * fails loses its peer access, so that its copies take the driver's staged path.
  *
- * mg__p2p_pair_works asks the same of one pair, for our kernels' choice.
+ * mg__p2p_pair_works reads the verdicts for our kernels' choice.
  *
  * The probe is a diagnostic, so unlike a copy it waits on the host, for each copy's event,
  * polling within MGCOMM_TIMEOUT. It holds the topology's lock throughout: copies made meanwhile
@@ -201,19 +201,11 @@ int mg__p2p_pair_works(int from, int to, char *why, size_t len) {
   }
   if (from == to) return 1;
   mg__p2p_pair_t *pp = mg__p2p_pair(p, from, to);
-  unsigned char *pattern = NULL, *back = NULL;
   mg_status_t st = MG_OK;
   pthread_mutex_lock(&p->lock);
   if (pp->can_access && !pp->enabled && pp->probe != MG_P2P_PROBE_FAILED)
     st = mg__p2p_enable_locked(p, from, to);
-  if (st == MG_OK && pp->enabled && pp->probe == MG_P2P_PROBE_NOT_RUN) {
-    pattern = malloc(MG__PROBE_DEFAULT_BYTES);
-    back = malloc(MG__PROBE_DEFAULT_BYTES);
-    st = pattern != NULL && back != NULL
-             ? mg__probe_pair(p, from, to, MG__PROBE_DEFAULT_BYTES, 0, pattern, back)
-             : mg__error(MG_ERR_OUT_OF_MEMORY, "two host buffers for the probe");
-  }
-  const int ok = st == MG_OK && pp->enabled && pp->probe == MG_P2P_PROBE_OK;
+  const int ok = st == MG_OK && pp->enabled && pp->probe != MG_P2P_PROBE_FAILED;
   if (st != MG_OK)
     snprintf(why, len, "GPU %d -> GPU %d: %s", from, to, mg_last_error());
   else if (!pp->can_access)
@@ -221,7 +213,5 @@ int mg__p2p_pair_works(int from, int to, char *why, size_t len) {
   else if (!ok)
     snprintf(why, len, "GPU %d -> GPU %d: %s", from, to, pp->reason);
   pthread_mutex_unlock(&p->lock);
-  free(pattern);
-  free(back);
   return ok;
 }

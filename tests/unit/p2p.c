@@ -248,20 +248,26 @@ static void t_probe(void) {
 }
 
 /* MGSIM_DEVICES=4, 3 reached by nobody, MGSIM_PEER_CORRUPT=1>2: the question our kernels ask of
- * a pair enables it and probes it on its own, and says no, with the reason, for a pair that
- * cannot access and for one whose bytes arrive wrong. */
+ * a pair enables it on its own, never probes it (a launch must not wait on the host), says no
+ * for a pair that cannot access, and for a lying pair once the program's probe found it. */
 static void t_pair_works(void) {
   char why[256] = "";
   ASSERT_EQ(pair(0, 1).enabled, 0);
   ASSERT_EQ(mg__p2p_pair_works(0, 1, why, sizeof why), 1);
   ASSERT_EQ(pair(0, 1).enabled, 1);
-  ASSERT_EQ(pair(0, 1).probe, MG_P2P_PROBE_OK);
+  ASSERT_EQ(pair(0, 1).probe, MG_P2P_PROBE_NOT_RUN);
   ASSERT_EQ(mg__p2p_pair_works(0, 1, why, sizeof why), 1); /* asked again: the same answer */
   ASSERT_EQ(mg__p2p_pair_works(2, 2, why, sizeof why), 1);
+  ASSERT_EQ(mg__p2p_pair_works(1, 2, why, sizeof why), 1); /* not probed: capability stands */
+  int failed = -1;
+  ASSERT_OK(mg_p2p_probe(0, 0, &failed));
+  ASSERT_EQ(failed, 1);
   ASSERT_EQ(mg__p2p_pair_works(1, 2, why, sizeof why), 0);
   ASSERT_CONTAINS(why, "the bytes copied 1 -> 2 differ");
-  ASSERT_EQ(pair(1, 2).enabled, 0); /* taken off the peer path */
+  ASSERT_EQ(pair(1, 2).enabled, 0); /* taken off the peer path, and not enabled again */
   ASSERT_EQ(mg__p2p_pair_works(1, 2, why, sizeof why), 0);
+  ASSERT_EQ(pair(1, 2).enabled, 0);
+  ASSERT_EQ(mg__p2p_pair_works(0, 1, why, sizeof why), 1);
   ASSERT_EQ(mg__p2p_pair_works(0, 3, why, sizeof why), 0);
   ASSERT_CONTAINS(why, "cannot access");
   ASSERT_EQ(pair(0, 3).enabled, 0);

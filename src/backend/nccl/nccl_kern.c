@@ -109,10 +109,10 @@ static int mg__nkern_ordinal(const char *bus) {
 
 /* Whether this rank's GPU can load and store the memory of every other rank's GPU (all[]: the
  * records of exchange 1). A rank of this process: the peer-to-peer layer's answer for the pair,
- * which enables the access and proves it with its functional probe ("can access" is sometimes a
- * lie). A rank of another process maps the memory through IPC; probing that pair here would make
- * a context on the other GPU in every process (hundreds of MiB each), so capability has to do
- * (cuDeviceCanAccessPeer). 1, or 0 with the reason. */
+ * which enables the access and refuses a pair its functional probe found lying ("can access" is
+ * sometimes a lie). A rank of another process maps the memory through IPC; enabling that pair
+ * here would make a context on the other GPU in every process (hundreds of MiB each), so
+ * capability has to do (cuDeviceCanAccessPeer). 1, or 0 with the reason. */
 static int mg__nccl_peers_work(mg_comm_t *comm, const mg__nkern_rec_t *all, char *why,
                                size_t len) {
   mg__ncomm_t *nx = mg__ncomm(comm);
