@@ -74,6 +74,21 @@ static mg_status_t mg__probe_copy(mg__probe_t *pr, int timed, float *ms, char *v
   return MG_OK;
 }
 
+/* Orders the work just enqueued on ctx's legacy stream before stream s. cuMemcpyHtoD from
+ * pageable memory may return before its DMA has landed, and cuMemsetD8 on device memory does not
+ * wait at all; both run on the legacy stream, which a non-blocking stream such as the copy stream
+ * does not wait for. Without this the copy could read the pattern before it arrived, or the
+ * memset could zero the destination after the copy (seen on an H200: "byte 4224 of 1048576 is
+ * 0x00"). ctx is current. */
+static mg_status_t mg__probe_order(mg__CUstream s) {
+  mg__CUevent ev;
+  MG_CU_CHECK(EventCreate, &ev, MG__CU_EVENT_DISABLE_TIMING);
+  mg__CUresult r = mg__cuda.EventRecord(ev, MG__CU_STREAM_LEGACY);
+  if (r == MG__CUDA_SUCCESS) r = mg__cuda.StreamWaitEvent(s, ev, 0);
+  (void)mg__cuda.EventDestroy(ev); /* released once the wait has passed it */
+  return r == MG__CUDA_SUCCESS ? MG_OK : mg__cu_error(r, "ordering the probe's copy");
+}
+
 /* Writes the pattern at a, copies it to b (twice when timed: the first warms the path up),
  * reads it back and compares. MG_OK with verdict[0] == 0 when the bytes arrived; MG_OK with the
  * reason in verdict when the pair failed; an error when the probe itself could not be set up. */
@@ -84,12 +99,14 @@ static mg_status_t mg__probe_run(mg__probe_t *pr, int timed, double *gbps, char 
     pr->pattern[k] = (unsigned char)(k * 131u + (unsigned)pr->a * 7u + (unsigned)pr->b * 13u + 1u);
   MG_CHECK(mg__device_ctx_enter(pr->ca, &saved));
   mg__CUresult r = mg__cuda.MemcpyHtoD(pr->src, pr->pattern, pr->bytes);
+  mg_status_t st = r == MG__CUDA_SUCCESS ? mg__probe_order(pr->s) : mg__cu_error(r, "cuMemcpyHtoD");
   mg__device_ctx_leave(pr->ca, saved);
-  if (r != MG__CUDA_SUCCESS) return mg__cu_error(r, "cuMemcpyHtoD");
+  MG_CHECK(st);
   MG_CHECK(mg__device_ctx_enter(pr->cb, &saved));
-  mg_status_t st = MG_OK;
   float ms = 0;
   MG_CU_CHECK_GOTO(st, out, MemsetD8, pr->dst, 0, pr->bytes);
+  st = mg__probe_order(pr->s);
+  if (st != MG_OK) goto out;
   for (int round = 0; round < 1 + timed && st == MG_OK && verdict[0] == '\0'; round++)
     st = mg__probe_copy(pr, timed && round == 1, &ms, verdict, vlen);
   if (st != MG_OK || verdict[0] != '\0') goto out;
