@@ -43,7 +43,7 @@ step_suite() {
   return $rc
 }
 step_shmem() { OUT=$work/shmem NP=$ngpus tests/gpu/shmem.sh; }
-step_machines() { tests/gpu/two_machines.sh "$BUILD/mgcomm"; }
+step_machines() { tests/gpu/two_machines.sh "$BUILD"; }
 
 cd "$root" || exit 1
 {

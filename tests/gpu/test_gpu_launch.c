@@ -33,7 +33,7 @@ static void run_rank(void) {
   const int rank = env_int("MGCOMM_RANK");
   const int local = env_int("MGCOMM_LOCAL_RANK");
   ASSERT_EQ(env_int("MGCOMM_WORLD_SIZE"), 2);
-  gu_need(2);
+  gu_need(local + 1); /* its own GPU: a "machine" of tests/gpu/two_machines.sh sees only one */
   gu_dev_t dev;
   gu_dev_open(&dev, local);
   mg_config_t cfg = MG_CONFIG_INIT;

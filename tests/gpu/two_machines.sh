@@ -5,26 +5,29 @@
 # transport over the loopback interface (no peer-to-peer, no shared memory between the groups or
 # inside them), so that mg_comm_init_env, the store and NCCL's socket transport carry the job.
 #
-#   tests/gpu/two_machines.sh [MGCOMM]      (default: build-gpu/mgcomm of this checkout)
+#   tests/gpu/two_machines.sh [BUILD]       (default: build-gpu of this checkout)
 #
-# The GPUs are split in two halves (2 GPUs: one per "machine"; 4 GPUs: two per machine). Each
-# process runs `mgcomm bench` under init_env with every result checked (--check 1), every
-# collective from 8 B to 64 MiB; rank 0's table is printed. Exit 0 when both groups pass, 77 with
-# fewer than 2 GPUs (NCCL refuses two ranks on one GPU), 1 otherwise. No address other than
+# Two GPUs, one per "machine". Each process runs tests/gpu/test_gpu_launch.c's rank (the program
+# that `mgcomm launch` runs in the test gpu_launch_progress): mg_comm_init_env on the NCCL
+# backend, one all_reduce checked, then a withheld all_reduce whose timeout must name what the
+# other "machine" last enqueued, as published through the store. (`mgcomm bench` runs ranks as
+# processes on the host backend only, so it cannot measure this path's bandwidth yet.) Exit 0
+# when both pass, 77 with fewer than 2 GPUs (NCCL refuses two ranks on one GPU), 1 otherwise. No address other than
 # 127.0.0.1 is ever a target: the store listens there and NCCL_SOCKET_IFNAME=lo.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 root=$(cd "$(dirname "$0")/../.." && pwd)
-mgcomm=${1:-$root/build-gpu/mgcomm}
-[ -x "$mgcomm" ] || { echo "two_machines.sh: no mgcomm at $mgcomm" >&2; exit 1; }
+build=${1:-$root/build-gpu}
+prog=$build/tests/gpu/test_gpu_launch
+[ -x "$prog" ] || { echo "two_machines.sh: no $prog (build with the tests)" >&2; exit 1; }
 
 ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 if [ "${ngpus:-0}" -lt 2 ]; then
   echo "SKIP: two_machines.sh needs 2 GPUs (found ${ngpus:-0}): NCCL refuses two ranks on one GPU"
   exit 77
 fi
-per=$((ngpus / 2)) # GPUs per simulated machine
-world=$((2 * per))
+per=1 # GPUs per simulated machine: the program is a job of 2 ranks
+world=2
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 log=$(mktemp -d)
@@ -42,8 +45,7 @@ for node in 0 1; do
       NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 \
       NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_DEBUG_FILE="$log/nccl.$rank.%p" \
       MGCOMM_TIMEOUT=120 \
-      timeout 500 "$mgcomm" bench --backend nccl -c all_reduce,all_gather,reduce_scatter,all_to_all,broadcast,sendrecv \
-      -b 8 -e 64M -f 8 --check 1 >"$log/rank$rank.txt" 2>&1 &
+      timeout 120 "$prog" rank >"$log/rank$rank.txt" 2>&1 &
     pids+=($!)
   done
 done
