@@ -33,13 +33,15 @@ if(MGCOMM_TESTING)
   set_tests_properties(gpu_coll_harness_catches PROPERTIES
     PASS_REGULAR_EXPRESSION "1 wrong elements of .*results differ from the host backend")
 endif()
+# NCCL's failure paths: NCCL runs every all_reduce here (MGCOMM_ALGO=nccl), since on 2 GPUs with
+# peer access our own kernels would take the float ones (their faults: gpu_kernels_timeout/abort).
 foreach(mode pointers inject inittimeout withheld abort watchdog revoke world)
   mg_test(NAME gpu_faults_${mode} EXE test_gpu_faults
           SOURCES ${_mg_dir}/test_gpu_faults.c ${MG_GPU_UTIL}
-          ARGS ${mode} LABELS gpu TIMEOUT 300 ENV ${MG_GPU_ENV})
+          ARGS ${mode} LABELS gpu TIMEOUT 300 ENV ${MG_GPU_ENV} MGCOMM_ALGO=nccl)
 endforeach()
 mg_test(NAME gpu_faults_nocheck EXE test_gpu_faults ARGS nocheck LABELS gpu TIMEOUT 300
-        ENV ${MG_GPU_ENV} MGCOMM_CHECK_POINTERS=0)
+        ENV ${MG_GPU_ENV} MGCOMM_CHECK_POINTERS=0 MGCOMM_ALGO=nccl)
 foreach(t test_gpu_coll test_gpu_mem test_gpu_faults)
   target_link_libraries(${t} PRIVATE m)
 endforeach()

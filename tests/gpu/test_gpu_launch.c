@@ -9,7 +9,7 @@
  *     all_reduce (#0);
  *   - rank 0 enqueues all_reduce #1, which rank 1 withholds, and waits on an mg_record request:
  *     it must end with MG_ERR_TIMED_OUT within the deadline + 1 s, naming all_reduce #1 and
- *     "rank 1 last enqueued #0 (all_reduce)" (before the store carried progress: "rank 1's
+ *     "rank 1 last enqueued #0 (all_reduce float32 x 1024)" (before the store carried progress: "rank 1's
  *     progress is unknown");
  *   - rank 1 stays alive (its key would go with its communicator) until rank 0 says it is done,
  *     through a key of the job's store; then both destroy their communicators.
@@ -69,7 +69,7 @@ static void run_rank(void) {
       FAIL("expected MG_ERR_TIMED_OUT, got %s: %s", mg_status_name(st), mg_last_error());
     printf("  timed out after %.3f s: %s\n", dt, mg_last_error());
     ASSERT_CONTAINS(mg_last_error(), "all_reduce #1");
-    ASSERT_CONTAINS(mg_last_error(), "rank 1 last enqueued #0 (all_reduce)");
+    ASSERT_CONTAINS(mg_last_error(), "rank 1 last enqueued #0 (all_reduce float32 x 1024)");
     ASSERT_IN_F(dt, SHORT_TIMEOUT_S - 0.05, SHORT_TIMEOUT_S + 1);
     ASSERT_OK(mg_request_free(req));
     gu_sync(&dev, 20, "the withheld all_reduce, after the watchdog's abort");
