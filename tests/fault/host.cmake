@@ -37,3 +37,10 @@ mg_test(NAME host_blame_direct EXE host_blame SOURCES ${CMAKE_CURRENT_SOURCE_DIR
 # (tests/fault/host_leftover.c): 40 rounds, each killed after 0-3 or 0-30 ms.
 mg_test(NAME host_leftover_init_killed EXE host_leftover
         SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_leftover.c ARGS 40 LABELS host fault TIMEOUT 60)
+
+# A communicator too large to make is refused at once, naming the limit or the parameters that
+# size its segment (tests/fault/host_limits.c; 1 GiB staging slots make the sizes reachable).
+foreach(t ranks huge rlimit_rank rlimit_all rlimit_split)
+  mg_test(NAME host_limits_${t} EXE host_limits SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_limits.c
+          ARGS ${t} LABELS host fault TIMEOUT 60 ENV MGCOMM_HOST_SLOT_BYTES=1073741824)
+endforeach()

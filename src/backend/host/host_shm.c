@@ -161,19 +161,20 @@ static mg__hshm_t *mg__live;
 
 /* The message for a segment this process cannot map (or whose size overflows): its parts and the
  * parameters that size them. */
-static mg_status_t mg__too_big(const char *name, int n, size_t slot, size_t chan,
+static mg_status_t mg__too_big(const mg__hshm_t *s, size_t slot, size_t chan,
                                const mg__layout_t *l, int err) {
+  const int n = s->nranks;
   if (l == NULL)
-    return mg__error(MG_ERR_OUT_OF_MEMORY, "attaching %s: the segment for %d ranks does not fit "
-                     "in size_t: %d x 2 staging slots of %zu bytes (MGCOMM_HOST_SLOT_BYTES) and "
-                     "%d x %d send/recv rings of %zu bytes (MGCOMM_HOST_P2P_BYTES)", name, n, n,
-                     slot, n, n, chan);
-  return mg__error_errno(MG_ERR_OUT_OF_MEMORY, err, "attaching %s: the segment for %d ranks "
-                         "takes %zu bytes, more than this process can map next to what it maps "
-                         "already: %zu of control, %d x 2 staging slots of %zu bytes "
-                         "(MGCOMM_HOST_SLOT_BYTES), %d x %d send/recv rings of %zu bytes "
-                         "(MGCOMM_HOST_P2P_BYTES); use fewer ranks or smaller slots", name, n,
-                         l->total, l->slots, n, slot, n, n, chan);
+    return mg__error(MG_ERR_OUT_OF_MEMORY, "attaching rank %d to %s: the segment for %d ranks "
+                     "does not fit in size_t: %d x 2 staging slots of %zu bytes "
+                     "(MGCOMM_HOST_SLOT_BYTES) and %d x %d send/recv rings of %zu bytes "
+                     "(MGCOMM_HOST_P2P_BYTES)", s->me, s->name, n, n, slot, n, n, chan);
+  return mg__error_errno(MG_ERR_OUT_OF_MEMORY, err, "attaching rank %d to %s: the segment for %d "
+                         "ranks takes %zu bytes, more than this process can map next to what it "
+                         "maps already (each rank of a process maps it): %zu of control, %d x 2 "
+                         "staging slots of %zu bytes (MGCOMM_HOST_SLOT_BYTES), %d x %d send/recv "
+                         "rings of %zu bytes (MGCOMM_HOST_P2P_BYTES); use fewer ranks or smaller "
+                         "slots", s->me, s->name, n, l->total, l->slots, n, slot, n, n, chan);
 }
 
 /* Closes this rank's descriptors of the segment and of the meeting socket: every rank has
@@ -205,7 +206,7 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   mg__sizes(nranks, &slot_bytes, &chan_bytes, &small_bytes, &direct_bytes);
   mg__layout_t l;
   if (!mg__layout(nranks, slot_bytes, chan_bytes, &l))
-    return mg__too_big(name, nranks, slot_bytes, chan_bytes, NULL, 0);
+    return mg__too_big(s, slot_bytes, chan_bytes, NULL, 0);
   mg_status_t st = MG_OK;
   int created = 0, fd = -1;
   if (local != NULL) {
@@ -228,7 +229,7 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   s->base = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (s->base == MAP_FAILED) {
     s->base = NULL;
-    st = errno == ENOMEM ? mg__too_big(name, nranks, slot_bytes, chan_bytes, &l, ENOMEM)
+    st = errno == ENOMEM ? mg__too_big(s, slot_bytes, chan_bytes, &l, ENOMEM)
                          : mg__error_errno(MG_ERR_SYSTEM, errno, "mmap of segment %s", name);
     goto fail;
   }
