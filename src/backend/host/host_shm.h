@@ -208,8 +208,9 @@ void mg__hshm_sleep(mg__hshm_t *s, uint32_t seen, double timeout_s);
 void mg__hshm_sleep_end(mg__hshm_t *s);
 
 /* MG_OK when rank r of the segment is alive (or is in this process); otherwise fills why with
- * "rank 2 (pid 4711) exited" / "rank 2 aborted or lost its communicator", sets *culprit to the
- * rank that failed first (r, or the rank r's failure came from), and returns MG_ERR_REMOTE. */
+ * "rank 2 (pid 4711) exited (how, where known)" / "rank 2 destroyed its communicator" / "rank 2
+ * aborted or lost its communicator", sets *culprit to the rank that failed first (r, or the rank
+ * r's failure came from), and returns MG_ERR_REMOTE. */
 mg_status_t mg__hshm_peer_status(const mg__hshm_t *s, int r, char *why, size_t len, int *culprit);
 /* Marks this rank failed because of rank culprit (itself for an abort), or MG__CAUSE_TIMEOUT: a
  * rank that only timed out does not make its peers fail early; they keep to their own deadline
