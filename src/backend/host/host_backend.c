@@ -67,15 +67,12 @@ static mg_status_t mg__hid_parse(const mg_unique_id_t *uid, mg__hid_t *id, const
   return MG_OK;
 }
 
-/* Attaches comm's rank to the segment of id, without waiting for the other ranks. local: NULL,
- * or a rank of this process attached to it already, whose descriptor it takes. */
-static mg_status_t mg__attach(mg_comm_t *comm, const mg__hid_t *id, double deadline,
-                              const mg_comm_t *local) {
+/* Attaches comm's rank to the segment of id, without waiting for the other ranks. */
+static mg_status_t mg__attach(mg_comm_t *comm, const mg__hid_t *id, double deadline) {
   mg__hcomm_t *hc = mg__hcomm(comm);
   hc->id = *id;
   hc->step = 0;
-  return mg__hshm_attach(&hc->shm, id->name, comm->nranks, comm->rank, deadline, &comm->aborting,
-                         local != NULL ? &mg__hcomm(local)->shm : NULL);
+  return mg__hshm_attach(&hc->shm, id->name, comm->nranks, comm->rank, deadline, &comm->aborting);
 }
 
 /* Leaves a segment after a failed init: a rank that only timed out does not make the others
@@ -89,7 +86,7 @@ static void mg__init_failed(mg_comm_t *comm, mg_status_t st) {
 static mg_status_t h_init(mg_comm_t *comm, const mg_unique_id_t *uid, double deadline) {
   mg__hid_t id;
   MG_CHECK(mg__hid_parse(uid, &id, "mg_comm_init_rank"));
-  MG_CHECK(mg__attach(comm, &id, deadline, NULL));
+  MG_CHECK(mg__attach(comm, &id, deadline));
   mg_status_t st = mg__hshm_wait_all(&mg__hcomm(comm)->shm, deadline, &comm->aborting,
                                      "mg_comm_init_rank");
   if (st < 0) mg__init_failed(comm, st);
@@ -103,10 +100,9 @@ static mg_status_t h_init_all(mg_comm_t **comms, int n, const int *devices, doub
   memcpy(&id, uid.internal, sizeof id);
   mg_status_t st = MG_OK;
   int attached = 0;
-  /* One thread attaches them all: the first finds or makes the segment, the others take its
-   * descriptor (none of them could answer at the socket before all are attached). */
-  for (; attached < n && st >= 0; attached++)
-    st = mg__attach(comms[attached], &id, deadline, attached > 0 ? comms[0] : NULL);
+  /* One thread attaches them all: the first makes the segment, the others take its descriptor
+   * from it in this process (none of them answers at the socket before all are attached). */
+  for (; attached < n && st >= 0; attached++) st = mg__attach(comms[attached], &id, deadline);
   if (st < 0) attached--; /* the one that failed left nothing mapped */
   for (int i = 0; i < attached && st >= 0; i++) /* every rank's verdict first, then all of them */
     st = mg__hshm_wait_attached(&mg__hcomm(comms[i])->shm, deadline, &comms[i]->aborting,
@@ -145,7 +141,7 @@ static mg_status_t mg__internal(mg_comm_t *comm, mg__opkind_t kind, const void *
 
 static mg_status_t mg__child_init(mg_comm_t *child, const mg__hid_t *id, double deadline,
                                   const char *fn) {
-  mg_status_t st = mg__attach(child, id, deadline, NULL);
+  mg_status_t st = mg__attach(child, id, deadline);
   if (st >= 0) {
     st = mg__hshm_wait_all(&mg__hcomm(child)->shm, deadline, &child->aborting, fn);
     if (st < 0) mg__init_failed(child, st);

@@ -80,9 +80,12 @@ static int mg__meet_receive(int c, const char *name, double deadline, const atom
     m.msg_controllen = sizeof ctl.buf;
     ssize_t got = recvmsg(c, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got > 0 && (m.msg_flags & MSG_CTRUNC))
+      return mg__error(MG_ERR_SYSTEM, "receiving the descriptors of segment %s: the kernel "
+                       "dropped them (is the process out of file descriptors? ulimit -n)", name);
     struct cmsghdr *h = got == 1 ? CMSG_FIRSTHDR(&m) : NULL;
     if (h != NULL && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
-        h->cmsg_len == CMSG_LEN(2 * sizeof(int)) && !(m.msg_flags & MSG_CTRUNC)) {
+        h->cmsg_len == CMSG_LEN(2 * sizeof(int))) {
       memcpy(fd, CMSG_DATA(h), sizeof(int));
       memcpy(lfd, CMSG_DATA(h) + sizeof(int), sizeof(int));
       return 1;

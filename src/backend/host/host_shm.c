@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -180,13 +182,38 @@ static mg_status_t mg__too_big(const mg__hshm_t *s, size_t slot, size_t chan,
 /* Closes this rank's descriptors of the segment and of the meeting socket: every rank has
  * attached, or this one leaves. The last rank to close them drops the socket's name. */
 static void mg__hshm_met(mg__hshm_t *s) {
+  pthread_mutex_lock(&mg__live_lock); /* another rank of this process may be copying s->fd */
   if (s->fd >= 0) close(s->fd); /* the mapping keeps the segment */
   if (s->lfd >= 0) close(s->lfd);
   s->fd = s->lfd = -1;
+  pthread_mutex_unlock(&mg__live_lock);
+}
+
+/* Copies of the descriptors of segment `name` and of its socket, held by a rank of this process
+ * that waits for the others: threads of one process (and mg_comm_init_all, which attaches every
+ * rank in one thread before any could answer at the socket) share them without the socket, and
+ * hold one pair between them. 1: copied; 0: no rank here holds them; -1: a copy failed (errno). */
+static int mg__local_fds(const char *name, int *fd, int *lfd) {
+  pthread_mutex_lock(&mg__live_lock);
+  pid_t me = getpid();
+  int found = 0;
+  for (const mg__hshm_t *s = mg__live; s != NULL && !found; s = s->next)
+    if (s->fd >= 0 && s->mypid == me && strcmp(s->name, name) == 0) {
+      found = 1;
+      *fd = fcntl(s->fd, F_DUPFD_CLOEXEC, 0);
+      *lfd = *fd < 0 ? -1 : fcntl(s->lfd, F_DUPFD_CLOEXEC, 0);
+      if (*lfd < 0) {
+        if (*fd >= 0) close(*fd); /* a copy: nothing else to undo */
+        *fd = -1;
+        found = -1;
+      }
+    }
+  pthread_mutex_unlock(&mg__live_lock);
+  return found;
 }
 
 mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me, double deadline,
-                            const atomic_int *aborting, const mg__hshm_t *local) {
+                            const atomic_int *aborting) {
   memset(s, 0, sizeof *s);
   s->fd = s->lfd = -1;
   /* Test builds: "host.attach" fails the attach with the rule's code (MG_ERR_SYSTEM when it is
@@ -201,6 +228,7 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   snprintf(s->name, sizeof s->name, "%s", name);
   s->nranks = nranks;
   s->me = me;
+  s->look = (me + 1) % nranks;
   s->mypid = getpid();
   size_t slot_bytes, chan_bytes, small_bytes, direct_bytes;
   mg__sizes(nranks, &slot_bytes, &chan_bytes, &small_bytes, &direct_bytes);
@@ -208,10 +236,11 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   if (!mg__layout(nranks, slot_bytes, chan_bytes, &l))
     return mg__too_big(s, slot_bytes, chan_bytes, NULL, 0);
   mg_status_t st = MG_OK;
-  int created = 0, fd = -1;
-  if (local != NULL) {
-    fd = fcntl(local->fd, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0) return mg__error_errno(MG_ERR_SYSTEM, errno, "duplicating %s's descriptor", name);
+  int created = 0, fd = -1, cfd = -1, clfd = -1; /* cfd, clfd: copies of another rank's */
+  int copied = mg__local_fds(name, &cfd, &clfd);
+  if (copied < 0) return mg__error_errno(MG_ERR_SYSTEM, errno, "duplicating %s's descriptors", name);
+  if (copied) {
+    fd = cfd;
   } else {
     MG_CHECK(mg__hmeet_open(name, l.total, deadline, aborting, &s->fd, &s->lfd, &created));
     fd = s->fd;
@@ -234,8 +263,8 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
     goto fail;
   }
   s->len = (size_t)sb.st_size;
-  if (local != NULL) close(fd); /* a copy: the mapping keeps the segment */
-  fd = -1;
+  if (cfd >= 0) close(cfd); /* the mapping keeps the segment */
+  cfd = fd = -1;
   mg__hshm_header_t *h = (mg__hshm_header_t *)s->base;
   if (created) {
     h->version = MG__HSHM_VERSION;
@@ -277,7 +306,14 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   atomic_store(&rb->pid, (int32_t)s->mypid);
   atomic_store(&rb->state, MG__HRANK_ATTACHED);
   uint32_t n = atomic_fetch_add(&s->hdr->attached, 1) + 1;
-  if (n == (uint32_t)nranks) mg__hshm_met(s); /* every rank has it mapped */
+  if (n == (uint32_t)nranks) {
+    /* Every rank has it mapped: the ranks that wait at the socket find it shut and wake up, and
+     * nobody can connect any more; then this rank lets go of it. */
+    int sock = s->lfd >= 0 ? s->lfd : clfd;
+    if (sock >= 0) (void)shutdown(sock, SHUT_RDWR); /* fails only for a socket that is not one */
+    mg__hshm_met(s);
+  }
+  if (clfd >= 0) close(clfd); /* a copy */
   pthread_mutex_lock(&mg__live_lock);
   s->next = mg__live;
   mg__live = s;
@@ -285,7 +321,8 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   mg__hshm_wake(s);
   return MG_OK;
 fail:
-  if (local != NULL && fd >= 0) close(fd); /* error path: the status reports the real failure */
+  if (cfd >= 0) close(cfd); /* error path, copies: the status reports the real failure */
+  if (clfd >= 0) close(clfd);
   mg__hshm_met(s);
   if (s->base != NULL) munmap(s->base, s->len); /* error path: nothing else maps it here */
   s->base = NULL;
@@ -391,6 +428,8 @@ static int mg__hshm_joined(mg__hshm_t *s, int verdicts, int *missing) {
   return 1;
 }
 
+#define MG__INIT_LOOKS 8 /* processes of peers read at each look of a rank waiting in init */
+
 static mg_status_t mg__hshm_wait(mg__hshm_t *s, double deadline, const atomic_int *aborting,
                                  const char *fn, int verdicts) {
   double next_check = mg__now() + 0.1;
@@ -411,10 +450,20 @@ static mg_status_t mg__hshm_wait(mg__hshm_t *s, double deadline, const atomic_in
     double now = mg__now();
     if (now > next_check) {
       next_check = now + 0.1;
-      for (int r = 0; r < s->nranks; r++) {
+      /* A failed peer is seen by its state at every look; the processes of attached peers are
+       * read MG__INIT_LOOKS at a time, going round from where the last look stopped: with
+       * hundreds of ranks waiting on a few cores, each reading every peer's /proc entry every
+       * 100 ms took the time that the late ranks needed to arrive. A dead rank is still read
+       * by about MG__INIT_LOOKS waiters at each look, and the first to see it fails naming it,
+       * which the others then see by its state. */
+      const int from = s->look, n = s->nranks;
+      s->look = (s->look + MG__INIT_LOOKS) % n;
+      for (int r = 0; r < n; r++) {
         char why[160];
         int culprit;
-        if (atomic_load(&s->ranks[r].state) == MG__HRANK_LEFT) continue; /* see mg__hshm_joined */
+        int state = atomic_load(&s->ranks[r].state);
+        if (state == MG__HRANK_LEFT) continue; /* see mg__hshm_joined */
+        if (state == MG__HRANK_ATTACHED && (r - from + n) % n >= MG__INIT_LOOKS) continue;
         mg_status_t ps = mg__hshm_peer_status(s, r, why, sizeof why, &culprit);
         if (ps >= 0) continue;
         /* A rank whose init returned may leave at once (destroy, exit); it saw every rank
@@ -424,6 +473,7 @@ static mg_status_t mg__hshm_wait(mg__hshm_t *s, double deadline, const atomic_in
           s->ready = verdicts;
           return MG_OK;
         }
+        mg__hshm_fail(s, culprit); /* the others name the rank that failed first, too */
         return mg__error(ps, "%s: %s while the communicator was being created", fn, why);
       }
     }
@@ -442,13 +492,16 @@ static mg_status_t mg__hshm_wait(mg__hshm_t *s, double deadline, const atomic_in
                        "%s: timed out waiting for rank%s %s of %d to join (%d of %d arrived)", fn,
                        missing > 1 ? "s" : "", list, s->nranks, s->nranks - missing, s->nranks);
     }
-    /* A rank at the socket wakes nobody: while ranks are missing, the k that wait look at it
-     * every 2k ms each, every 2 ms between them. */
-    double nap = 0.05;
-    if (s->lfd >= 0 && 0.002 * (double)atomic_load(&s->hdr->attached) < nap)
-      nap = 0.002 * (double)atomic_load(&s->hdr->attached);
+    if (s->lfd >= 0) {
+      /* Ranks are missing: wait at the socket, which wakes a waiter for each rank that connects
+       * and every waiter when the last rank attached (it shuts the socket). An abort or a
+       * failure is seen within the 50 ms. */
+      struct pollfd p = {s->lfd, POLLIN, 0};
+      (void)poll(&p, 1, 50); /* any return: the loop looks at everything again */
+      continue;
+    }
     uint32_t seen = mg__hshm_sleep_begin(s);
-    if (!mg__hshm_joined(s, verdicts, &missing)) mg__hshm_sleep(s, seen, nap);
+    if (!mg__hshm_joined(s, verdicts, &missing)) mg__hshm_sleep(s, seen, 0.05);
     mg__hshm_sleep_end(s);
   }
 }

@@ -139,20 +139,20 @@ typedef struct mg__hshm {
   int ready;                    /* its init returned: at exit, the rank leaves (MG__HRANK_LEFT) */
   int direct;                   /* every rank can read every other rank's memory (at init) */
   int probed;                   /* this rank has published its verdict */
+  int look;                     /* init: the first peer whose process the next look reads */
   pid_t mypid;
   struct mg__hshm *next;        /* the process's list of mappings (the exit hook walks it) */
 } mg__hshm_t;
 
-/* Creates or opens the segment `name` for nranks ranks and attaches rank me. local: NULL, or a
- * mapping of the same segment in this process that still holds its descriptor (mg_comm_init_all
- * attaches every rank in one thread, before any of them could answer at the socket). Waits
- * (deadline) only for the rank that made the segment to answer. Errors: MG_ERR_INVALID_ARGUMENT
+/* Creates or opens the segment `name` for nranks ranks and attaches rank me: from a rank of this
+ * process that holds it, else at the meeting socket (host_meet.c). Waits (deadline) only for a
+ * rank that holds the segment to answer. Errors: MG_ERR_INVALID_ARGUMENT
  * (more ranks than the backend takes), MG_ERR_OUT_OF_MEMORY (a segment larger than this process
  * can map: the message gives its parts and the parameters that size them), MG_ERR_SYSTEM,
  * MG_ERR_REMOTE (the segment was made for another number of ranks, or the rank is taken),
  * MG_ERR_TIMED_OUT, MG_ERR_ABORTED (aborting flag set). On error nothing is left mapped. */
 mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me, double deadline,
-                            const atomic_int *aborting, const mg__hshm_t *local);
+                            const atomic_int *aborting);
 /* host_meet.c. Finds the segment of `name` at its socket, or makes it: *created = 1 when this
  * rank made it (a new memfd of `bytes`, zero-filled, and the socket bound but not listening:
  * the caller initialises the segment, then calls mg__hmeet_listen); 0 when a rank that holds it
