@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/epoll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -185,7 +186,8 @@ static void mg__hshm_met(mg__hshm_t *s) {
   pthread_mutex_lock(&mg__live_lock); /* another rank of this process may be copying s->fd */
   if (s->fd >= 0) close(s->fd); /* the mapping keeps the segment */
   if (s->lfd >= 0) close(s->lfd);
-  s->fd = s->lfd = -1;
+  if (s->efd >= 0) close(s->efd);
+  s->fd = s->lfd = s->efd = -1;
   pthread_mutex_unlock(&mg__live_lock);
 }
 
@@ -215,7 +217,7 @@ static int mg__local_fds(const char *name, int *fd, int *lfd) {
 mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me, double deadline,
                             const atomic_int *aborting) {
   memset(s, 0, sizeof *s);
-  s->fd = s->lfd = -1;
+  s->fd = s->lfd = s->efd = -1;
   /* Test builds: "host.attach" fails the attach with the rule's code (MG_ERR_SYSTEM when it is
    * not a status), as a failing memfd_create would. */
   int injected = MG_FAULT_POINT("host.attach");
@@ -428,7 +430,19 @@ static int mg__hshm_joined(mg__hshm_t *s, int verdicts, int *missing) {
   return 1;
 }
 
-#define MG__INIT_LOOKS 8 /* processes of peers read at each look of a rank waiting in init */
+#define MG__INIT_LOOKS 2 /* processes of peers read at each look of a rank waiting in init */
+
+/* An epoll instance that waits at listening socket lfd, waking one of its waiters per
+ * connection; -1 when the kernel has none (poll then wakes them all). */
+static int mg__meet_epoll(int lfd) {
+  int efd = epoll_create1(EPOLL_CLOEXEC);
+  struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE};
+  if (efd >= 0 && epoll_ctl(efd, EPOLL_CTL_ADD, lfd, &ev) != 0) {
+    close(efd); /* never used */
+    efd = -1;
+  }
+  return efd;
+}
 
 static mg_status_t mg__hshm_wait(mg__hshm_t *s, double deadline, const atomic_int *aborting,
                                  const char *fn, int verdicts) {
@@ -453,9 +467,9 @@ static mg_status_t mg__hshm_wait(mg__hshm_t *s, double deadline, const atomic_in
       /* A failed peer is seen by its state at every look; the processes of attached peers are
        * read MG__INIT_LOOKS at a time, going round from where the last look stopped: with
        * hundreds of ranks waiting on a few cores, each reading every peer's /proc entry every
-       * 100 ms took the time that the late ranks needed to arrive. A dead rank is still read
-       * by about MG__INIT_LOOKS waiters at each look, and the first to see it fails naming it,
-       * which the others then see by its state. */
+       * 100 ms took the time that the late ranks needed to arrive. The waiters are the attached
+       * ranks, so a dead one is still read by about MG__INIT_LOOKS of them at each look; the
+       * first to see it fails naming it, which the others then see by its state. */
       const int from = s->look, n = s->nranks;
       s->look = (s->look + MG__INIT_LOOKS) % n;
       for (int r = 0; r < n; r++) {
@@ -493,11 +507,17 @@ static mg_status_t mg__hshm_wait(mg__hshm_t *s, double deadline, const atomic_in
                        missing > 1 ? "s" : "", list, s->nranks, s->nranks - missing, s->nranks);
     }
     if (s->lfd >= 0) {
-      /* Ranks are missing: wait at the socket, which wakes a waiter for each rank that connects
-       * and every waiter when the last rank attached (it shuts the socket). An abort or a
-       * failure is seen within the 50 ms. */
+      /* Ranks are missing: wait at the socket, which wakes one waiter for each rank that
+       * connects (EPOLLEXCLUSIVE: hundreds of ranks wait on a few cores) and every waiter when
+       * the last rank attached (it shuts the socket). An abort or a failure is seen at the next
+       * look, within 100 ms. */
+      if (s->efd < 0) s->efd = mg__meet_epoll(s->lfd);
+      struct epoll_event ev;
       struct pollfd p = {s->lfd, POLLIN, 0};
-      (void)poll(&p, 1, 50); /* any return: the loop looks at everything again */
+      if (s->efd >= 0)
+        (void)epoll_wait(s->efd, &ev, 1, 100); /* any return: the loop looks again */
+      else
+        (void)poll(&p, 1, 100);
       continue;
     }
     uint32_t seen = mg__hshm_sleep_begin(s);

@@ -136,6 +136,7 @@ typedef struct mg__hshm {
   int me;
   int fd;                       /* the segment's memfd, until every rank attached; -1 after */
   int lfd;                      /* the meeting socket (host_meet.c), as long as fd; -1 after */
+  int efd;                      /* epoll at lfd while this rank waits there; -1 when none */
   int ready;                    /* its init returned: at exit, the rank leaves (MG__HRANK_LEFT) */
   int direct;                   /* every rank can read every other rank's memory (at init) */
   int probed;                   /* this rank has published its verdict */
