@@ -346,9 +346,11 @@ MG_EXTERN mg_status_t mg_unique_id_create(mg_backend_t backend, mg_unique_id_t *
  * Ranks may be threads of one process or processes of one host (host backend) or GPUs (NCCL; the
  * device is config->device). config may be NULL (defaults); it is copied.
  * Errors: MG_ERR_INVALID_ARGUMENT (id or out NULL, nranks < 1, rank out of [0, nranks), an id
- * of another backend), MG_ERR_INVALID_USAGE (config not initialised), MG_ERR_TIMED_OUT (not all
- * ranks arrived before the deadline; the message lists the missing ranks), MG_ERR_REMOTE (a rank
- * disagreed on nranks or exited), MG_ERR_BACKEND_UNAVAILABLE, MG_ERR_OUT_OF_MEMORY,
+ * of another backend, host backend: nranks > 65535), MG_ERR_INVALID_USAGE (config not
+ * initialised), MG_ERR_TIMED_OUT (not all ranks arrived before the deadline; the message lists
+ * the missing ranks), MG_ERR_REMOTE (a rank disagreed on nranks or exited),
+ * MG_ERR_BACKEND_UNAVAILABLE, MG_ERR_OUT_OF_MEMORY (host backend: also a shared segment larger
+ * than the process can map; the message names its size and MGCOMM_HOST_SLOT_BYTES),
  * MG_ERR_SYSTEM, MG_ERR_BACKEND. On error *out is untouched and nothing is left behind. */
 MG_EXTERN mg_status_t mg_comm_init_rank(const mg_config_t *config, int nranks,
                                         const mg_unique_id_t *id, int rank, mg_comm_t **out);

@@ -37,9 +37,9 @@ endforeach()
 mg_cli_test(NAME boot_launch LABELS fault TIMEOUT 120
             COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/boot_launch.sh $<TARGET_FILE:boot_job>)
 # How the launcher stops a job: every process group it started, exited ranks' included, and
-# nothing else; no signal taken for its own; no shared-memory segment left by ranks stopped in
-# init (boot_launch_stop.sh CASE).
-foreach(case orphans forward race noexec shm_early shm_sigint)
+# nothing else; no signal taken for its own; nothing left of a shared-memory segment by ranks
+# stopped in init, also by ranks out of its reach (boot_launch_stop.sh CASE).
+foreach(case orphans forward race noexec shm_early shm_sigint shm_setsid)
   mg_cli_test(NAME boot_launch_stop_${case} LABELS fault TIMEOUT 120
               COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/boot_launch_stop.sh ${case})
 endforeach()

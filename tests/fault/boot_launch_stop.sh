@@ -11,8 +11,11 @@
 #             forwarded or second SIGTERM (a signal taken by a rank before it could take it)
 #   noexec    -- /nonexistent/program with -n 2, 30 times: exit 127, likewise
 #   shm_early a rank exits while the others wait for it in mg_comm_init_rank (mgcomm bench as
-#             the job): the segment they made is gone once the launcher returns
+#             the job): nothing of the segment they made is left once the launcher returns (no
+#             entry in /dev/shm, no meeting socket, no mapping)
 #   shm_sigint  SIGINT to the launcher while a rank is late: likewise
+#   shm_setsid  the waiting ranks are in sessions of their own, which the launcher does not
+#             stop; killed from outside after the launcher returned: likewise
 #   lines     the launcher's message about a failed rank, and mgcomm's log lines in ranks whose
 #             stderr is fully buffered (BOOT_JOB logline), reach the shared stderr in one write
 #             each (one_write.py), so lines of several processes never interleave
@@ -76,9 +79,12 @@ no_stray_signal() {
   fi
 }
 
-# segments_of PID...: the host backend's segments these processes map.
+# segments_of PID...: the names (mgcomm-<hex>) of the host backend's segments these processes
+# map: a memfd (/memfd:mgcomm-<hex>), or a file in /dev/shm as the backend once made.
 segments_of() {
-  for p in "$@"; do grep -o '/dev/shm/mgcomm-[0-9a-f]*' "/proc/$p/maps" 2>/dev/null; done | sort -u
+  for p in "$@"; do
+    grep -o '\(/dev/shm/\|/memfd:\)mgcomm-[0-9a-f]*' "/proc/$p/maps" 2>/dev/null
+  done | sed 's,.*/,,; s,.*:,,' | sort -u
 }
 
 # wait_segments PIDFILE...: until the processes whose pids the files hold map a segment (20 s at
@@ -96,16 +102,23 @@ wait_segments() {
   return 1
 }
 
-# segments_gone WHAT: the segments in $dir/segs are not in /dev/shm (then removed, and named).
+# segments_gone WHAT: nothing is left of the segments in $dir/segs: no entry in /dev/shm (then
+# removed, and named), no meeting socket (@mgcomm-<hex> in /proc/net/unix), no process that
+# maps one (the memory itself).
 segments_gone() {
   n_job=$(wc -l <"$dir/segs")
   [ "$n_job" -ge 1 ] || { fail "$1: the ranks never made a segment"; return; }
-  n_left=0
+  n_left=0 n_sock=0 n_map=0
   for s in $(cat "$dir/segs"); do
-    [ -e "$s" ] && { n_left=$((n_left + 1)); rm -f "$s"; }
+    [ -e "/dev/shm/$s" ] && { n_left=$((n_left + 1)); rm -f "/dev/shm/$s"; }
+    grep -q "@$s\$" /proc/net/unix && n_sock=$((n_sock + 1))
+    grep -l "$s" /proc/[0-9]*/maps 2>/dev/null | grep -q . && n_map=$((n_map + 1))
   done
   [ "$n_left" -eq 0 ] || fail "$1: $n_left of the job's $n_job segment(s) left in /dev/shm"
-  echo "   the job's segments in /dev/shm: $n_job while it waited, $n_left after"
+  [ "$n_sock" -eq 0 ] || fail "$1: the meeting socket of $n_sock segment(s) is still there"
+  [ "$n_map" -eq 0 ] || fail "$1: $n_map segment(s) still mapped by some process"
+  echo "   the job's segments: $n_job while it waited; after: $n_left in /dev/shm, $n_sock" \
+       "meeting sockets, $n_map mapped"
 }
 
 bench_rank="exec \"$MGCOMM\" bench -c all_reduce -b 8 -e 8 -n 1 -w 0"
@@ -208,6 +221,29 @@ shm_sigint)
   [ $fails -ne 0 ] || echo "ok: SIGINT while a rank is late leaves nothing in /dev/shm"
   ;;
 
+shm_setsid)
+  # Ranks 0 and 1 start, each in a session of its own (out of the launcher's reach), a process
+  # that waits in init for rank 2, which exits 1 once they made the segment. The launcher stops
+  # the job without seeing them; then they are killed at once from outside, as a machine's
+  # cleanup would: nothing of the segment may be left.
+  job -n 3 --grace 2 -- sh -c '
+    if [ "$RANK" != 2 ]; then
+      setsid sh -c "echo \$\$ > '"$dir"'/pid.$RANK; '"$bench_rank"'" </dev/null &
+    fi
+    i=0; while [ ! -e "'"$dir"'/go" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; exit 1'
+  wait_for 2 '^pid\.'
+  wait_segments "$dir/pid.0" "$dir/pid.1" || fail "ranks 0 and 1 never mapped a segment"
+  echo > "$dir/go"
+  finish "a rank exits while setsid processes wait in init" 1
+  kill -KILL $(cat "$dir/pid.0" "$dir/pid.1")
+  i=0
+  while kill -0 $(cat "$dir/pid.0" "$dir/pid.1") 2>/dev/null && [ $i -lt 100 ]; do
+    sleep 0.1; i=$((i + 1))
+  done
+  segments_gone "setsid processes waiting in init, killed"
+  [ $fails -ne 0 ] || echo "ok: processes out of the launcher's groups, killed in init, leave nothing"
+  ;;
+
 lines)
   command -v python3 >/dev/null || { echo "SKIP: python3 is needed"; exit 77; }
   ow="python3 $(dirname "$0")/one_write.py"
@@ -223,7 +259,7 @@ lines)
   ;;
 
 *)
-  echo "usage: boot_launch_stop.sh orphans|forward|race|noexec|shm_early|shm_sigint|lines"
+  echo "usage: boot_launch_stop.sh orphans|forward|race|noexec|shm_early|shm_sigint|shm_setsid|lines"
   exit 2
   ;;
 esac

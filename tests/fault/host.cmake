@@ -1,5 +1,5 @@
 # Host backend faults: every wait is bounded, abort always returns.
-foreach(t init_timeout coll_timeout killed_rank abort_blocked revoke_blocked)
+foreach(t init_timeout coll_timeout killed_rank exited_rank abort_blocked revoke_blocked)
   mg_test(NAME host_fault_${t} EXE test_host_faults
           SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_host_faults.c ARGS ${t} LABELS host fault)
 endforeach()
@@ -32,3 +32,15 @@ endforeach()
 # A failure on the direct path is named by the rank that failed first (tests/fault/host_blame.c).
 mg_test(NAME host_blame_direct EXE host_blame SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_blame.c
         LABELS host fault TIMEOUT 60 ENV MGCOMM_HOST_DIRECT_BYTES=4096)
+
+# Nothing of a segment outlives a job killed at any point of init, with no launcher to clean up
+# (tests/fault/host_leftover.c): 40 rounds, each killed after 0-3 or 0-30 ms.
+mg_test(NAME host_leftover_init_killed EXE host_leftover
+        SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_leftover.c ARGS 40 LABELS host fault TIMEOUT 60)
+
+# A communicator too large to make is refused at once, naming the limit or the parameters that
+# size its segment (tests/fault/host_limits.c; 1 GiB staging slots make the sizes reachable).
+foreach(t ranks huge rlimit_rank rlimit_all rlimit_split)
+  mg_test(NAME host_limits_${t} EXE host_limits SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_limits.c
+          ARGS ${t} LABELS host fault TIMEOUT 60 ENV MGCOMM_HOST_SLOT_BYTES=1073741824)
+endforeach()

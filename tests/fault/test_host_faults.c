@@ -1,14 +1,20 @@
 /*
  * test_host_faults.c -- nothing blocks forever on the host backend (contracts 3 and 4).
  *
- *   test_host_faults init_timeout | coll_timeout | killed_rank | abort_blocked | revoke_blocked
+ *   test_host_faults init_timeout | coll_timeout | killed_rank | exited_rank | abort_blocked |
+ *                    revoke_blocked
  *
  * init_timeout: rank 2 of 3 never arrives: the others get MG_ERR_TIMED_OUT within the deadline +
- *   1 s, naming rank 2; the segment's name is gone from /dev/shm.
+ *   1 s, naming rank 2; the segment has no name left (in /dev/shm, or its meeting socket).
  * coll_timeout: rank 2 never calls the all_reduce: ranks 0 and 1 get MG_ERR_TIMED_OUT within the
  *   deadline + 1 s, the message names the operation, the waiting ranks and what rank 2 did last.
  * killed_rank: process rank 2 is killed while ranks 0 and 1 wait in an all_reduce (with a long
- *   deadline): they get MG_ERR_REMOTE within a second, naming rank 2, its pid and the operation.
+ *   deadline): they get MG_ERR_REMOTE within a second, naming rank 2, its pid, how it ended
+ *   (SIGKILL: it is a zombie until the parent reaps it, after the others) and the operation.
+ * exited_rank: process rank 2 ends after an all_reduce without destroying its communicator,
+ *   through exit(), _exit(7) or SIGTERM: its peers name it, its pid and how it ended; after
+ *   exit() it left (their asynchronous error stays MG_OK), otherwise it is their asynchronous
+ *   error.
  * abort_blocked: a thread aborts a communicator while another thread is blocked in it: the
  *   blocked call returns MG_ERR_ABORTED at once and abort returns; the peer then fails with
  *   MG_ERR_REMOTE naming the aborted rank.
@@ -32,12 +38,22 @@
 
 static mg_unique_id_t uid;
 
-/* 1 when the segment of id still has a name in /dev/shm. */
+/* 1 when the segment of id still has a name: a file in /dev/shm, or its meeting socket in the
+ * abstract namespace (/proc/net/unix lists it as @mgcomm-<hex>). */
 static int segment_linked(const mg_unique_id_t *id) {
   const mg__hid_t *h = (const mg__hid_t *)id->internal;
-  char path[128];
+  char path[128], line[512];
   snprintf(path, sizeof path, "/dev/shm%s", h->name);
-  return access(path, F_OK) == 0;
+  if (access(path, F_OK) == 0) return 1;
+  FILE *f = fopen("/proc/net/unix", "r");
+  ASSERT(f != NULL);
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f) != NULL) {
+    char *at = strchr(line, '@');
+    found = at != NULL && strncmp(at + 1, h->name + 1, strlen(h->name + 1)) == 0;
+  }
+  fclose(f);
+  return found;
 }
 
 static mg_config_t config(double timeout) {
@@ -128,7 +144,8 @@ static void test_killed_rank(void) {
     double dt = mg__now() - t0;
     ASSERT_EQ(st, MG_ERR_REMOTE);
     ASSERT_CONTAINS(mg_last_error(), "rank 2 (pid ");
-    ASSERT_CONTAINS(mg_last_error(), ") exited during all_reduce #17 (int64 x 1)");
+    ASSERT_CONTAINS(mg_last_error(), ") exited (killed by signal 9, Killed) during all_reduce #17 "
+                                     "(int64 x 1)");
     ASSERT_LT_F(dt, 1.5); /* includes the parent's reaction to the pipe */
     ASSERT_OK(mg_comm_destroy(comm));
     _exit(0);
@@ -140,6 +157,87 @@ static void test_killed_rank(void) {
   test_wait_ranks(pids, 2);
   test_wait_killed(pids[2]);
   ASSERT(!segment_linked(&uid));
+}
+
+/* ---- exited_rank ---- */
+/* Waits until process pid has ended (a zombie, or gone): 10 s at most. */
+static void wait_ended(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  for (int i = 0; i < 10000; i++) {
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    if (p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X')) return;
+    usleep(1000);
+  }
+  FAIL("pid %d never ended", (int)pid);
+}
+
+/* Rank 2 of 3 ends after one all_reduce without destroying its communicator: through exit(0),
+ * through _exit(7), or killed by SIGTERM. Ranks 0 and 1 wait until its process has ended (it
+ * stays a zombie until they are done). Rank 0's asynchronous error is MG_OK after exit() (a rank
+ * that exits leaves, as one that destroys), else MG_ERR_REMOTE saying how it ended; rank 1's
+ * next all_reduce fails naming rank 2, its pid and how it ended. */
+static void test_exited_rank(void) {
+  static const char *const how[3] = {"exit", "_exit", "term"};
+  for (int mode = 0; mode < 3; mode++) {
+    ASSERT_OK(mg_unique_id_create(MG_BACKEND_HOST, &uid));
+    pid_t pids[3];
+    for (int r = 0; r < 3; r++) {
+      pids[r] = fork();
+      ASSERT(pids[r] >= 0);
+      if (pids[r] != 0) continue;
+      mg_config_t cfg = config(60); /* far away: the end must be seen through the process */
+      mg_comm_t *comm;
+      ASSERT_OK(mg_comm_init_rank(&cfg, 3, &uid, r, &comm));
+      int64_t v = r, out;
+      ASSERT_OK(mg_all_reduce(&v, &out, 1, MG_INT64, MG_SUM, comm, NULL)); /* #0 */
+      if (r == 2) {
+        if (mode == 0) exit(0);
+        if (mode == 1) _exit(7);
+        raise(SIGTERM);
+        _exit(99); /* not reached */
+      }
+      pid_t pid2 = (pid_t)atomic_load(&mg__hcomm(comm)->shm.ranks[2].pid);
+      wait_ended(pid2);
+      char ended[128];
+      if (mode == 0)
+        snprintf(ended, sizeof ended, "rank 2 (pid %d) exited (exit() without mg_comm_destroy)",
+                 (int)pid2);
+      else if (mode == 1)
+        snprintf(ended, sizeof ended, "rank 2 (pid %d) exited (_exit(7) without mg_comm_destroy)",
+                 (int)pid2);
+      else
+        snprintf(ended, sizeof ended, "rank 2 (pid %d) exited (killed by signal 15, %s)",
+                 (int)pid2, strsignal(SIGTERM));
+      if (r == 0) { /* its asynchronous error; it stays until rank 1 is done */
+        mg_status_t async = MG_OK;
+        ASSERT_OK(mg_comm_async_error(comm, &async));
+        if (mode == 0) {
+          ASSERT_EQ(async, MG_OK);
+        } else {
+          ASSERT_EQ(async, MG_ERR_REMOTE);
+          ASSERT_CONTAINS(mg_last_error(), ended);
+        }
+        wait_ended((pid_t)atomic_load(&mg__hcomm(comm)->shm.ranks[1].pid));
+      } else { /* an operation that needs rank 2 (rank 0, alive, is not in it either) */
+        mg_status_t st = mg_all_reduce(&v, &out, 1, MG_INT64, MG_SUM, comm, NULL); /* #1 */
+        if (st != MG_ERR_REMOTE) FAIL("all_reduce #1: %s: %s", mg_status_name(st), mg_last_error());
+        ASSERT_CONTAINS(mg_last_error(), ended);
+        ASSERT_CONTAINS(mg_last_error(), " during all_reduce #1 (int64 x 1)");
+      }
+      ASSERT_OK(mg_comm_destroy(comm));
+      _exit(0);
+    }
+    test_wait_ranks(pids, 2);
+    int status;
+    ASSERT_EQ(waitpid(pids[2], &status, 0), pids[2]);
+    printf("rank 2 ended by %s: named as such\n", how[mode]);
+  }
 }
 
 /* ---- abort_blocked ---- */
@@ -257,6 +355,7 @@ int main(int argc, char **argv) {
   if (strcmp(t, "init_timeout") == 0) test_init_timeout();
   else if (strcmp(t, "coll_timeout") == 0) test_coll_timeout();
   else if (strcmp(t, "killed_rank") == 0) test_killed_rank();
+  else if (strcmp(t, "exited_rank") == 0) test_exited_rank();
   else if (strcmp(t, "abort_blocked") == 0) test_abort_blocked();
   else if (strcmp(t, "revoke_blocked") == 0) test_revoke_blocked();
   else FAIL("unknown test %s", t);

@@ -21,15 +21,12 @@
  * (SIGKILL after the grace period for what is left). It is the subreaper of its job, so the
  * orphaned children of dead ranks are reaped here, not left as zombies.
  *
- * Shared memory: ranks stopped while they wait in mg_comm_init_rank leave the host backend's
- * segment (/dev/shm/mgcomm-<32 hex>) behind. Whenever the launcher signals the job to stop, it
- * first freezes it (SIGSTOP) and notes the segments its processes map or hold open; at the end
- * it removes those of them still there that no process uses.
+ * Shared memory needs nothing of the launcher: the host backend's segments have no name that a
+ * stopped job could leave behind (src/backend/host/host_meet.c).
  *
  * Uses the public API only (mgcomm.h), and not even that much: a launcher needs no library state.
  */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -42,7 +39,6 @@
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -372,164 +368,6 @@ static void pump(mg_rank_t *r, int rank, int s) {
   }
 }
 
-/* ---- shared memory the job left ---------------------------------------------------------- */
-
-/* The host backend's segment of a communicator is /dev/shm/mgcomm-<32 hex>, unlinked once every
- * rank has mapped it (or by a rank that gives up waiting). Ranks killed while they wait in
- * mg_comm_init_rank leave it. The launcher notes the segments that the job's processes (every
- * process in a rank's group) map or hold open, each time just before it signals them to stop,
- * and removes at the end those still there that no process uses. */
-
-#define MG_SHM_DIR "/dev/shm/"
-#define MG_SHM_NAME_LEN 39 /* "mgcomm-" and 32 hex digits */
-
-typedef struct {
-  char (*name)[MG_SHM_NAME_LEN + 1];
-  size_t n, cap;
-} mg_shm_set_t;
-
-static mg_shm_set_t job_shm; /* segments the job's processes were seen to use */
-
-/* Whether p starts with a segment name (followed by the end, a space or a newline). */
-static int shm_name_at(const char *p) {
-  if (strncmp(p, "mgcomm-", 7) != 0) return 0;
-  for (int k = 7; k < MG_SHM_NAME_LEN; k++)
-    if (!((p[k] >= '0' && p[k] <= '9') || (p[k] >= 'a' && p[k] <= 'f'))) return 0;
-  char end = p[MG_SHM_NAME_LEN];
-  return end == '\0' || end == ' ' || end == '\n';
-}
-
-static int shm_set_find(const mg_shm_set_t *s, const char *name) {
-  for (size_t i = 0; i < s->n; i++)
-    if (strncmp(s->name[i], name, MG_SHM_NAME_LEN) == 0) return (int)i;
-  return -1;
-}
-
-/* Adds name (a segment name at the start of a longer string) once. Out of memory: not noted,
- * so not removed. */
-static void shm_set_add(mg_shm_set_t *s, const char *name) {
-  if (shm_set_find(s, name) >= 0) return;
-  if (s->n == s->cap) {
-    size_t cap = s->cap ? 2 * s->cap : 16;
-    void *p = realloc(s->name, cap * sizeof *s->name);
-    if (p == NULL) return;
-    s->name = p;
-    s->cap = cap;
-  }
-  memcpy(s->name[s->n], name, MG_SHM_NAME_LEN);
-  s->name[s->n++][MG_SHM_NAME_LEN] = '\0';
-}
-
-/* Calls found(ctx, name) for every segment that process `pid` maps (its maps) or holds open
- * (its fd links). -1 when its maps cannot be read: gone, or not ours to read. */
-static int shm_of_process(const char *pid, void (*found)(void *, const char *), void *ctx) {
-  char path[64], line[4096];
-  snprintf(path, sizeof path, "/proc/%s/maps", pid);
-  FILE *f = fopen(path, "re");
-  if (f == NULL) return -1;
-  while (fgets(line, sizeof line, f) != NULL) {
-    char *p = strstr(line, MG_SHM_DIR "mgcomm-");
-    if (p != NULL && shm_name_at(p + strlen(MG_SHM_DIR))) found(ctx, p + strlen(MG_SHM_DIR));
-  }
-  fclose(f); /* read only */
-  snprintf(path, sizeof path, "/proc/%s/fd", pid);
-  DIR *fds = opendir(path);
-  if (fds == NULL) return 0; /* exited since its maps were read */
-  struct dirent *e;
-  while ((e = readdir(fds)) != NULL) {
-    ssize_t len = readlinkat(dirfd(fds), e->d_name, line, sizeof line - 1);
-    if (len <= 0) continue;
-    line[len] = '\0';
-    const char *name = line + strlen(MG_SHM_DIR);
-    if (strncmp(line, MG_SHM_DIR, strlen(MG_SHM_DIR)) == 0 && shm_name_at(name)) found(ctx, name);
-  }
-  closedir(fds); /* read only */
-  return 0;
-}
-
-/* The process group of process `pid` (field 5 of /proc/<pid>/stat) and its state letter, or -1. */
-static pid_t proc_pgrp(const char *pid, char *state_out) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%s/stat", pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd); /* read only */
-  if (n <= 0) return -1;
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-  int ppid, pgrp;
-  char state;
-  if (p == NULL || sscanf(p + 1, " %c %d %d", &state, &ppid, &pgrp) != 3) return -1;
-  *state_out = state;
-  return (pid_t)pgrp;
-}
-
-static void note_segment(void *ctx, const char *name) { shm_set_add(ctx, name); }
-
-/* Visits every process in the groups of the ranks: with note, notes in job_shm the segments it
- * uses; returns how many are neither stopped nor dead. */
-static int job_processes(const mg_rank_t *ranks, int n, int note) {
-  DIR *proc = opendir("/proc");
-  if (proc == NULL) return 0;
-  int running = 0;
-  struct dirent *e;
-  while ((e = readdir(proc)) != NULL) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    char state = '?';
-    pid_t pg = proc_pgrp(e->d_name, &state);
-    for (int i = 0; pg > 0 && i < n; i++) {
-      if (ranks[i].pgid != pg) continue;
-      if (strchr("TtZX", state) == NULL) running++;
-      if (note) (void)shm_of_process(e->d_name, note_segment, &job_shm); /* unreadable: none */
-      break;
-    }
-  }
-  closedir(proc); /* read only */
-  return running;
-}
-
-typedef struct {
-  const mg_shm_set_t *set;
-  char *used;
-} mg_shm_use_t;
-
-static void mark_used(void *ctx, const char *name) {
-  mg_shm_use_t *u = ctx;
-  int i = shm_set_find(u->set, name);
-  if (i >= 0) u->used[i] = 1;
-}
-
-/* Removes the segments of job_shm still in /dev/shm that no process (that we can read) maps or
- * holds open: once the job's groups are empty, only another process that opened the name
- * since could, and none has a reason to. */
-static void shm_clean(void) {
-  if (job_shm.n == 0) return;
-  char *used = calloc(job_shm.n, 1);
-  DIR *proc = opendir("/proc");
-  if (used == NULL || proc == NULL) {
-    free(used);
-    if (proc != NULL) closedir(proc); /* read only */
-    return;
-  }
-  mg_shm_use_t u = {&job_shm, used};
-  struct dirent *e;
-  while ((e = readdir(proc)) != NULL)
-    if (e->d_name[0] >= '1' && e->d_name[0] <= '9')
-      (void)shm_of_process(e->d_name, mark_used, &u); /* gone or not ours: not a user */
-  closedir(proc); /* read only */
-  uid_t me = geteuid();
-  for (size_t i = 0; i < job_shm.n; i++) {
-    char path[64];
-    struct stat st;
-    snprintf(path, sizeof path, MG_SHM_DIR "%s", job_shm.name[i]);
-    if (used[i] || lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != me) continue;
-    if (unlink(path) == 0)
-      say("mgcomm launch: removed %s, left by ranks stopped in mg_comm_init_rank\n", path);
-  }
-  free(used);
-}
-
 /* ---- signals and the supervision loop ----------------------------------------------------- */
 
 static int sig_pipe[2] = {-1, -1};
@@ -584,24 +422,11 @@ static int check_exited_groups(mg_rank_t *ranks, int n) {
   return left;
 }
 
-#define MG_LAUNCH_REAP_S 2.0   /* after SIGKILL: how long to wait for the groups to empty */
-#define MG_LAUNCH_FREEZE_S 0.2 /* how long to wait for the job's processes to take SIGSTOP */
+#define MG_LAUNCH_REAP_S 2.0 /* after SIGKILL: how long to wait for the groups to empty */
 
-/* Sends sig, which may end the job, to every group. The job is frozen first (SIGSTOP, then a
- * wait until each of its processes has stopped, MG_LAUNCH_FREEZE_S at most) and the segments its
- * processes use are noted, so that none it makes escapes shm_clean; SIGCONT after sig lets sig
- * act (a stopped process takes only SIGKILL). */
+/* Sends sig, which may end the job, to every group. */
 static void stop_groups(mg_rank_t *ranks, int n, int sig) {
-  if (signal_groups(ranks, n, SIGSTOP) > 0) {
-    double until = now_s() + MG_LAUNCH_FREEZE_S;
-    while (job_processes(ranks, n, 0) > 0 && now_s() < until) {
-      struct timespec ts = {0, 1000000};
-      nanosleep(&ts, NULL); /* an early wake-up only shortens the wait */
-    }
-    (void)job_processes(ranks, n, 1);
-  }
-  signal_groups(ranks, n, sig);
-  if (sig != SIGKILL) signal_groups(ranks, n, SIGCONT);
+  (void)signal_groups(ranks, n, sig); /* how many are left matters only to the loop's checks */
 }
 
 static int supervise(const mg_launch_opts_t *o, mg_rank_t *ranks) {
@@ -838,8 +663,6 @@ int mg_cli_launch(int argc, char **argv) {
   } else {
     rc = supervise(&o, ranks);
   }
-  shm_clean();
-  free(job_shm.name);
   for (int r = 0; r < total; r++) {
     free(ranks[r].line[0]);
     free(ranks[r].line[1]);

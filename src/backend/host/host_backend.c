@@ -104,6 +104,8 @@ static mg_status_t h_init_all(mg_comm_t **comms, int n, const int *devices, doub
   memcpy(&id, uid.internal, sizeof id);
   mg_status_t st = MG_OK;
   int attached = 0;
+  /* One thread attaches them all: the first makes the segment, the others take its descriptor
+   * from it in this process (none of them answers at the socket before all are attached). */
   for (; attached < n && st >= 0; attached++) st = mg__attach(comms[attached], &id, deadline);
   if (st < 0) attached--; /* the one that failed left nothing mapped */
   for (int i = 0; i < attached && st >= 0; i++) /* every rank's verdict first, then all of them */

@@ -90,7 +90,15 @@ typedef struct mg__hx {
   /* send/recv */
   size_t bytes, moved;
   double next_check;    /* time of the next liveness check */
+  int look;             /* collectives: the first peer whose process the next check reads */
 } mg__hx_t;
+
+/* Processes of peers that one liveness check of a collective reads (/proc): every rank of a
+ * collective that cannot go on waits and checks, so each peer is still read about this many
+ * times a check, while W waiters reading all N peers every 100 ms (W x N reads) took a loaded
+ * core from the ranks still on their way, at 1024 processes. Failed and departed peers are seen
+ * by their state at every check. */
+#define MG__COLL_LOOKS 4
 
 static int mg__same_lane(const mg__op_t *a, const mg__op_t *b) {
   if (a->comm != b->comm) return 0;
@@ -301,9 +309,14 @@ static int mg__hx_check(mg__hx_t *x, double now) {
   } else if (now >= x->next_check) {
     x->next_check = now + 0.1;
     int lo = 0, hi = x->n;
-    if (!mg__opkind_is_collective(x->op->kind)) lo = x->op->root, hi = x->op->root + 1;
+    const int coll = mg__opkind_is_collective(x->op->kind), from = x->look;
+    if (coll) x->look = (x->look + MG__COLL_LOOKS) % x->n;
+    if (!coll) lo = x->op->root, hi = x->op->root + 1;
     for (int r = lo; r < hi; r++) {
       if (r == x->me) continue;
+      if (coll && (r - from + x->n) % x->n >= MG__COLL_LOOKS &&
+          atomic_load_explicit(&x->s->ranks[r].state, memory_order_acquire) == MG__HRANK_ATTACHED)
+        continue;
       int culprit;
       mg_status_t ps = mg__hshm_peer_status(x->s, r, why, sizeof why, &culprit);
       if (ps < 0) {
@@ -1058,6 +1071,7 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     x->s = &mg__hcomm(x->comm)->shm;
     x->n = x->comm->nranks;
     x->me = x->comm->rank;
+    x->look = (x->me + 1) % x->n;
     x->es = mg_dtype_size(ops[i]->dtype);
     x->bytes = ops[i]->count * x->es;
     x->in = x->n <= 16 ? x->in_inline : malloc(sizeof *x->in * (size_t)x->n);

@@ -7,15 +7,22 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/epoll.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,21 +43,43 @@ typedef struct {
   size_t ranks, chans, vcounts, slots, rings, total;
 } mg__layout_t;
 
-static mg__layout_t mg__layout(int n, size_t slot_bytes, size_t chan_bytes) {
-  mg__layout_t l;
-  size_t nn = (size_t)n * (size_t)n;
-  l.ranks = MG__PAGE;
-  l.chans = l.ranks + mg__round_up((size_t)n * sizeof(mg__hshm_rank_t), MG__PAGE);
-  l.vcounts = l.chans + mg__round_up(nn * sizeof(mg__hshm_chan_t), MG__PAGE);
-  l.slots = l.vcounts + mg__round_up(4 * nn * sizeof(uint64_t), MG__PAGE);
-  l.rings = l.slots + (size_t)n * 2 * slot_bytes;
-  l.total = l.rings + nn * chan_bytes;
-  return l;
+/* *at += bytes rounded up to whole pages (pages: 1) or as they are; 0 when it overflows. */
+static int mg__grow(size_t *at, size_t bytes, int pages) {
+  if (pages) {
+    if (bytes > SIZE_MAX - (MG__PAGE - 1)) return 0;
+    bytes = mg__round_up(bytes, MG__PAGE);
+  }
+  return !__builtin_add_overflow(*at, bytes, at);
+}
+
+/* The layout of a segment for n ranks; 0 when a size does not fit in size_t (on LP64 no rank
+ * count the backend takes gets there; the arithmetic is checked all the same). */
+static int mg__layout(int n, size_t slot_bytes, size_t chan_bytes, mg__layout_t *l) {
+  size_t nn, rank_area, chan_area, vcount_area, slot_area, ring_area;
+  if (__builtin_mul_overflow((size_t)n, (size_t)n, &nn) ||
+      __builtin_mul_overflow((size_t)n, sizeof(mg__hshm_rank_t), &rank_area) ||
+      __builtin_mul_overflow(nn, sizeof(mg__hshm_chan_t), &chan_area) ||
+      __builtin_mul_overflow(nn, 4 * sizeof(uint64_t), &vcount_area) ||
+      __builtin_mul_overflow((size_t)n * 2, slot_bytes, &slot_area) ||
+      __builtin_mul_overflow(nn, chan_bytes, &ring_area))
+    return 0;
+  l->ranks = MG__PAGE;
+  l->chans = l->ranks;
+  if (!mg__grow(&l->chans, rank_area, 1)) return 0;
+  l->vcounts = l->chans;
+  if (!mg__grow(&l->vcounts, chan_area, 1)) return 0;
+  l->slots = l->vcounts;
+  if (!mg__grow(&l->slots, vcount_area, 1)) return 0;
+  l->rings = l->slots;
+  if (!mg__grow(&l->rings, slot_area, 0)) return 0;
+  l->total = l->rings;
+  return mg__grow(&l->total, ring_area, 0);
 }
 
 static void mg__bind(mg__hshm_t *s) {
   const mg__hshm_header_t *h = (const mg__hshm_header_t *)s->base;
-  mg__layout_t l = mg__layout(h->nranks, h->slot_bytes, h->chan_bytes);
+  mg__layout_t l;
+  (void)mg__layout(h->nranks, h->slot_bytes, h->chan_bytes, &l); /* the creator's: it fitted */
   s->hdr = (mg__hshm_header_t *)s->base;
   s->ranks = (mg__hshm_rank_t *)(s->base + l.ranks);
   s->chans = (mg__hshm_chan_t *)(s->base + l.chans);
@@ -104,22 +133,93 @@ static uint64_t mg__proc_start(pid_t pid, char *state) {
   return strtoull(p, NULL, 10);
 }
 
+/* The exit status of zombie `pid` as waitpid(2) would give it (field 52 of /proc/<pid>/stat,
+ * shown to processes that may trace it), or 0 when unknown. */
+static int mg__proc_exit_code(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd); /* read-only file: nothing to flush, a close error changes nothing */
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');
+  if (p == NULL) return 0;
+  int field = 2;
+  for (; *p && field < 52; p++)
+    if (*p == ' ') field++;
+  return field == 52 ? atoi(p) : 0;
+}
+
 static mg_status_t mg__check_abort(const atomic_int *aborting, const char *what) {
   if (aborting != NULL && atomic_load(aborting))
     return mg__error(MG_ERR_ABORTED, "%s: the communicator was aborted", what);
   return MG_OK;
 }
 
-static void mg__nap(void) {
-  struct timespec ts = {0, 1000000}; /* 1 ms */
-  nanosleep(&ts, NULL);              /* an early wake-up only shortens the nap */
+/* The mappings of this process, for the exit hook (mg__hshm_exit). */
+static pthread_mutex_t mg__live_lock = PTHREAD_MUTEX_INITIALIZER;
+static mg__hshm_t *mg__live;
+
+/* The message for a segment this process cannot map (or whose size overflows): its parts and the
+ * parameters that size them. */
+static mg_status_t mg__too_big(const mg__hshm_t *s, size_t slot, size_t chan,
+                               const mg__layout_t *l, int err) {
+  const int n = s->nranks;
+  if (l == NULL)
+    return mg__error(MG_ERR_OUT_OF_MEMORY, "attaching rank %d to %s: the segment for %d ranks "
+                     "does not fit in size_t: %d x 2 staging slots of %zu bytes "
+                     "(MGCOMM_HOST_SLOT_BYTES) and %d x %d send/recv rings of %zu bytes "
+                     "(MGCOMM_HOST_P2P_BYTES)", s->me, s->name, n, n, slot, n, n, chan);
+  return mg__error_errno(MG_ERR_OUT_OF_MEMORY, err, "attaching rank %d to %s: the segment for %d "
+                         "ranks takes %zu bytes, more than this process can map next to what it "
+                         "maps already (each rank of a process maps it): %zu of control, %d x 2 "
+                         "staging slots of %zu bytes (MGCOMM_HOST_SLOT_BYTES), %d x %d send/recv "
+                         "rings of %zu bytes (MGCOMM_HOST_P2P_BYTES); use fewer ranks or smaller "
+                         "slots", s->me, s->name, n, l->total, l->slots, n, slot, n, n, chan);
+}
+
+/* Closes this rank's descriptors of the segment and of the meeting socket: every rank has
+ * attached, or this one leaves. The last rank to close them drops the socket's name. */
+static void mg__hshm_met(mg__hshm_t *s) {
+  pthread_mutex_lock(&mg__live_lock); /* another rank of this process may be copying s->fd */
+  if (s->fd >= 0) close(s->fd); /* the mapping keeps the segment */
+  if (s->lfd >= 0) close(s->lfd);
+  if (s->efd >= 0) close(s->efd);
+  s->fd = s->lfd = s->efd = -1;
+  pthread_mutex_unlock(&mg__live_lock);
+}
+
+/* Copies of the descriptors of segment `name` and of its socket, held by a rank of this process
+ * that waits for the others: threads of one process (and mg_comm_init_all, which attaches every
+ * rank in one thread before any could answer at the socket) share them without the socket, and
+ * hold one pair between them. 1: copied; 0: no rank here holds them; -1: a copy failed (errno). */
+static int mg__local_fds(const char *name, int *fd, int *lfd) {
+  pthread_mutex_lock(&mg__live_lock);
+  pid_t me = getpid();
+  int found = 0;
+  for (const mg__hshm_t *s = mg__live; s != NULL && !found; s = s->next)
+    if (s->fd >= 0 && s->mypid == me && strcmp(s->name, name) == 0) {
+      found = 1;
+      *fd = fcntl(s->fd, F_DUPFD_CLOEXEC, 0);
+      *lfd = *fd < 0 ? -1 : fcntl(s->lfd, F_DUPFD_CLOEXEC, 0);
+      if (*lfd < 0) {
+        if (*fd >= 0) close(*fd); /* a copy: nothing else to undo */
+        *fd = -1;
+        found = -1;
+      }
+    }
+  pthread_mutex_unlock(&mg__live_lock);
+  return found;
 }
 
 mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me, double deadline,
                             const atomic_int *aborting) {
   memset(s, 0, sizeof *s);
+  s->fd = s->lfd = s->efd = -1;
   /* Test builds: "host.attach" fails the attach with the rule's code (MG_ERR_SYSTEM when it is
-   * not a status), as a failing shm_open would. */
+   * not a status), as a failing memfd_create would. */
   int injected = MG_FAULT_POINT("host.attach");
   if (injected != 0)
     return mg__error(injected < 0 ? (mg_status_t)injected : MG_ERR_SYSTEM,
@@ -130,96 +230,69 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   snprintf(s->name, sizeof s->name, "%s", name);
   s->nranks = nranks;
   s->me = me;
+  s->look = (me + 1) % nranks;
   s->mypid = getpid();
   size_t slot_bytes, chan_bytes, small_bytes, direct_bytes;
   mg__sizes(nranks, &slot_bytes, &chan_bytes, &small_bytes, &direct_bytes);
-  mg__layout_t l = mg__layout(nranks, slot_bytes, chan_bytes);
+  mg__layout_t l;
+  if (!mg__layout(nranks, slot_bytes, chan_bytes, &l))
+    return mg__too_big(s, slot_bytes, chan_bytes, NULL, 0);
   mg_status_t st = MG_OK;
-  int fd = -1;
-  for (;;) {
-    MG_CHECK(mg__check_abort(aborting, "attach"));
-    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd >= 0) { /* we create it */
-      if (ftruncate(fd, (off_t)l.total) != 0) {
-        st = mg__error_errno(MG_ERR_SYSTEM, errno, "ftruncate(%s, %zu)", name, l.total);
-        shm_unlink(name); /* best effort: the name must not outlive a failed creation */
-        goto fail;
-      }
-      s->base = mmap(NULL, l.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (s->base == MAP_FAILED) {
-        s->base = NULL;
-        st = mg__error_errno(MG_ERR_SYSTEM, errno, "mmap of %zu bytes of %s", l.total, name);
-        shm_unlink(name); /* best effort, as above */
-        goto fail;
-      }
-      s->len = l.total;
-      mg__hshm_header_t *h = (mg__hshm_header_t *)s->base;
-      h->version = MG__HSHM_VERSION;
-      h->nranks = nranks;
-      h->slot_bytes = slot_bytes;
-      h->small_bytes = small_bytes;
-      h->direct_bytes = direct_bytes;
-      h->chan_bytes = chan_bytes;
-      h->seg_bytes = l.total;
-      atomic_store_explicit(&h->magic, MG__HSHM_MAGIC, memory_order_release);
-      break;
-    }
-    if (errno != EEXIST) {
-      st = mg__error_errno(MG_ERR_SYSTEM, errno, "shm_open(%s)", name);
-      goto fail;
-    }
-    fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-    if (fd < 0) {
-      if (errno == ENOENT) continue; /* unlinked in between: try to create it again */
-      st = mg__error_errno(MG_ERR_SYSTEM, errno, "shm_open(%s)", name);
-      goto fail;
-    }
-    struct stat sb;
-    while (fstat(fd, &sb) == 0 && sb.st_size == 0) { /* the creator has not sized it yet */
-      if (mg__now() > deadline) {
-        st = mg__error(MG_ERR_TIMED_OUT, "segment %s was never initialised by its creator", name);
-        goto fail;
-      }
-      MG_CHECK_GOTO(mg__check_abort(aborting, "attach"), st, fail);
-      mg__nap();
-    }
-    if (sb.st_size < (off_t)MG__PAGE) {
-      st = mg__error(MG_ERR_REMOTE, "segment %s has a size (%lld) no rank would give it", name,
-                     (long long)sb.st_size);
-      goto fail;
-    }
-    s->base = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (s->base == MAP_FAILED) {
-      s->base = NULL;
-      st = mg__error_errno(MG_ERR_SYSTEM, errno, "mmap of %s", name);
-      goto fail;
-    }
-    s->len = (size_t)sb.st_size;
-    mg__hshm_header_t *h = (mg__hshm_header_t *)s->base;
-    while (atomic_load_explicit(&h->magic, memory_order_acquire) != MG__HSHM_MAGIC) {
-      if (mg__now() > deadline) {
-        st = mg__error(MG_ERR_TIMED_OUT, "segment %s was never initialised by its creator", name);
-        goto fail;
-      }
-      MG_CHECK_GOTO(mg__check_abort(aborting, "attach"), st, fail);
-      mg__nap();
-    }
-    if (h->version != MG__HSHM_VERSION || h->seg_bytes != s->len) {
-      st = mg__error(MG_ERR_REMOTE, "segment %s has version %u and size %llu; expected %u, %zu",
-                     name, h->version, (unsigned long long)h->seg_bytes, MG__HSHM_VERSION, s->len);
-      goto fail;
-    }
-    if (h->nranks != nranks) {
-      st = mg__error(MG_ERR_REMOTE,
-                     "the communicator was created by another rank for %d ranks; this rank (%d) "
-                     "was given nranks %d",
-                     h->nranks, me, nranks);
-      goto fail;
-    }
-    break;
+  int created = 0, fd = -1, cfd = -1, clfd = -1; /* cfd, clfd: copies of another rank's */
+  int copied = mg__local_fds(name, &cfd, &clfd);
+  if (copied < 0) return mg__error_errno(MG_ERR_SYSTEM, errno, "duplicating %s's descriptors", name);
+  if (copied) {
+    fd = cfd;
+  } else {
+    MG_CHECK(mg__hmeet_open(name, l.total, deadline, aborting, &s->fd, &s->lfd, &created));
+    fd = s->fd;
   }
-  close(fd); /* the mapping keeps the segment; the descriptor is no longer needed */
-  fd = -1;
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    st = mg__error_errno(MG_ERR_SYSTEM, errno, "fstat of segment %s", name);
+    goto fail;
+  }
+  if (sb.st_size < (off_t)MG__PAGE) {
+    st = mg__error(MG_ERR_REMOTE, "segment %s has a size (%lld) no rank would give it", name,
+                   (long long)sb.st_size);
+    goto fail;
+  }
+  s->base = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (s->base == MAP_FAILED) {
+    s->base = NULL;
+    st = errno == ENOMEM ? mg__too_big(s, slot_bytes, chan_bytes, &l, ENOMEM)
+                         : mg__error_errno(MG_ERR_SYSTEM, errno, "mmap of segment %s", name);
+    goto fail;
+  }
+  s->len = (size_t)sb.st_size;
+  if (cfd >= 0) close(cfd); /* the mapping keeps the segment */
+  cfd = fd = -1;
+  mg__hshm_header_t *h = (mg__hshm_header_t *)s->base;
+  if (created) {
+    h->version = MG__HSHM_VERSION;
+    h->nranks = nranks;
+    h->slot_bytes = slot_bytes;
+    h->small_bytes = small_bytes;
+    h->direct_bytes = direct_bytes;
+    h->chan_bytes = chan_bytes;
+    h->seg_bytes = l.total;
+    atomic_store_explicit(&h->magic, MG__HSHM_MAGIC, memory_order_release);
+    /* Only now may other ranks have it: they find it whole. */
+    MG_CHECK_GOTO(mg__hmeet_listen(s->lfd, name), st, fail);
+  }
+  if (atomic_load_explicit(&h->magic, memory_order_acquire) != MG__HSHM_MAGIC ||
+      h->version != MG__HSHM_VERSION || h->seg_bytes != s->len) {
+    st = mg__error(MG_ERR_REMOTE, "segment %s has version %u and size %llu; expected %u, %zu",
+                   name, h->version, (unsigned long long)h->seg_bytes, MG__HSHM_VERSION, s->len);
+    goto fail;
+  }
+  if (h->nranks != nranks) {
+    st = mg__error(MG_ERR_REMOTE,
+                   "the communicator was created by another rank for %d ranks; this rank (%d) "
+                   "was given nranks %d",
+                   h->nranks, me, nranks);
+    goto fail;
+  }
   mg__bind(s);
   mg__hshm_rank_t *rb = &s->ranks[me];
   int expected = MG__HRANK_ABSENT;
@@ -236,15 +309,23 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   atomic_store(&rb->state, MG__HRANK_ATTACHED);
   uint32_t n = atomic_fetch_add(&s->hdr->attached, 1) + 1;
   if (n == (uint32_t)nranks) {
-    /* Every rank has it mapped: the name is no longer needed. */
-    if (shm_unlink(name) != 0)
-      MG_INFO(MG_SUBSYS_INIT, "shm_unlink(%s): %s (already gone)", name, strerror(errno));
-    s->unlinked = 1;
+    /* Every rank has it mapped: the ranks that wait at the socket find it shut and wake up, and
+     * nobody can connect any more; then this rank lets go of it. */
+    int sock = s->lfd >= 0 ? s->lfd : clfd;
+    if (sock >= 0) (void)shutdown(sock, SHUT_RDWR); /* fails only for a socket that is not one */
+    mg__hshm_met(s);
   }
+  if (clfd >= 0) close(clfd); /* a copy */
+  pthread_mutex_lock(&mg__live_lock);
+  s->next = mg__live;
+  mg__live = s;
+  pthread_mutex_unlock(&mg__live_lock);
   mg__hshm_wake(s);
   return MG_OK;
 fail:
-  if (fd >= 0) close(fd); /* error path: the status reports the real failure */
+  if (cfd >= 0) close(cfd); /* error path, copies: the status reports the real failure */
+  if (clfd >= 0) close(clfd);
+  mg__hshm_met(s);
   if (s->base != NULL) munmap(s->base, s->len); /* error path: nothing else maps it here */
   s->base = NULL;
   return st;
@@ -252,20 +333,56 @@ fail:
 
 void mg__hshm_detach(mg__hshm_t *s, int state) {
   if (s->base == NULL) return;
+  pthread_mutex_lock(&mg__live_lock);
+  for (mg__hshm_t **p = &mg__live; *p != NULL; p = &(*p)->next)
+    if (*p == s) {
+      *p = s->next;
+      break;
+    }
+  pthread_mutex_unlock(&mg__live_lock);
   if (state == MG__HRANK_FAILED) {
     mg__hshm_fail(s, s->me);
   } else {
     int attached = MG__HRANK_ATTACHED; /* a rank that failed stays failed */
     atomic_compare_exchange_strong(&s->ranks[s->me].state, &attached, state);
   }
-  if (atomic_load(&s->hdr->attached) < (uint32_t)s->nranks && !s->unlinked) {
-    /* Leaving before everyone came (failed or aborted init): do not leave the name behind. A
-     * rank that comes later creates a fresh segment and times out there, naming the missing. */
-    shm_unlink(s->name); /* ENOENT is fine: another rank removed it already */
-  }
+  /* Leaving before everyone came (failed or aborted init): the others still answer at the
+   * socket; when none is left, a rank that comes later makes a fresh segment and times out
+   * there, naming the missing. */
+  mg__hshm_met(s);
   mg__hshm_wake(s);
   munmap(s->base, s->len); /* unmapping valid memory cannot fail in a way we could act on */
   s->base = NULL;
+}
+
+static void mg__hshm_atfork_child(void) {
+  /* Only the forking thread exists in the child: nobody holds the lock there. */
+  pthread_mutex_init(&mg__live_lock, NULL);
+}
+
+__attribute__((constructor)) static void mg__hshm_init(void) {
+  /* Without the handler, a child forked while another thread attached would block at exit;
+   * failing to install it (ENOMEM at load time) only matters to such a child. */
+  (void)pthread_atfork(NULL, NULL, mg__hshm_atfork_child);
+}
+
+/* At exit (also when the library is unloaded), every rank of this process whose init returned
+ * leaves as destroy would have it leave, and says that its process exited: a peer still waiting
+ * for it names it ("exited without destroying its communicator") instead of taking it for a
+ * crash, and its peers' asynchronous error stays MG_OK. Other threads may still be in
+ * operations: the mappings stay. A child of fork() has the parent's list but not its ranks. */
+__attribute__((destructor)) static void mg__hshm_exit(void) {
+  pthread_mutex_lock(&mg__live_lock);
+  pid_t me = getpid();
+  for (mg__hshm_t *s = mg__live; s != NULL; s = s->next) {
+    if (s->mypid != me) continue;
+    mg__hshm_rank_t *rb = &s->ranks[s->me];
+    atomic_store(&rb->exited, 1);
+    int attached = MG__HRANK_ATTACHED;
+    if (s->ready) atomic_compare_exchange_strong(&rb->state, &attached, MG__HRANK_LEFT);
+    mg__hshm_wake(s);
+  }
+  pthread_mutex_unlock(&mg__live_lock);
 }
 
 /* ---- waiting for every rank -------------------------------------------------------------- */
@@ -313,25 +430,64 @@ static int mg__hshm_joined(mg__hshm_t *s, int verdicts, int *missing) {
   return 1;
 }
 
+#define MG__INIT_LOOKS 2 /* processes of peers read at each look of a rank waiting in init */
+
+/* An epoll instance that waits at listening socket lfd, waking one of its waiters per
+ * connection; -1 when the kernel has none (poll then wakes them all). */
+static int mg__meet_epoll(int lfd) {
+  int efd = epoll_create1(EPOLL_CLOEXEC);
+  struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE};
+  if (efd >= 0 && epoll_ctl(efd, EPOLL_CTL_ADD, lfd, &ev) != 0) {
+    close(efd); /* never used */
+    efd = -1;
+  }
+  return efd;
+}
+
 static mg_status_t mg__hshm_wait(mg__hshm_t *s, double deadline, const atomic_int *aborting,
                                  const char *fn, int verdicts) {
   double next_check = mg__now() + 0.1;
   int missing;
   for (;;) {
-    if (mg__hshm_joined(s, verdicts, &missing)) return MG_OK;
+    if (s->lfd >= 0) { /* answer the ranks that wait at the socket, until every rank came */
+      if (atomic_load(&s->hdr->attached) == (uint32_t)s->nranks)
+        mg__hshm_met(s);
+      else
+        mg__hmeet_serve(s->lfd, s->fd);
+    }
+    if (mg__hshm_joined(s, verdicts, &missing)) {
+      mg__hshm_met(s); /* every rank has its mapping */
+      s->ready = verdicts;
+      return MG_OK;
+    }
     MG_CHECK(mg__check_abort(aborting, fn));
     double now = mg__now();
     if (now > next_check) {
       next_check = now + 0.1;
-      for (int r = 0; r < s->nranks; r++) {
+      /* A failed peer is seen by its state at every look; the processes of attached peers are
+       * read MG__INIT_LOOKS at a time, going round from where the last look stopped: with
+       * hundreds of ranks waiting on a few cores, each reading every peer's /proc entry every
+       * 100 ms took the time that the late ranks needed to arrive. The waiters are the attached
+       * ranks, so a dead one is still read by about MG__INIT_LOOKS of them at each look; the
+       * first to see it fails naming it, which the others then see by its state. */
+      const int from = s->look, n = s->nranks;
+      s->look = (s->look + MG__INIT_LOOKS) % n;
+      for (int r = 0; r < n; r++) {
         char why[160];
         int culprit;
-        if (atomic_load(&s->ranks[r].state) == MG__HRANK_LEFT) continue; /* see mg__hshm_joined */
+        int state = atomic_load(&s->ranks[r].state);
+        if (state == MG__HRANK_LEFT) continue; /* see mg__hshm_joined */
+        if (state == MG__HRANK_ATTACHED && (r - from + n) % n >= MG__INIT_LOOKS) continue;
         mg_status_t ps = mg__hshm_peer_status(s, r, why, sizeof why, &culprit);
         if (ps >= 0) continue;
         /* A rank whose init returned may leave at once (destroy, exit); it saw every rank
          * joined before it did, so a second look finds this one joined too. */
-        if (mg__hshm_joined(s, verdicts, &missing)) return MG_OK;
+        if (mg__hshm_joined(s, verdicts, &missing)) {
+          mg__hshm_met(s);
+          s->ready = verdicts;
+          return MG_OK;
+        }
+        mg__hshm_fail(s, culprit); /* the others name the rank that failed first, too */
         return mg__error(ps, "%s: %s while the communicator was being created", fn, why);
       }
     }
@@ -349,6 +505,20 @@ static mg_status_t mg__hshm_wait(mg__hshm_t *s, double deadline, const atomic_in
       return mg__error(MG_ERR_TIMED_OUT,
                        "%s: timed out waiting for rank%s %s of %d to join (%d of %d arrived)", fn,
                        missing > 1 ? "s" : "", list, s->nranks, s->nranks - missing, s->nranks);
+    }
+    if (s->lfd >= 0) {
+      /* Ranks are missing: wait at the socket, which wakes one waiter for each rank that
+       * connects (EPOLLEXCLUSIVE: hundreds of ranks wait on a few cores) and every waiter when
+       * the last rank attached (it shuts the socket). An abort or a failure is seen at the next
+       * look, within 100 ms. */
+      if (s->efd < 0) s->efd = mg__meet_epoll(s->lfd);
+      struct epoll_event ev;
+      struct pollfd p = {s->lfd, POLLIN, 0};
+      if (s->efd >= 0)
+        (void)epoll_wait(s->efd, &ev, 1, 100); /* any return: the loop looks again */
+      else
+        (void)poll(&p, 1, 100);
+      continue;
     }
     uint32_t seen = mg__hshm_sleep_begin(s);
     if (!mg__hshm_joined(s, verdicts, &missing)) mg__hshm_sleep(s, seen, 0.05);
@@ -413,7 +583,11 @@ mg_status_t mg__hshm_peer_status(const mg__hshm_t *s, int r, char *why, size_t l
     return MG_ERR_REMOTE;
   }
   if (state == MG__HRANK_LEFT) {
-    snprintf(why, len, "rank %d destroyed its communicator", r);
+    if (atomic_load(&rb->exited))
+      snprintf(why, len, "rank %d (pid %d) exited (exit() without mg_comm_destroy)", r,
+               (int)atomic_load(&rb->pid));
+    else
+      snprintf(why, len, "rank %d destroyed its communicator", r);
     return MG_ERR_REMOTE;
   }
   if (state != MG__HRANK_ATTACHED) return MG_OK;
@@ -422,11 +596,22 @@ mg_status_t mg__hshm_peer_status(const mg__hshm_t *s, int r, char *why, size_t l
   char pstate = '?';
   uint64_t start = 0;
   if (kill(pid, 0) == 0 || errno == EPERM) start = mg__proc_start(pid, &pstate);
-  if (start == 0 || pstate == 'Z' || pstate == 'X' || (rb->starttime && start != rb->starttime)) {
-    snprintf(why, len, "rank %d (pid %d) exited", r, (int)pid);
-    return MG_ERR_REMOTE;
-  }
-  return MG_OK;
+  int reused = rb->starttime && start != 0 && start != rb->starttime;
+  if (start != 0 && pstate != 'Z' && pstate != 'X' && !reused) return MG_OK;
+  /* How it ended: its own word if it called exit(); a zombie's status if we may read it. */
+  int code = pstate == 'Z' && !reused ? mg__proc_exit_code(pid) : 0;
+  if (atomic_load(&rb->exited))
+    snprintf(why, len, "rank %d (pid %d) exited (exit() without mg_comm_destroy)", r, (int)pid);
+  else if (code != 0 && WIFSIGNALED(code))
+    snprintf(why, len, "rank %d (pid %d) exited (killed by signal %d, %s)", r, (int)pid,
+             WTERMSIG(code), strsignal(WTERMSIG(code)));
+  else if (code != 0)
+    snprintf(why, len, "rank %d (pid %d) exited (_exit(%d) without mg_comm_destroy)", r,
+             (int)pid, WEXITSTATUS(code));
+  else
+    snprintf(why, len, "rank %d (pid %d) exited (not through exit(): killed by a signal, crashed "
+             "or _exit)", r, (int)pid);
+  return MG_ERR_REMOTE;
 }
 
 void mg__hshm_fail(mg__hshm_t *s, int culprit) {

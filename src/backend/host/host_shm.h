@@ -7,9 +7,10 @@
  *   header | rank blocks [nranks] | channel cursors [nranks * nranks] |
  *   all_to_allv counts [2][nranks] | slots [nranks][2] | channel rings [nranks * nranks]
  *
- * The segment is created by the first rank to arrive (O_CREAT|O_EXCL, mode 0600) and unlinked
- * by the last one to attach, so nothing is left in /dev/shm once the job has started, and a
- * killed job leaves nothing behind. Every rank maps it separately.
+ * The segment is a memfd that no name in /dev/shm ever refers to: the first rank to arrive makes
+ * it, and the others receive its descriptor at a socket that lives only until every rank has
+ * attached (host_meet.c), so a job that ends in any way, at any point, leaves nothing behind.
+ * Every rank maps it separately.
  */
 #ifndef MG_BACKEND_HOST_SHM_H
 #define MG_BACKEND_HOST_SHM_H
@@ -22,7 +23,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 6u
+#define MG__HSHM_VERSION 7u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -90,7 +91,8 @@ typedef struct mg__hshm_rank {
   _Atomic uint64_t done_seq; /* sequence number + 1 of the last collective completed */
   _Atomic int32_t cause;     /* MG__HRANK_FAILED: the rank whose failure caused it (itself if it
                                 timed out or aborted), so that survivors name the first culprit */
-  int32_t pad0_;
+  _Atomic int32_t exited;    /* 1: its process called exit() with the communicator still there
+                                (stored before a state of LEFT): told from a death by a signal */
   /* The last collective the rank enqueued (numbered: it may still be queued on a host stream),
    * for the flight recorder and timeout messages. seq1 is stored last, and read first and again
    * last by readers, who retry when it changed in between. */
@@ -121,7 +123,7 @@ typedef struct mg__hshm_chan {
 
 /* One rank's mapping of a segment. */
 typedef struct mg__hshm {
-  char name[MG__HSHM_NAME_MAX]; /* "/mgcomm-<hex>" */
+  char name[MG__HSHM_NAME_MAX]; /* "/mgcomm-<hex>": the meeting socket's name, in messages */
   unsigned char *base;          /* the mapping */
   size_t len;
   mg__hshm_header_t *hdr;
@@ -132,18 +134,37 @@ typedef struct mg__hshm {
   unsigned char *rings;
   int nranks;
   int me;
-  int unlinked;                 /* this rank unlinked the name (it was the last to attach) */
+  int fd;                       /* the segment's memfd, until every rank attached; -1 after */
+  int lfd;                      /* the meeting socket (host_meet.c), as long as fd; -1 after */
+  int efd;                      /* epoll at lfd while this rank waits there; -1 when none */
+  int ready;                    /* its init returned: at exit, the rank leaves (MG__HRANK_LEFT) */
   int direct;                   /* every rank can read every other rank's memory (at init) */
   int probed;                   /* this rank has published its verdict */
+  int look;                     /* init: the first peer whose process the next look reads */
   pid_t mypid;
+  struct mg__hshm *next;        /* the process's list of mappings (the exit hook walks it) */
 } mg__hshm_t;
 
-/* Creates or opens the segment `name` for nranks ranks and attaches rank me. Waits (deadline)
- * only for the creator to finish initialising a segment that exists. Errors: MG_ERR_SYSTEM,
+/* Creates or opens the segment `name` for nranks ranks and attaches rank me: from a rank of this
+ * process that holds it, else at the meeting socket (host_meet.c). Waits (deadline) only for a
+ * rank that holds the segment to answer. Errors: MG_ERR_INVALID_ARGUMENT
+ * (more ranks than the backend takes), MG_ERR_OUT_OF_MEMORY (a segment larger than this process
+ * can map: the message gives its parts and the parameters that size them), MG_ERR_SYSTEM,
  * MG_ERR_REMOTE (the segment was made for another number of ranks, or the rank is taken),
  * MG_ERR_TIMED_OUT, MG_ERR_ABORTED (aborting flag set). On error nothing is left mapped. */
 mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me, double deadline,
                             const atomic_int *aborting);
+/* host_meet.c. Finds the segment of `name` at its socket, or makes it: *created = 1 when this
+ * rank made it (a new memfd of `bytes`, zero-filled, and the socket bound but not listening:
+ * the caller initialises the segment, then calls mg__hmeet_listen); 0 when a rank that holds it
+ * handed it over. *fd is the segment, *lfd the socket, which this rank answers at
+ * (mg__hmeet_serve) until every rank has attached. Errors: MG_ERR_SYSTEM, MG_ERR_REMOTE (held
+ * by another user), MG_ERR_TIMED_OUT, MG_ERR_ABORTED. */
+mg_status_t mg__hmeet_open(const char *name, size_t bytes, double deadline,
+                           const atomic_int *aborting, int *fd, int *lfd, int *created);
+mg_status_t mg__hmeet_listen(int lfd, const char *name);
+/* Hands fd and lfd to every rank of the same user waiting at lfd. Never blocks. */
+void mg__hmeet_serve(int lfd, int fd);
 /* Waits until every rank has attached, then until every rank has said whether it can read the
  * memory of all the others (s->direct: all can). On timeout the message names the missing
  * ranks. */
@@ -154,8 +175,8 @@ mg_status_t mg__hshm_wait_all(mg__hshm_t *s, double deadline, const atomic_int *
  * all the verdicts. */
 mg_status_t mg__hshm_wait_attached(mg__hshm_t *s, double deadline, const atomic_int *aborting,
                                    const char *fn);
-/* Publishes this rank's final state (unless it already failed) and unmaps. Unlinks the name if it is still linked and this
- * rank is leaving before everyone attached (failed init). */
+/* Publishes this rank's final state (unless it already failed), closes the segment's
+ * descriptors if it still holds them (failed init), and unmaps. */
 void mg__hshm_detach(mg__hshm_t *s, int state);
 
 static inline mg__hshm_chan_t *mg__hshm_chan(const mg__hshm_t *s, int src, int dst) {
@@ -188,8 +209,9 @@ void mg__hshm_sleep(mg__hshm_t *s, uint32_t seen, double timeout_s);
 void mg__hshm_sleep_end(mg__hshm_t *s);
 
 /* MG_OK when rank r of the segment is alive (or is in this process); otherwise fills why with
- * "rank 2 (pid 4711) exited" / "rank 2 aborted or lost its communicator", sets *culprit to the
- * rank that failed first (r, or the rank r's failure came from), and returns MG_ERR_REMOTE. */
+ * "rank 2 (pid 4711) exited (how, where known)" / "rank 2 destroyed its communicator" / "rank 2
+ * aborted or lost its communicator", sets *culprit to the rank that failed first (r, or the rank
+ * r's failure came from), and returns MG_ERR_REMOTE. */
 mg_status_t mg__hshm_peer_status(const mg__hshm_t *s, int r, char *why, size_t len, int *culprit);
 /* Marks this rank failed because of rank culprit (itself for an abort), or MG__CAUSE_TIMEOUT: a
  * rank that only timed out does not make its peers fail early; they keep to their own deadline
