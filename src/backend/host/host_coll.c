@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/host/host.h"
 #include "backend/host/host_reduce.h"
@@ -1085,6 +1086,16 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     spin = (double)mg__param_int(MG_PARAM_HOST_SPIN_US) * 1e-6;
     atomic_store_explicit(&spin_s, spin, memory_order_relaxed);
   }
+  static atomic_int cpus = 0; /* online CPUs, read once */
+  int ncpu = atomic_load_explicit(&cpus, memory_order_relaxed);
+  if (ncpu == 0) {
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    ncpu = c > 0 ? (int)c : 1;
+    atomic_store_explicit(&cpus, ncpu, memory_order_relaxed);
+  }
+  /* With more ranks than CPUs, the rank this one waits for may be waiting for this CPU: give it
+   * away at every idle pass, as Open MPI does when oversubscribed; else now and then. */
+  const unsigned yield_every = xs[0].n > ncpu ? 1 : 256;
   double idle_since = -1;
   unsigned idle = 0; /* passes without progress; the clock is read every 16 */
   int remaining = n;
@@ -1098,9 +1109,7 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     }
     if (remaining == 0) break;
     if ((idle++ & 15) != 0) {
-      /* Now and then give the core away: on a machine with fewer cores than busy ranks, the
-       * rank this one waits for may be waiting for this core. */
-      if ((idle & 255) == 0) sched_yield();
+      if (idle % yield_every == 0) sched_yield();
       else mg__cpu_relax();
       continue;
     }
