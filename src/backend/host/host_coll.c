@@ -1093,9 +1093,12 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     ncpu = c > 0 ? (int)c : 1;
     atomic_store_explicit(&cpus, ncpu, memory_order_relaxed);
   }
-  /* With more ranks than CPUs, the rank this one waits for may be waiting for this CPU: give it
-   * away at every idle pass, as Open MPI does when oversubscribed; else now and then. */
-  const unsigned yield_every = xs[0].n > ncpu ? 1 : 256;
+  /* The first idle passes only spin (~2 us): a peer running on another CPU answers sooner. A
+   * longer wait most often means that the peer is not running (more busy threads than CPUs:
+   * more ranks than CPUs, or other programs), and it may be waiting for this CPU; from then on
+   * every idle pass gives the CPU away. With more ranks than CPUs that is the case at once (Open
+   * MPI yields at every poll when oversubscribed). */
+  const unsigned spin_passes = xs[0].n > ncpu ? 0 : 64;
   double idle_since = -1;
   unsigned idle = 0; /* passes without progress; the clock is read every 16 */
   int remaining = n;
@@ -1109,7 +1112,7 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     }
     if (remaining == 0) break;
     if ((idle++ & 15) != 0) {
-      if (idle % yield_every == 0) sched_yield();
+      if (idle > spin_passes) sched_yield();
       else mg__cpu_relax();
       continue;
     }
