@@ -149,6 +149,10 @@ static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
       op->status = MG_INPROGRESS;
       if (numbered) {
         mg__trace_start(op);
+      } else if (c->worker == NULL) {
+        /* No host stream can number on c (its worker is made under c->lock, which this thread
+         * holds): c->lock guards the numbering alone (op.h). */
+        mg__op_number(op, 1, now);
       } else {
         pthread_mutex_lock(&c->seq_lock);
         mg__op_number(op, 1, now);

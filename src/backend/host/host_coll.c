@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/host/host.h"
 #include "backend/host/host_reduce.h"
@@ -87,6 +88,7 @@ typedef struct mg__hx {
   const void **in;      /* nranks source pointers for reductions */
   const void *in_inline[16];
   unsigned char *scal;  /* PreMulSum: each rank's scalar, 8 bytes per rank (malloc'd) */
+  uint64_t mail_key;    /* MAIL: mg__mail_key of the operation, which every rank compares */
   /* send/recv */
   size_t bytes, moved;
   double next_check;    /* time of the next liveness check */
@@ -353,6 +355,16 @@ static inline size_t mg__step_len(size_t total, size_t E, uint64_t k) {
   return off >= total ? 0 : (total - off < E ? total - off : E);
 }
 
+/* The key a mail carries: the collective's sequence number and shape, so that a reader checks
+ * the match without reading the peer's descriptor. */
+static uint64_t mg__mail_key(const mg__op_t *op) {
+  uint64_t k = op->seq * 0x9e3779b97f4a7c15ull;
+  k ^= ((uint64_t)op->kind << 56) ^ ((uint64_t)op->dtype << 48) ^ ((uint64_t)(uint32_t)op->root << 16);
+  k ^= (uint64_t)op->count * 0xc2b2ae3d27d4eb4full;
+  k ^= (uint64_t)(op->redop.premul ? 0xffu : (unsigned)op->redop.op) << 40;
+  return k ^ (k >> 29);
+}
+
 /* Chooses the algorithm and step count of a collective, and publishes what it is. */
 static void mg__coll_start(mg__hx_t *x) {
   mg__op_t *op = x->op;
@@ -402,6 +414,7 @@ static void mg__coll_start(mg__hx_t *x) {
     x->alg = MG__ALG_MAIL;
     x->E = c;
     x->set2 = MG__SET_NONE;
+    x->mail_key = mg__mail_key(op);
   }
   const int directable = op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER ||
                          op->kind == MG_OPK_GATHER || op->kind == MG_OPK_SCATTER ||
@@ -426,16 +439,6 @@ static inline int mg__set1(const mg__hx_t *x) {
 /* Whom phase 2 of a two-phase step waits for: every rank in the last step, as above. */
 static inline int mg__set2(const mg__hx_t *x) {
   return x->k + 1 == x->nsteps ? MG__SET_ALL : x->set2;
-}
-
-/* The key a mail carries: the collective's sequence number and shape, so that a reader checks
- * the match without reading the peer's descriptor. */
-static uint64_t mg__mail_key(const mg__op_t *op) {
-  uint64_t k = op->seq * 0x9e3779b97f4a7c15ull;
-  k ^= ((uint64_t)op->kind << 56) ^ ((uint64_t)op->dtype << 48) ^ ((uint64_t)(uint32_t)op->root << 16);
-  k ^= (uint64_t)op->count * 0xc2b2ae3d27d4eb4full;
-  k ^= (uint64_t)(op->redop.premul ? 0xffu : (unsigned)op->redop.op) << 40;
-  return k ^ (k >> 29);
 }
 
 static inline mg__hshm_mail_t *mg__mail(const mg__hx_t *x, int r) {
@@ -541,10 +544,10 @@ static int mg__coll_match(mg__hx_t *x) {
                                                           : (int)op->redop.op;
   int same = 0;
   if (x->alg == MG__ALG_MAIL) { /* one cache line per peer: compare the keys of the mails */
-    const uint64_t key = mg__mail_key(op);
     same = 1;
     for (int r = 0; r < x->n && same; r++)
-      same = r == x->me || atomic_load_explicit(&mg__mail(x, r)->key, memory_order_relaxed) == key;
+      same = r == x->me ||
+             atomic_load_explicit(&mg__mail(x, r)->key, memory_order_relaxed) == x->mail_key;
   }
   for (int r = 0; r < x->n && !same; r++) { /* else the descriptors say what differs */
     if (r == x->me) continue;
@@ -616,7 +619,7 @@ static void mg__copy_in(mg__hx_t *x) {
     mg__hshm_mail_t *m = mg__mail(x, x->me);
     if (c > 0 && (op->kind != MG_OPK_BROADCAST || op->root == x->me))
       memcpy(m->data, mg__sb(x), c * es);
-    atomic_store_explicit(&m->key, mg__mail_key(op), memory_order_relaxed);
+    atomic_store_explicit(&m->key, x->mail_key, memory_order_relaxed);
     atomic_store_explicit(&m->step1, x->s0 + x->k + 1, memory_order_release);
     return;
   }
@@ -1097,10 +1100,24 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     spin = (double)mg__param_int(MG_PARAM_HOST_SPIN_US) * 1e-6;
     atomic_store_explicit(&spin_s, spin, memory_order_relaxed);
   }
+  static atomic_int cpus = 0; /* online CPUs, read once */
+  int ncpu = atomic_load_explicit(&cpus, memory_order_relaxed);
+  if (ncpu == 0) {
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    ncpu = c > 0 ? (int)c : 1;
+    atomic_store_explicit(&cpus, ncpu, memory_order_relaxed);
+  }
+  /* The first idle passes only spin (~2 us): a peer running on another CPU answers sooner. A
+   * longer wait most often means that the peer is not running (more busy threads than CPUs:
+   * more ranks than CPUs, or other programs), and it may be waiting for this CPU; from then on
+   * every idle pass gives the CPU away. With more ranks than CPUs that is the case at once (Open
+   * MPI yields at every poll when oversubscribed). */
+  const unsigned spin_passes = xs[0].n > ncpu ? 0 : 64;
   double idle_since = -1;
   unsigned idle = 0; /* passes without progress; the clock is read every 16 */
   int remaining = n;
-  char first_err[MG__ERROR_LEN] = "";
+  char first_err[MG__ERROR_LEN]; /* set with st; not cleared: 1 KiB of stores per call */
+  first_err[0] = '\0';
   while (remaining > 0) {
     if (mg__pass(xs, n, &remaining, &st, first_err)) {
       idle_since = -1;
@@ -1109,9 +1126,7 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     }
     if (remaining == 0) break;
     if ((idle++ & 15) != 0) {
-      /* Now and then give the core away: on a machine with fewer cores than busy ranks, the
-       * rank this one waits for may be waiting for this core. */
-      if ((idle & 255) == 0) sched_yield();
+      if (idle > spin_passes) sched_yield();
       else mg__cpu_relax();
       continue;
     }
@@ -1127,10 +1142,10 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
       }
     }
     if (remaining == 0) break;
-    if (now - idle_since < spin) {
-      for (int i = 0; i < 32; i++) mg__cpu_relax();
-      continue;
-    }
+    /* Spinning: back to the passes at once. A burst of pauses here would leave this rank blind
+     * to a peer's publication for its length (32 pauses are ~0.8 us on AMD Zen, where one is ~60
+     * cycles), and a small collective is a chain of such waits. */
+    if (now - idle_since < spin) continue;
     /* Sleep on the segment of the first pending operation; with several segments a wake on
      * another one is not seen here, so sleep briefly. Announce the sleep, then look once more
      * (mg__hshm_sleep_begin's contract), so that no publication is missed. */
