@@ -113,43 +113,47 @@ static void mg__sizes(int n, size_t *slot, size_t *chan, size_t *small_out, size
 /* A word peers read at init to learn whether they can reach this process's memory. */
 static const uint64_t mg__probe_word = 0x6d67636f6d6d3f21ull;
 
+/* Reads /proc/<pid>/stat into buf and returns its field 3 (the state letter: what follows the
+ * command name, which may contain spaces and parentheses), or NULL when the process does not
+ * exist or the line is not as expected. */
+static const char *mg__proc_stat(pid_t pid, char *buf, size_t len) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  ssize_t n = read(fd, buf, len - 1);
+  close(fd); /* read-only file: nothing to flush, a close error changes nothing */
+  if (n <= 0) return NULL;
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');
+  return p == NULL || p[1] != ' ' ? NULL : p + 2;
+}
+
+/* Field `want` (counted from 1) of a /proc/<pid>/stat line whose field 3 starts at p. */
+static const char *mg__stat_field(const char *p, int want) {
+  for (int field = 3; field < want && *p; p++)
+    if (*p == ' ') field++;
+  return p;
+}
+
 /* The start time of a process in clock ticks since boot (field 22 of /proc/<pid>/stat), and its
  * state letter; 0 when the process does not exist. */
 static uint64_t mg__proc_start(pid_t pid, char *state) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd); /* read-only file: nothing to flush, a close error changes nothing */
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')'); /* the command name may contain spaces and parentheses */
-  if (p == NULL || p[1] != ' ') return 0;
-  p += 2;
+  char buf[1024];
+  const char *p = mg__proc_stat(pid, buf, sizeof buf);
+  if (p == NULL) return 0;
   if (state != NULL) *state = *p;
-  for (int field = 3; field < 22 && *p; p++)
-    if (*p == ' ') field++;
-  return strtoull(p, NULL, 10);
+  return strtoull(mg__stat_field(p, 22), NULL, 10);
 }
 
 /* The exit status of zombie `pid` as waitpid(2) would give it (field 52 of /proc/<pid>/stat,
  * shown to processes that may trace it), or 0 when unknown. */
 static int mg__proc_exit_code(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd); /* read-only file: nothing to flush, a close error changes nothing */
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')');
+  char buf[1024];
+  const char *p = mg__proc_stat(pid, buf, sizeof buf);
   if (p == NULL) return 0;
-  int field = 2;
-  for (; *p && field < 52; p++)
-    if (*p == ' ') field++;
-  return field == 52 ? atoi(p) : 0;
+  p = mg__stat_field(p, 52);
+  return *p ? atoi(p) : 0;
 }
 
 static mg_status_t mg__check_abort(const atomic_int *aborting, const char *what) {
