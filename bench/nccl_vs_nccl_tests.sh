@@ -90,64 +90,7 @@ gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
 commit=${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 hdr="" hdr_code=""
-# A run stopped from outside (timeout sends TERM) still writes the report of what ran.
-trap 'say "stopped: the report covers what ran"; report partial; exit 124' TERM INT
-
-# ---- 1. build ---------------------------------------------------------------------------------
-say "building mgcomm in $build"
-{ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMGCOMM_TESTING=OFF && cmake --build "$build" -j "$jobs" --target nccl_perf mgcomm_cli; } \
-  >"$logs/build-mgcomm.log" 2>&1 || { tail -30 "$logs/build-mgcomm.log" >&2; fail "mgcomm did not build"; }
-
-nt_build="$build/nccl-tests"
-say "building nccl-tests ($(cat "$src/COMMIT" 2>/dev/null || echo 'unknown commit')) for this GPU"
-mg_build_nccl_tests "$src" "$nt_build" "$nccl_lib" "$logs" || fail "nccl-tests did not build"
-hdr=$mg_nccl_hdr hdr_code=$mg_nccl_hdr_code
-export MGCOMM_NCCL_LIBRARY=$nccl_lib                    # mgcomm loads exactly this file
-export LD_LIBRARY_PATH=$(dirname "$nccl_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} # so does nccl-tests
-
-# ---- 2. bandwidth ---------------------------------------------------------------------------
-forms="nb:raw-nonblocking mg:mgcomm" # log prefix:nccl_perf --impl
-[ "$control" != 1 ] || forms+=" bl:raw-blocking"
-# The command line (-T 1): log prefix:MGCOMM_NCCL_BLOCKING
-cli_forms=""
-[ "$cli" != 1 ] || cli_forms="cli:1 clinb:0"
-for g in $gpu_counts; do
-  for c in ${colls//,/ }; do
-    nt=$nt_build/${c/all_to_all/alltoall}_perf
-    [ -x "$nt" ] || fail "no $nt"
-    for r in $(seq 1 "$repeats"); do
-      say "$g GPUs, $c, run $r of $repeats"
-      "$nt" -g "$g" -b "$minb" -e "$maxb" -f 2 -n "$iters" -w "$warmup" -c 0 \
-        >"$logs/nt-$g-$c-$r.txt" 2>&1 || { tail -20 "$logs/nt-$g-$c-$r.txt" >&2; fail "nccl-tests $c failed"; }
-      for form in $forms; do
-        log="$logs/${form%%:*}-$g-$c-$r.txt"
-        "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" \
-          -w "$warmup" --impl "${form#*:}" --fill "$fill" >"$log" 2>&1 ||
-          { tail -20 "$log" >&2; fail "nccl_perf --impl ${form#*:} $c failed"; }
-      done
-      for form in $cli_forms; do
-        log="$logs/${form%%:*}-$g-$c-$r.txt"
-        MGCOMM_NCCL_BLOCKING=${form#*:} "$build/mgcomm" bench -g "$g" -c "$c" -b "$minb" \
-          -e "$maxb" -f 2 -n "$iters" -w "$warmup" --check 0 >"$log" 2>&1 ||
-          { tail -20 "$log" >&2; fail "mgcomm bench ($form) $c failed"; }
-      done
-    done
-  done
-done
-
-# ---- 3. host-side cost --------------------------------------------------------------------------
-# chk: 1 checks on, mgcomm's buffers from cuMemAlloc (the driver checks them); m: checks on,
-# buffers from mg_mem_alloc (mgcomm's record); 0: checks off.
-og=${gpu_counts%% *}
-for chk in 1 m 0; do
-  say "host-side cost, pointer checks $chk, $og GPUs"
-  # A failure here leaves the bandwidth tables standing: the report says "not measured".
-  MGCOMM_CHECK_POINTERS=${chk/m/1} "$build/bench/nccl_perf" overhead -g "$og" -n 20000 -B 8 \
-    -M "$([ "$chk" = m ] && echo 1 || echo 0)" \
-    >"$logs/overhead-$chk.txt" 2>&1 || { tail -20 "$logs/overhead-$chk.txt" >&2; say "nccl_perf overhead failed"; }
-done
-
-# ---- 4. report (also of a run stopped early: TERM and INT write what ran) -------------------
+# ---- the report, defined before anything runs: TERM and INT (the trap below) write what ran
 report() {
   local partial=${1:-}
   set +e
@@ -289,5 +232,64 @@ EOF
   say "done in $(($(date +%s) - t0)) s; $out/nccl-vs-nccl-tests.md, $out/bench-logs.tar.gz"
   return $verdict
 }
+
+# A run stopped from outside (timeout sends TERM) still writes the report of what ran.
+trap 'say "stopped: the report covers what ran"; report partial; exit 124' TERM INT
+
+# ---- 1. build ---------------------------------------------------------------------------------
+say "building mgcomm in $build"
+{ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMGCOMM_TESTING=OFF && cmake --build "$build" -j "$jobs" --target nccl_perf mgcomm_cli; } \
+  >"$logs/build-mgcomm.log" 2>&1 || { tail -30 "$logs/build-mgcomm.log" >&2; fail "mgcomm did not build"; }
+
+nt_build="$build/nccl-tests"
+say "building nccl-tests ($(cat "$src/COMMIT" 2>/dev/null || echo 'unknown commit')) for this GPU"
+mg_build_nccl_tests "$src" "$nt_build" "$nccl_lib" "$logs" || fail "nccl-tests did not build"
+hdr=$mg_nccl_hdr hdr_code=$mg_nccl_hdr_code
+export MGCOMM_NCCL_LIBRARY=$nccl_lib                    # mgcomm loads exactly this file
+export LD_LIBRARY_PATH=$(dirname "$nccl_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} # so does nccl-tests
+
+# ---- 2. bandwidth ---------------------------------------------------------------------------
+forms="nb:raw-nonblocking mg:mgcomm" # log prefix:nccl_perf --impl
+[ "$control" != 1 ] || forms+=" bl:raw-blocking"
+# The command line (-T 1): log prefix:MGCOMM_NCCL_BLOCKING
+cli_forms=""
+[ "$cli" != 1 ] || cli_forms="cli:1 clinb:0"
+for g in $gpu_counts; do
+  for c in ${colls//,/ }; do
+    nt=$nt_build/${c/all_to_all/alltoall}_perf
+    [ -x "$nt" ] || fail "no $nt"
+    for r in $(seq 1 "$repeats"); do
+      say "$g GPUs, $c, run $r of $repeats"
+      "$nt" -g "$g" -b "$minb" -e "$maxb" -f 2 -n "$iters" -w "$warmup" -c 0 \
+        >"$logs/nt-$g-$c-$r.txt" 2>&1 || { tail -20 "$logs/nt-$g-$c-$r.txt" >&2; fail "nccl-tests $c failed"; }
+      for form in $forms; do
+        log="$logs/${form%%:*}-$g-$c-$r.txt"
+        "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" \
+          -w "$warmup" --impl "${form#*:}" --fill "$fill" >"$log" 2>&1 ||
+          { tail -20 "$log" >&2; fail "nccl_perf --impl ${form#*:} $c failed"; }
+      done
+      for form in $cli_forms; do
+        log="$logs/${form%%:*}-$g-$c-$r.txt"
+        MGCOMM_NCCL_BLOCKING=${form#*:} "$build/mgcomm" bench -g "$g" -c "$c" -b "$minb" \
+          -e "$maxb" -f 2 -n "$iters" -w "$warmup" --check 0 >"$log" 2>&1 ||
+          { tail -20 "$log" >&2; fail "mgcomm bench ($form) $c failed"; }
+      done
+    done
+  done
+done
+
+# ---- 3. host-side cost --------------------------------------------------------------------------
+# chk: 1 checks on, mgcomm's buffers from cuMemAlloc (the driver checks them); m: checks on,
+# buffers from mg_mem_alloc (mgcomm's record); 0: checks off.
+og=${gpu_counts%% *}
+for chk in 1 m 0; do
+  say "host-side cost, pointer checks $chk, $og GPUs"
+  # A failure here leaves the bandwidth tables standing: the report says "not measured".
+  MGCOMM_CHECK_POINTERS=${chk/m/1} "$build/bench/nccl_perf" overhead -g "$og" -n 20000 -B 8 \
+    -M "$([ "$chk" = m ] && echo 1 || echo 0)" \
+    >"$logs/overhead-$chk.txt" 2>&1 || { tail -20 "$logs/overhead-$chk.txt" >&2; say "nccl_perf overhead failed"; }
+done
+
+# ---- 4. report ---------------------------------------------------------------------------------
 report
 exit $?
