@@ -68,6 +68,13 @@ for lib in "${libs[@]}"; do
     done
   done
 done
+# How many channels each of a rank's NCCL communicators got (NCCL's INFO line at the end of
+# each init or split), in blocking mode on the first library.
+lib=${libs[0]}
+[[ $lib != *.xz ]] || lib=$build/nccl-unpacked/libnccl.so.2
+[ -f "$lib" ] || lib=/usr/lib/x86_64-linux-gnu/libnccl.so.2
+chan=$(MGCOMM_NCCL_LIBRARY=$lib MGCOMM_NCCL_BLOCKING=1 NCCL_COMM_SPLIT_SHARE_RESOURCES=0 NCCL_DEBUG=INFO \
+  "$build/mgcomm" bench -g 1 -c all_reduce -b 8 -e 8 -n 5 2>&1 | grep -o '[0-9]* coll channels.*' | sort | uniq -c)
 {
   echo "# Device memory of one rank's NCCL communicators ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
   echo
@@ -78,5 +85,11 @@ done
   echo "| NCCL | mode | share | process MiB | ncclCommMemStats (mgcomm bench) | exit (both runs) |"
   echo "| --- | --- | ---: | ---: | --- | ---: |"
   printf '%s\n' "${rows[@]}"
+  echo
+  echo "Channels of each communicator made in blocking mode ($lib; NCCL_DEBUG=INFO, count of lines):"
+  echo
+  echo '```'
+  echo "$chan"
+  echo '```'
 } | tee "$out/nccl-comm-memory.md"
 exit $fail

@@ -20,4 +20,15 @@ if(MGCOMM_TESTING)
           TIMEOUT 60 ENV ${_mg_env} MGSIM_HOST_HANG=0:2 MGSIM_NCCL_VERSION=22803)
   target_include_directories(nccl_blocking PRIVATE ${PROJECT_SOURCE_DIR}/tests/sim)
   add_dependencies(nccl_blocking mgsim_cuda mgsim_nccl)
+  # What a rank's communicators are sized by: blocking mode's lifecycle communicator has one
+  # channel (nccl_config.c, mg__nccl_config_lc).
+  mg_test(NAME nccl_channels_blocking EXE nccl_channels
+          SOURCES ${PROJECT_SOURCE_DIR}/tests/unit/nccl_channels.c ARGS blocking LABELS sim
+          TIMEOUT 60 ENV ${_mg_env} MGCOMM_NCCL_BLOCKING=1)
+  mg_test(NAME nccl_channels_nonblocking EXE nccl_channels ARGS nonblocking LABELS sim
+          TIMEOUT 60 ENV ${_mg_env} MGCOMM_NCCL_BLOCKING=0)
+  mg_test(NAME nccl_channels_share EXE nccl_channels ARGS share LABELS sim
+          TIMEOUT 60 ENV ${_mg_env} MGCOMM_NCCL_BLOCKING=1 NCCL_COMM_SPLIT_SHARE_RESOURCES=1)
+  target_include_directories(nccl_channels PRIVATE ${PROJECT_SOURCE_DIR}/tests/sim)
+  add_dependencies(nccl_channels mgsim_cuda mgsim_nccl)
 endif()

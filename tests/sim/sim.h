@@ -129,6 +129,9 @@
  *   "items" r         stream items of rank r's communicators enqueued and not finished
  *   "jobs" r          simulator threads working for rank r's communicators (nonblocking init,
  *                     group, split, shrink, finalize, revoke)
+ *   "channels" r      channels of rank r's live communicators, summed: what NCCL sizes a
+ *                     communicator's device memory by (config->maxCTAs, else 64; a child sharing
+ *                     its parent's resources has at most the parent's)
  *   "version" (any)   the simulated NCCL version
  * Any other key is passed to mgsim_cuda_control (below), so one entry point serves both.
  */

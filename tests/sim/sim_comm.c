@@ -72,7 +72,7 @@ static void sim_oom(const char *what) {
   abort(); /* a test machine out of memory: nothing sensible to simulate */
 }
 
-sim_comm_t *sim_comm_new(int rank, int nranks, int device, int blocking) {
+sim_comm_t *sim_comm_new(int rank, int nranks, int device, const sim_attrs_t *a) {
   mg__CUdevice dev = 0;
   mg__CUcontext ctx = NULL;
   mg__CUresult cr = cuDeviceGet(&dev, device);
@@ -90,7 +90,9 @@ sim_comm_t *sim_comm_new(int rank, int nranks, int device, int blocking) {
   c->nranks = nranks;
   c->device = device;
   c->ctx = ctx;
-  c->blocking = blocking;
+  c->blocking = a->blocking;
+  c->channels = a->channels;
+  c->split_share = a->split_share;
   c->async = MG__ncclInProgress;
   c->send_seq = seqs;
   c->recv_seq = seqs + nranks;
@@ -138,31 +140,47 @@ int sim_comm_gauge(const char *what, int r) {
     else if (strcmp(what, "comms") == 0) n++;
     else if (strcmp(what, "items") == 0) n += c->items;
     else if (strcmp(what, "jobs") == 0) n += c->jobs;
+    else if (strcmp(what, "channels") == 0) n += c->channels;
   }
   return n;
 }
 
 /* ---- config --------------------------------------------------------------------------------- */
 
-mg__ncclResult_t sim_config_blocking(const mg__ncclConfig_t *config, int *blocking,
-                                     const char *call) {
-  int b = 1; /* NCCL's default: blocking */
+/* config's int field at offset off, when config->size covers it and it is set; else UNDEF. */
+static int sim_config_int(const mg__ncclConfig_t *config, size_t off) {
+  int v = MG__NCCL_CONFIG_UNDEF_INT;
+  if (config->size >= off + sizeof v) memcpy(&v, (const char *)config + off, sizeof v);
+  return v;
+}
+
+mg__ncclResult_t sim_config_read(const mg__ncclConfig_t *config, const sim_comm_t *parent,
+                                 sim_attrs_t *out, const char *call) {
+  sim_attrs_t a = {1, SIM_CHANNELS, 0}; /* NCCL's defaults: blocking, every channel */
+  if (parent != NULL) a = (sim_attrs_t){parent->blocking, parent->channels, parent->split_share};
   if (config != NULL) {
     if (config->magic != MG__NCCL_CONFIG_MAGIC)
       return sim_fail(MG__ncclInvalidArgument, "%s: config was not made with "
                       "NCCL_CONFIG_INITIALIZER (magic 0x%x)", call, config->magic);
-    /* NCCL reads only what config->size covers. */
-    if (config->size >= offsetof(mg__ncclConfig_t, blocking) + sizeof(int) &&
-        config->blocking != MG__NCCL_CONFIG_UNDEF_INT) {
-      if (config->blocking != 0 && config->blocking != 1)
-        return sim_fail(MG__ncclInvalidArgument, "%s: config->blocking is %d (0 or 1)", call,
-                        config->blocking);
-      b = config->blocking;
-    }
+    /* NCCL reads only what config->size covers; a config's unset fields take the defaults. */
+    const int b = sim_config_int(config, offsetof(mg__ncclConfig_t, blocking));
+    const int max = sim_config_int(config, offsetof(mg__ncclConfig_t, maxCTAs));
+    const int share = sim_config_int(config, offsetof(mg__ncclConfig_t, splitShare));
+    if (b != MG__NCCL_CONFIG_UNDEF_INT && b != 0 && b != 1)
+      return sim_fail(MG__ncclInvalidArgument, "%s: config->blocking is %d (0 or 1)", call, b);
+    a.blocking = b == MG__NCCL_CONFIG_UNDEF_INT ? 1 : b;
+    a.channels = max == MG__NCCL_CONFIG_UNDEF_INT || max > SIM_CHANNELS ? SIM_CHANNELS
+                 : max < 1                                            ? 1
+                                                                      : max;
+    a.split_share = share == 1;
   }
   const int env = sim_env_blocking();
-  if (env >= 0) b = env; /* NCCL_COMM_BLOCKING overrides the config, as in NCCL */
-  *blocking = b;
+  if (env >= 0) a.blocking = env; /* NCCL_COMM_BLOCKING overrides the config, as in NCCL */
+  const char *share_env = getenv("NCCL_COMM_SPLIT_SHARE_RESOURCES");
+  if (share_env != NULL && *share_env != '\0') a.split_share = atoi(share_env) == 1;
+  if (parent != NULL && a.split_share && a.channels > parent->channels)
+    a.channels = parent->channels;
+  *out = a;
   return MG__ncclSuccess;
 }
 
@@ -293,10 +311,10 @@ static mg__ncclResult_t sim_init(mg__ncclComm_t *comm, int nranks, const mg__ncc
   if (comm == NULL) return sim_fail(MG__ncclInvalidArgument, "%s: comm is NULL", call);
   if (nranks < 1 || rank < 0 || rank >= nranks)
     return sim_fail(MG__ncclInvalidArgument, "%s: rank %d, nranks %d", call, rank, nranks);
-  int blocking = 1;
-  mg__ncclResult_t r = sim_config_blocking(config, &blocking, call);
+  sim_attrs_t a;
+  mg__ncclResult_t r = sim_config_read(config, NULL, &a, call);
   if (r != MG__ncclSuccess) return r;
-  sim_comm_t *c = sim_comm_new(rank, nranks, sim_current_device(), blocking);
+  sim_comm_t *c = sim_comm_new(rank, nranks, sim_current_device(), &a);
   if (c == NULL) return MG__ncclUnhandledCudaError;
   if (sim_group_depth() > 0) {
     /* NCCL hands the communicator out now and initialises it when the group ends. */
@@ -314,7 +332,7 @@ static mg__ncclResult_t sim_init(mg__ncclComm_t *comm, int nranks, const mg__ncc
     *comm = c;
     return MG__ncclSuccess;
   }
-  if (blocking) {
+  if (a.blocking) {
     r = sim_init_run(c, id);
     if (r != MG__ncclSuccess) {
       pthread_mutex_lock(&sim_lock);
@@ -373,13 +391,13 @@ MGSIM_API mg__ncclResult_t ncclCommInitAll(mg__ncclComm_t *comms, int ndev, cons
       if (devlist != NULL && devlist[j] == d)
         return sim_fail(MG__ncclInvalidArgument, "%s: device %d is listed twice", call, d);
   }
-  int blocking = 1;
-  (void)sim_config_blocking(NULL, &blocking, call); /* a NULL config cannot be refused */
+  sim_attrs_t a;
+  (void)sim_config_read(NULL, NULL, &a, call); /* a NULL config cannot be refused */
   sim_comm_t **made = calloc((size_t)ndev, sizeof *made);
   sim_clique_t *q = calloc(1, sizeof *q);
   if (made == NULL || q == NULL) sim_oom("ncclCommInitAll");
   for (int i = 0; i < ndev; i++) {
-    made[i] = sim_comm_new(i, ndev, devlist != NULL ? devlist[i] : i, blocking);
+    made[i] = sim_comm_new(i, ndev, devlist != NULL ? devlist[i] : i, &a);
     if (made[i] == NULL) {
       pthread_mutex_lock(&sim_lock);
       for (int j = 0; j < i; j++) {

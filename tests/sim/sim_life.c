@@ -48,7 +48,7 @@ typedef struct sim_split {
   int color, key;           /* split */
   int *exclude, nexclude;   /* shrink: sorted */
   int flags;                /* shrink: NCCL_SHRINK_* */
-  int child_blocking;
+  sim_attrs_t child_attrs;
   int job;                  /* 1: runs as the parent's job (a simulator thread) */
   uint64_t seq;             /* the parent's nth split (or shrink) */
   mg__ncclComm_t *newcomm;  /* where the child goes, written by the participant's own thread */
@@ -97,7 +97,7 @@ static void sim_split_build(sim_slot_t *s) {
     for (int r = 0; r < m; r++) {
       sim_split_t *y = x[order[r]];
       done[order[r]] = 1;
-      y->child = sim_comm_new(r, m, y->parent->device, y->child_blocking);
+      y->child = sim_comm_new(r, m, y->parent->device, &y->child_attrs);
       if (y->child == NULL) {
         fprintf(stderr, "mgsim: a split cannot make its child: %s\n", ncclGetLastError(NULL));
         abort(); /* the parent's device was good a moment ago */
@@ -250,16 +250,15 @@ MGSIM_API mg__ncclResult_t ncclCommSplit(mg__ncclComm_t comm, int color, int key
                                              "revoked", call, c->rank)
                                   : sim_parent_check(c, 1, call);
   pthread_mutex_unlock(&sim_lock);
-  int child_blocking = c->blocking; /* NULL config: the parent's */
-  if (r == MG__ncclSuccess && config != NULL)
-    r = sim_config_blocking(config, &child_blocking, call);
+  sim_attrs_t child_attrs;
+  if (r == MG__ncclSuccess) r = sim_config_read(config, c, &child_attrs, call);
   if (r == MG__ncclSuccess) {
     sim_split_t *x = calloc(1, sizeof *x);
     if (x == NULL) {
       r = sim_fail(MG__ncclSystemError, "%s: out of memory", call);
     } else {
       *x = (sim_split_t){.parent = c, .color = color, .key = key, .newcomm = newcomm,
-                         .child_blocking = child_blocking};
+                         .child_attrs = child_attrs};
       r = sim_split_start(c, x);
     }
   }
@@ -301,9 +300,8 @@ MGSIM_API mg__ncclResult_t ncclCommShrink(mg__ncclComm_t comm, int *exclude, int
       r = sim_ready_locked(c, call);
     pthread_mutex_unlock(&sim_lock);
   }
-  int child_blocking = c != NULL ? c->blocking : 1;
-  if (r == MG__ncclSuccess && config != NULL)
-    r = sim_config_blocking(config, &child_blocking, call);
+  sim_attrs_t child_attrs;
+  if (r == MG__ncclSuccess) r = sim_config_read(config, c, &child_attrs, call);
   if (r == MG__ncclSuccess) {
     sim_split_t *x = calloc(1, sizeof *x);
     int *ex = malloc(sizeof *ex * (size_t)nexclude);
@@ -314,7 +312,7 @@ MGSIM_API mg__ncclResult_t ncclCommShrink(mg__ncclComm_t comm, int *exclude, int
     } else {
       memcpy(ex, exclude, sizeof *ex * (size_t)nexclude);
       *x = (sim_split_t){.parent = c, .shrink = 1, .exclude = ex, .nexclude = nexclude,
-                         .flags = flags, .newcomm = newcomm, .child_blocking = child_blocking};
+                         .flags = flags, .newcomm = newcomm, .child_attrs = child_attrs};
       r = sim_split_start(c, x);
     }
   }

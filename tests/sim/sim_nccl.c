@@ -216,7 +216,8 @@ MGSIM_API int mgsim_control(const char *key, long value) {
   } else if (strcmp(key, "version") == 0) {
     out = sim_ver;
   } else if (strcmp(key, "inside") == 0 || strcmp(key, "comms") == 0 ||
-             strcmp(key, "items") == 0 || strcmp(key, "jobs") == 0) {
+             strcmp(key, "items") == 0 || strcmp(key, "jobs") == 0 ||
+             strcmp(key, "channels") == 0) {
     out = sim_comm_gauge(key, (int)value);
   } else {
     pthread_mutex_unlock(&sim_lock);

@@ -122,11 +122,20 @@ typedef struct sim_reg {
   struct sim_reg *next;
 } sim_reg_t;
 
+/* What a comm is made with (sim_config_read). SIM_CHANNELS: the channels NCCL gives one rank
+ * of an H100 by default (64), each with device memory of its own (bench/nccl_comm_memory.sh). */
+#define SIM_CHANNELS 64
+typedef struct sim_attrs {
+  int blocking, channels, split_share;
+} sim_attrs_t;
+
 struct mg__ncclComm {
   unsigned magic;
   int rank, nranks, device;
   mg__CUcontext ctx;        /* the device's primary context, retained while the comm lives */
   int blocking;             /* config->blocking as resolved (NCCL_COMM_BLOCKING included) */
+  int channels;             /* what NCCL's per-channel device memory would be sized by */
+  int split_share;          /* its config's splitShare: what a child of a NULL config inherits */
   sim_clique_t *clique;     /* NULL until init completes */
   mg__ncclResult_t async;   /* what ncclCommGetAsyncError answers */
   int abort_flag;           /* set by abort, revoke, shrink-abort; revoke and shrink clear it */
@@ -156,14 +165,17 @@ sim_comm_t *sim_find(mg__ncclComm_t h);
 /* A new comm of rank/nranks on device, retaining its primary context, entered in the registry
  * with async ncclInProgress and no clique. NULL when out of memory or the device is bad (the
  * last error says which). No lock held. */
-sim_comm_t *sim_comm_new(int rank, int nranks, int device, int blocking);
+sim_comm_t *sim_comm_new(int rank, int nranks, int device, const sim_attrs_t *a);
 /* Takes c out of the registry and frees it: its clique reference, records, context. sim_lock
  * is held on entry and released. */
 void sim_comm_free_locked(sim_comm_t *c);
-/* The blocking attribute of config (NULL: blocking), or ncclInvalidArgument for a config that
- * NCCL_CONFIG_INITIALIZER did not make. */
-mg__ncclResult_t sim_config_blocking(const mg__ncclConfig_t *config, int *blocking,
-                                     const char *call);
+/* The attributes a new comm takes from config and, for a split or shrink, from its parent
+ * (NULL for an init): a NULL config copies the parent's (an init's: blocking, SIM_CHANNELS); a
+ * config has its own (maxCTAs, else SIM_CHANNELS); a child that shares its parent's resources
+ * (splitShare, or NCCL_COMM_SPLIT_SHARE_RESOURCES=1) has at most the parent's channels, as
+ * NCCL's connect.cc. ncclInvalidArgument for a config that NCCL_CONFIG_INITIALIZER did not make. */
+mg__ncclResult_t sim_config_read(const mg__ncclConfig_t *config, const sim_comm_t *parent,
+                                 sim_attrs_t *out, const char *call);
 /* 1 while c's wait that began at epoch `epoch` must stop: an abort or revoke came. */
 static inline int sim_stopped(const sim_comm_t *c, unsigned epoch) {
   return c->abort_flag || c->abort_epoch != epoch;

@@ -200,7 +200,20 @@ uint64_t mg__nccl_comm_tag(const mg_comm_t *comm);
  * that has it. */
 mg_status_t mg__nccl_config_build(const mg_config_t *in, int version, mg__ncclConfig_t *out,
                                   const char *fn);
-/* 1 when a and b have the same NCCL fields (strings by pointer, never read). */
+/* 1 when a communicator of configuration `in` runs its operations on a blocking communicator
+ * split from its lifecycle one (blocking mode): config->nccl_blocking, else MGCOMM_NCCL_BLOCKING,
+ * and an NCCL with ncclCommSplit (2.18). */
+int mg__nccl_blocking_mode(const mg_config_t *in);
+/* The configuration of a lifecycle communicator (lc) of configuration `in`, for the loaded NCCL:
+ * mg__nccl_config_build's, and in blocking mode one channel (minCTAs = maxCTAs = 1). In that
+ * mode lc runs no operation (the blocking communicator split from it runs them all), and NCCL
+ * gives a communicator as many channels as the topology allows, each with device memory of its
+ * own: one rank on an H100, NCCL 2.28.3 or 2.32.3, 64 channels and 390 MiB per communicator
+ * (bench/results/2026-11-24-nccl-comm-memory-1xH100.md), so a full lc doubled what blocking mode
+ * costs. Errors: mg__nccl_config_build's. */
+mg_status_t mg__nccl_config_lc(const mg_config_t *in, mg__ncclConfig_t *out, const char *fn);
+/* 1 when a and b have the same NCCL fields (strings by pointer, never read) and ask for the same
+ * mode (nccl_blocking, else MGCOMM_NCCL_BLOCKING). */
 int mg__nccl_config_same(const mg_config_t *a, const mg_config_t *b);
 
 /* nccl_mem.c */

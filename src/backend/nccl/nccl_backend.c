@@ -62,9 +62,7 @@ mg_status_t mg__ncomm_setup(mg_comm_t *comm, int device, const char *fn) {
   const int want = comm->config.nccl_blocking != MG_UNDEF_INT
                        ? comm->config.nccl_blocking != 0
                        : (int)mg__param_int(MG_PARAM_NCCL_BLOCKING);
-  /* The blocking communicator is split from the lifecycle one: without split (NCCL < 2.18)
-   * there is only the nonblocking one. */
-  nx->blocking = want && mg__feature(MG_FEATURE_NCCL_SPLIT);
+  nx->blocking = mg__nccl_blocking_mode(&comm->config);
   if (want && !nx->blocking)
     MG_INFO(MG_SUBSYS_INIT, "rank %d: NCCL %d has no ncclCommSplit (2.18): nonblocking mode",
             comm->rank, mg__lib_version(MG_LIB_NCCL));
@@ -115,6 +113,7 @@ mg_status_t mg__nccl_opcomms(mg_comm_t *const *comms, int n, double deadline,
   mg__ncclConfig_t cfg;
   MG_CHECK(mg__nccl_config_build(&comms[0]->config, mg__lib_version(MG_LIB_NCCL), &cfg, fn));
   cfg.blocking = 1;
+  cfg.splitShare = 0; /* a sharing child would get lc's one channel (mg__nccl_config_lc) */
   mg_status_t st = MG_OK;
   mg__ncclResult_t r = n > 1 ? mg__nccl.GroupStart() : MG__ncclSuccess;
   if (r != MG__ncclSuccess) return mg__nccl_error(r, "ncclGroupStart", NULL);
@@ -200,7 +199,7 @@ static mg_status_t n_init(mg_comm_t *comm, const mg_unique_id_t *uid, double dea
   mg__ncclUniqueId id;
   mg__ncclConfig_t cfg;
   MG_CHECK(mg__nccl_id(uid, &id, fn));
-  MG_CHECK(mg__nccl_config_build(&comm->config, mg__lib_version(MG_LIB_NCCL), &cfg, fn));
+  MG_CHECK(mg__nccl_config_lc(&comm->config, &cfg, fn));
   const int device = comm->config.device == MG_UNDEF_INT ? 0 : comm->config.device;
   MG_CHECK(mg__ncomm_setup(comm, device, fn));
   mg__ncomm_t *nx = mg__ncomm(comm);
@@ -242,7 +241,7 @@ static mg_status_t n_init_all(mg_comm_t **comms, int n, const int *devices, doub
                              ndev == 1 ? "" : "s");
   }
   mg__ncclConfig_t cfg;
-  MG_CHECK(mg__nccl_config_build(&comms[0]->config, mg__lib_version(MG_LIB_NCCL), &cfg, fn));
+  MG_CHECK(mg__nccl_config_lc(&comms[0]->config, &cfg, fn));
   mg__ncclUniqueId id;
   MG_NCCL_CHECK(NULL, GetUniqueId, &id);
   mg_status_t st = MG_OK;
@@ -331,7 +330,7 @@ static mg_status_t mg__nccl_child(mg_comm_t *comm, mg_comm_t *child, int shrink,
   mg__ncclConfig_t cfg, *cfgp = NULL;
   /* The parent's own configuration is inherited by passing none (NCCL copies it). */
   if (child != NULL && !mg__nccl_config_same(&child->config, &comm->config)) {
-    MG_CHECK(mg__nccl_config_build(&child->config, mg__lib_version(MG_LIB_NCCL), &cfg, fn));
+    MG_CHECK(mg__nccl_config_lc(&child->config, &cfg, fn));
     cfgp = &cfg;
   }
   if (child != NULL) MG_CHECK(mg__ncomm_setup(child, comm->device, fn));

@@ -9,9 +9,11 @@
  */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/nccl/nccl.h"
+#include "base/params.h"
 
 typedef struct mg__ncfg_field {
   const char *name;   /* mg_config_t's field */
@@ -97,6 +99,12 @@ mg_status_t mg__nccl_config_build(const mg_config_t *in, int version, mg__ncclCo
   return MG_OK;
 }
 
+/* 1 when `in` asks for blocking mode: config->nccl_blocking, else MGCOMM_NCCL_BLOCKING. */
+static int mg__nccl_wants_blocking(const mg_config_t *in) {
+  return in->nccl_blocking != MG_UNDEF_INT ? in->nccl_blocking != 0
+                                           : (int)mg__param_int(MG_PARAM_NCCL_BLOCKING);
+}
+
 int mg__nccl_config_same(const mg_config_t *a, const mg_config_t *b) {
   for (size_t i = 0; i < MG__NCFG_COUNT; i++) {
     const mg__ncfg_field_t *f = &mg__ncfg_fields[i];
@@ -108,5 +116,27 @@ int mg__nccl_config_same(const mg_config_t *a, const mg_config_t *b) {
       return 0;
     }
   }
-  return 1;
+  /* A child in the other mode must not inherit its parent's lc configuration (one channel in
+   * blocking mode). A config whose mode differs from the parent's is the caller's own, not the
+   * inherited copy, so its strings are still there. */
+  return mg__nccl_wants_blocking(a) == mg__nccl_wants_blocking(b);
+}
+
+int mg__nccl_blocking_mode(const mg_config_t *in) {
+  /* The blocking communicator is split from the lifecycle one: without split (NCCL < 2.18)
+   * there is only the nonblocking one. */
+  return mg__nccl_wants_blocking(in) && mg__feature(MG_FEATURE_NCCL_SPLIT);
+}
+
+mg_status_t mg__nccl_config_lc(const mg_config_t *in, mg__ncclConfig_t *out, const char *fn) {
+  MG_CHECK(mg__nccl_config_build(in, mg__lib_version(MG_LIB_NCCL), out, fn));
+  /* NCCL caps the channels of a child that shares its parent's resources at the parent's: with
+   * NCCL_COMM_SPLIT_SHARE_RESOURCES=1 (every split shares) a one-channel lc would leave the
+   * blocking communicator one channel. */
+  const char *share = getenv("NCCL_COMM_SPLIT_SHARE_RESOURCES");
+  if (mg__nccl_blocking_mode(in) && !(share != NULL && atoi(share) == 1)) {
+    out->minCTAs = 1;
+    out->maxCTAs = 1;
+  }
+  return MG_OK;
 }

@@ -166,7 +166,7 @@ static mg_status_t mg__ngrow_existing(mg_comm_t *comm, const mg__ncclUniqueId *i
   mg__ncomm_t *px = mg__ncomm(comm);
   mg__ncclConfig_t cfg, *cfgp = NULL;
   if (!mg__nccl_config_same(&child->config, &comm->config)) {
-    MG_CHECK(mg__nccl_config_build(&child->config, mg__lib_version(MG_LIB_NCCL), &cfg, fn));
+    MG_CHECK(mg__nccl_config_lc(&child->config, &cfg, fn));
     cfgp = &cfg;
   }
   MG_CHECK(mg__ncomm_setup(child, comm->device, fn));
@@ -202,7 +202,7 @@ static mg_status_t mg__ngrow_existing(mg_comm_t *comm, const mg__ncclUniqueId *i
 static mg_status_t mg__ngrow_new(const mg__ncclUniqueId *id, mg_comm_t *child, double deadline,
                                  const char *fn) {
   mg__ncclConfig_t cfg;
-  MG_CHECK(mg__nccl_config_build(&child->config, mg__lib_version(MG_LIB_NCCL), &cfg, fn));
+  MG_CHECK(mg__nccl_config_lc(&child->config, &cfg, fn));
   const int device = child->config.device == MG_UNDEF_INT ? 0 : child->config.device;
   MG_CHECK(mg__ncomm_setup(child, device, fn));
   mg__ncomm_t *nx = mg__ncomm(child);
