@@ -61,7 +61,7 @@ for lib in "${libs[@]}"; do
       mib=$(watch_mem "$pid")
       wait "$pid" || rc=$?
       [ $rc -eq 0 ] || fail=1
-      ver=$(MGCOMM_NCCL_LIBRARY=$lib "$build/mgcomm" info 2>&1 | grep -m1 -io 'nccl[^0-9]*[0-9][0-9.]*')
+      ver=$(python3 -c 'import ctypes, sys; v = ctypes.c_int(); ctypes.CDLL(sys.argv[1]).ncclGetVersion(ctypes.byref(v)); print("%d.%d.%d" % (v.value // 10000, v.value // 100 % 100, v.value % 100))' "$lib" 2>/dev/null)
       stats=$(sed -n "s/^# memory, rank 0's communicator: //p" "$log" | head -1)
       rows+=("| ${ver:-?} | $([ $blocking = 1 ] && echo blocking || echo nonblocking) | $share | $mib | ${stats:-n/a} | $rc |")
       say "${ver:-?} blocking=$blocking share=$share: $mib MiB, exit $rc"
