@@ -12,6 +12,7 @@
 #   nccl      run 2: bench/nccl_vs_nccl_tests.sh -T 1 (every collective against nccl-tests)
 #   p2p       run 4: tests/gpu/p2p.sh (gpu_p2p, mgcomm topo, copies against cudaMemcpyPeerAsync)
 #   suite     run 1: every test labelled gpu (tests/gpu/run.sh's tests on the built tree)
+#   suitenb   run 1 again in nonblocking mode (MGCOMM_NCCL_BLOCKING=0)
 #   shmem     run 5: NP=<GPUs> tests/gpu/shmem.sh (one PE per GPU under mgcomm launch)
 #   machines  run 7: tests/gpu/two_machines.sh (two simulated machines over the store and lo)
 # Reports go to $OUT (at most 8 files come back from a device call): each step's main report as
@@ -26,7 +27,7 @@ out=${OUT:-$BUILD/multi-out}
 work=$BUILD/multi-work
 mkdir -p "$out" "$work"
 ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
-steps=${STEPS:-build kernels nccl p2p suite shmem machines}
+steps=${STEPS:-build kernels nccl p2p suite suitenb shmem machines}
 rc_all=0
 
 step_build() {
@@ -37,11 +38,12 @@ step_kernels() { OUT=$work/kernels bench/allreduce_vs_nccl.sh -g "$ngpus" -R 3; 
 step_nccl() { OUT=$work/nccl bench/nccl_vs_nccl_tests.sh -g "$ngpus" -R 1 -e "${NCCL_MAX:-1G}" -T 1; }
 step_p2p() { OUT=$work/p2p ROUNDS=3 tests/gpu/p2p.sh; }
 step_suite() {
-  (cd "$BUILD" && ctest -L gpu -V >"$work/suite.log" 2>&1)
+  (cd "$BUILD" && ctest -L gpu -V >"$work/suite${1:-}.log" 2>&1)
   local rc=$?
-  grep -E "Test +#|tests passed|tests failed" "$work/suite.log"
+  grep -E "Test +#|tests passed|tests failed" "$work/suite${1:-}.log"
   return $rc
 }
+step_suitenb() { MGCOMM_NCCL_BLOCKING=0 step_suite nb; }
 step_shmem() { OUT=$work/shmem NP=$ngpus tests/gpu/shmem.sh; }
 step_machines() { tests/gpu/two_machines.sh "$BUILD"; }
 
@@ -55,11 +57,11 @@ cd "$root" || exit 1
 } >"$out/steps.md"
 for s in $steps; do
   lim_var=$(echo "${s}_LIMIT" | tr '[:lower:]' '[:upper:]')
-  case "$s" in build) def=300 ;; kernels) def=240 ;; nccl) def=240 ;; suite) def=300 ;; *) def=120 ;; esac
+  case "$s" in build) def=300 ;; kernels) def=240 ;; nccl) def=300 ;; suite*) def=300 ;; *) def=120 ;; esac
   lim=${!lim_var:-$def}
   t0=$(date +%s)
   echo "== step $s (bound ${lim} s)"
-  timeout -k 10 "$lim" bash -c "$(declare -f "step_$s"); root=$root work=$work ngpus=$ngpus step_$s" \
+  timeout -k 10 "$lim" bash -c "$(declare -f step_suite "step_$s"); root=$root work=$work ngpus=$ngpus step_$s" \
     >"$work/$s.out" 2>&1
   rc=$?
   tail -n 60 "$work/$s.out"
