@@ -32,12 +32,15 @@ const char *mg__kern_algo_name(mg__kern_algo_t a) {
  * (about 1 us on NVLink) but moves twice the bytes to each of the n - 1 peers, one 8-byte line
  * per thread; at ~400 GB/s per direction the extra bytes cost 1 us at about 200 KiB for 2 ranks,
  * and the peers' share grows with n: 64 KiB up to 2 ranks, 32 KiB up to 4, 16 KiB above.
- * In place from 1 MiB: reading a rank's buffers in place saves the copy in (about 1 us for
- * 1 MiB read and written locally) and costs a barrier at the end (about 1 us). */
+ * In place (lent) from 2 MiB up to 2 ranks, 1 MiB above: reading a rank's buffers in place
+ * saves the copy in (about 1 us for 1 MiB read and written locally) and costs a barrier at the
+ * end (about 1 us on NVLink); on one H100 shared by the ranks (tests/gpu/results/
+ * 2026-11-24-kernels2-1xH100.md) lending won from 2 MiB with 2 ranks and from 1 MiB with 4 and
+ * 8, where the barrier is cheaper than on NVLink. */
 void mg__kern_policy_table(int nranks, mg__kern_policy_t *out) {
   out->mode = MG__KERN_MODE_AUTO;
   out->ll_max = nranks <= 2 ? 64 * MG__KIB : nranks <= 4 ? 32 * MG__KIB : 16 * MG__KIB;
-  out->inplace_min = (int64_t)MG__MIB;
+  out->inplace_min = (int64_t)(nranks <= 2 ? 2 * MG__MIB : MG__MIB);
   out->oneshot_max = nranks <= 2 ? 1 * MG__MIB : nranks <= 4 ? 512 * MG__KIB : 256 * MG__KIB;
   out->max_bytes = 4 * MG__MIB;
   out->staging = 4 * MG__MIB;

@@ -34,15 +34,15 @@ static mg__kern_algo_t pick(const mg__kern_policy_t *p, mg__kern_case_t c, char 
 static void table(void) {
   mg__kern_policy_t p;
   char why[200];
-  static const struct { int n; size_t ll, one; } rows[] = {
-      {1, 64 * KIB, MIB}, {2, 64 * KIB, MIB}, {3, 32 * KIB, 512 * KIB},
-      {4, 32 * KIB, 512 * KIB}, {8, 16 * KIB, 256 * KIB}};
+  static const struct { int n; size_t ll, one, lend; } rows[] = {
+      {1, 64 * KIB, MIB, 2 * MIB}, {2, 64 * KIB, MIB, 2 * MIB}, {3, 32 * KIB, 512 * KIB, MIB},
+      {4, 32 * KIB, 512 * KIB, MIB}, {8, 16 * KIB, 256 * KIB, MIB}};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     mg__kern_policy_table(rows[i].n, &p);
     ASSERT_EQ(p.mode, MG__KERN_MODE_AUTO);
     ASSERT_EQ(p.oneshot_max, rows[i].one);
     ASSERT_EQ(p.ll_max, rows[i].ll);
-    ASSERT_EQ(p.inplace_min, (int64_t)MIB);
+    ASSERT_EQ(p.inplace_min, (int64_t)rows[i].lend);
     ASSERT_EQ(p.max_bytes, 4 * MIB);
     ASSERT(p.max_bytes <= p.staging);
     ASSERT(p.max_blocks >= 1 && p.max_blocks <= MG_KERN_MAX_BLOCKS);
