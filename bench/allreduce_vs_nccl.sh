@@ -66,6 +66,14 @@ fi
 export MGCOMM_NCCL_LIBRARY=$nccl_lib
 export LD_LIBRARY_PATH=$(dirname "$nccl_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
+# The variables that force each algorithm of ours (docs/kernels.md), with MGCOMM_ALGO=mgcomm.
+K=MGCOMM_KERNELS
+ll="${K}_LL_BYTES=4194304"
+one="${K}_LL_BYTES=0 ${K}_ONESHOT_BYTES=4194304"
+two="${K}_LL_BYTES=0 ${K}_ONESHOT_BYTES=0"
+lent="${K}_INPLACE_BYTES=0"
+staged="${K}_INPLACE_BYTES=1000000000000000000" # above any message
+
 # ---- 2. correctness -------------------------------------------------------------------------
 tests_failed=0
 : >"$out/tests.txt"
@@ -73,7 +81,9 @@ check() { # NAME COMMAND...: runs it, keeps its output, records PASS/FAIL
   local name=$1
   shift
   if timeout 300 "$@" >"$logs/t-$name.txt" 2>&1; then
-    echo "PASS $name: $(grep -E 'cases|replays|ended|correct|queued' "$logs/t-$name.txt" | tail -1)" >>"$out/tests.txt"
+    local said
+    said=$(grep -E 'cases|replays|ended|correct|queued' "$logs/t-$name.txt" | tail -1)
+    echo "PASS $name: ${said:-$(tail -1 "$logs/t-$name.txt")}" >>"$out/tests.txt"
   else
     echo "FAIL $name (exit $?): $(tail -3 "$logs/t-$name.txt" | tr '\n' ' ')" >>"$out/tests.txt"
     tests_failed=1
@@ -91,14 +101,14 @@ for g in $gpu_counts; do
   # The NCCL backend with each algorithm forced, on buffers of mg_mem_alloc (lent in place from
   # the first byte, or staged), every result checked by mgcomm bench: float32 sum and bfloat16
   # max each, and two-shot lent (in place and not) with every float type and op.
-  for v in "ll MGCOMM_KERNELS_LL_BYTES=4194304" \
-           "one-shot-lent MGCOMM_KERNELS_LL_BYTES=0 MGCOMM_KERNELS_ONESHOT_BYTES=4194304 MGCOMM_KERNELS_INPLACE_BYTES=0" \
-           "two-shot-lent MGCOMM_KERNELS_LL_BYTES=0 MGCOMM_KERNELS_ONESHOT_BYTES=0 MGCOMM_KERNELS_INPLACE_BYTES=0" \
-           "two-shot-staged MGCOMM_KERNELS_LL_BYTES=0 MGCOMM_KERNELS_ONESHOT_BYTES=0 MGCOMM_KERNELS_INPLACE_BYTES=1000000000000000000"; do
+  for v in "ll $ll" "one-shot-lent $one $lent" "two-shot-lent $two $lent" \
+           "two-shot-staged $two $staged"; do
     read -r name vars <<<"$v"
     cases="float32:sum bfloat16:max"
     [ "$name" != two-shot-lent ] ||
-      cases=$(for dt in float32 float16 bfloat16; do for op in sum avg max min; do echo "$dt:$op"; done; done)
+      cases=$(for dt in float32 float16 bfloat16; do
+                for op in sum avg max min; do echo "$dt:$op"; done
+              done)
     for c in $cases; do
       # shellcheck disable=SC2086 # vars holds several VAR=value words
       check "backend-$name-${c/:/-}-$g" env MGCOMM_ALGO=mgcomm $vars "$build/mgcomm" bench -g "$g" \
@@ -112,18 +122,17 @@ done
 # ---- 3. times -------------------------------------------------------------------------------
 # The plain variants: a name (no space: the report's column and the logs' file names) and the
 # variables that force it.
-never=1000000000000000000 # MGCOMM_KERNELS_INPLACE_BYTES above any message: always staged
-forced="MGCOMM_ALGO=mgcomm MGCOMM_KERNELS_LL_BYTES=0"
+m=MGCOMM_ALGO=mgcomm
 variants=(
   "nccl MGCOMM_ALGO=nccl"
-  "auto MGCOMM_ALGO=mgcomm"
-  "ll MGCOMM_ALGO=mgcomm MGCOMM_KERNELS_LL_BYTES=4194304"
-  "one-shot $forced MGCOMM_KERNELS_ONESHOT_BYTES=4194304 MGCOMM_KERNELS_INPLACE_BYTES=$never"
-  "two-shot $forced MGCOMM_KERNELS_ONESHOT_BYTES=0 MGCOMM_KERNELS_INPLACE_BYTES=$never"
-  "one-shot_lent $forced MGCOMM_KERNELS_ONESHOT_BYTES=4194304 MGCOMM_KERNELS_INPLACE_BYTES=0"
-  "two-shot_lent $forced MGCOMM_KERNELS_ONESHOT_BYTES=0 MGCOMM_KERNELS_INPLACE_BYTES=0"
-  "two-shot_b128 $forced MGCOMM_KERNELS_ONESHOT_BYTES=0 MGCOMM_KERNELS_INPLACE_BYTES=$never MGCOMM_KERNELS_BLOCKS=128"
-  "two-shot_lent_b128 $forced MGCOMM_KERNELS_ONESHOT_BYTES=0 MGCOMM_KERNELS_INPLACE_BYTES=0 MGCOMM_KERNELS_BLOCKS=128"
+  "auto $m"
+  "ll $m $ll"
+  "one-shot $m $one $staged"
+  "two-shot $m $two $staged"
+  "one-shot_lent $m $one $lent"
+  "two-shot_lent $m $two $lent"
+  "two-shot_b128 $m $two $staged ${K}_BLOCKS=128"
+  "two-shot_lent_b128 $m $two $lent ${K}_BLOCKS=128"
 )
 for g in $gpu_counts; do
   for r in $(seq 1 "$repeats"); do
@@ -131,9 +140,10 @@ for g in $gpu_counts; do
     for v in "${variants[@]}"; do
       read -r name vars <<<"$v"
       # shellcheck disable=SC2086 # vars holds several VAR=value words
+      f=$logs/plain-$name-$g-$r
       env $vars "$build/mgcomm" bench -g "$g" -c all_reduce -b 8 -e 4M -f 2 --inplace both \
-        --check 0 -n 200 -w 20 --csv "$logs/plain-$name-$g-$r.csv" >"$logs/plain-$name-$g-$r.txt" 2>&1 ||
-        fail "mgcomm bench, $name ($vars), failed: $(tail -3 "$logs/plain-$name-$g-$r.txt")"
+        --check 0 -n 200 -w 20 --csv "$f.csv" >"$f.txt" 2>&1 ||
+        fail "mgcomm bench, $name ($vars), failed: $(tail -3 "$f.txt")"
     done
     for b in 64 128; do
       MGCOMM_KERNELS_BLOCKS=$b KT_GPUS=$g "$kt" bench >"$logs/kern-b$b-$g-$r.txt" 2>&1 ||

@@ -310,27 +310,28 @@ static void kt_correct(int n) {
       for (int a = MG__KERN_ONESHOT; a <= MG__KERN_LL; a++)
         for (int p = 0; p < 3; p++)
           for (int lend = 0; lend < (a == MG__KERN_LL ? 1 : 2); lend++) {
-          const size_t es = mg_dtype_size(kt_dtypes[t]);
-          const size_t limit = a == MG__KERN_LL ? KT_LL : KT_STAGING;
-          /* Every small size; the large ones (up to the limit, the last element in place or
-           * shifted by one) for sum and for float32, to keep the run short. */
-          size_t sizes[20];
-          int ns = 0;
-          for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) sizes[ns++] = small[i];
-          if (kt_ops[o] == MG_SUM || kt_dtypes[t] == MG_FLOAT32) {
-            sizes[ns++] = 262143;
-            sizes[ns++] = limit / es - (p == KT_MISALIGNED ? 1 : 0);
+            const size_t es = mg_dtype_size(kt_dtypes[t]);
+            const size_t limit = a == MG__KERN_LL ? KT_LL : KT_STAGING;
+            /* Every small size; the large ones (up to the limit, the last element in place or
+             * shifted by one) for sum and for float32, to keep the run short. */
+            size_t sizes[20];
+            int ns = 0;
+            for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) sizes[ns++] = small[i];
+            if (kt_ops[o] == MG_SUM || kt_dtypes[t] == MG_FLOAT32) {
+              sizes[ns++] = 262143;
+              sizes[ns++] = limit / es - (p == KT_MISALIGNED ? 1 : 0);
+            }
+            for (int i = 0; i < ns; i++) {
+              kt_case_t c = {kt_dtypes[t], kt_ops[o], sizes[i], p, (mg__kern_algo_t)a, seed++,
+                             lend};
+              const long b = kt_run(&w, &h, &c);
+              bad += b;
+              cases++;
+              /* Determinism: the same case again gives the same bits (checked again against the
+               * reference, which is itself bit-exact), now at the other parity of the epochs. */
+              if (b == 0 && (i % 5) == 0) bad += kt_run(&w, &h, &c), cases++;
+            }
           }
-          for (int i = 0; i < ns; i++) {
-            kt_case_t c = {kt_dtypes[t], kt_ops[o], sizes[i], p, (mg__kern_algo_t)a, seed++, lend};
-            const long b = kt_run(&w, &h, &c);
-            bad += b;
-            cases++;
-            /* Determinism: the same case again gives the same bits (checked again against the
-             * reference, which is itself bit-exact), now at the other parity of the epochs. */
-            if (b == 0 && (i % 5) == 0) bad += kt_run(&w, &h, &c), cases++;
-          }
-        }
   printf("correct %d ranks: %ld cases, %ld wrong elements\n", n, cases, bad);
   kt_host_free(&h, n);
   kt_close(&w);
@@ -518,7 +519,8 @@ static void kt_missing(int n, int abort_them, mg__kern_algo_t algo) {
   kt_close(&w);
   ASSERT_EQ(bad, 0);
   printf("%s %d ranks (%s): the others ended %s after %.3f s; a new all_reduce is correct\n",
-         abort_them ? "abort" : "timeout", n, mg__kern_algo_name(algo), abort_them ? "MG_ERR_ABORTED" : "MG_ERR_TIMED_OUT", ended);
+         abort_them ? "abort" : "timeout", n, mg__kern_algo_name(algo),
+         abort_them ? "MG_ERR_ABORTED" : "MG_ERR_TIMED_OUT", ended);
 }
 
 /* Two processes on the one GPU; records exchanged through shared memory made before the fork
