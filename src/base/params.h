@@ -126,7 +126,7 @@
   X(KERNELS_INPLACE_BYTES, INT, "-1", -1, 1e18, "",                                            \
     "mgcomm's all-reduce kernels: bytes from which buffers of mg_mem_alloc or a registration "  \
     "are read in place by the peers (no copy in; ranks of one process); -1 = the table; above " \
-    "MGCOMM_KERNELS_STAGING_BYTES = never")                                                    \
+    "MGCOMM_KERNELS_STAGING_BYTES = never; set alike on every rank")                           \
   MG__PARAM_TESTING_ROWS(X)
 
 typedef enum {

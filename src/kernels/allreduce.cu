@@ -13,7 +13,10 @@
  *             own area once every word it needs carries the epoch: no barrier, one one-way trip.
  * A pull algorithm may read a rank's own buffers in place instead of its staging half (direct:
  * ranks of one process, buffers the peers can reach): the rank publishes their addresses before
- * the first barrier, and waits at the end until every peer is done reading them.
+ * the first barrier, and waits at the end until every peer is done reading them. Reading a
+ * peer's addresses costs a round trip after the barrier, so it happens only in calls where ranks
+ * may lend (exchange, the same on every rank: large messages); otherwise every rank reads the
+ * others' staging halves, whose addresses it knows.
  * Ranks are combined in rank order 0..n-1, in float32 for the 16-bit types, and rounded once,
  * so every algorithm gives the same bits on every rank and in every run.
  *
@@ -248,7 +251,10 @@ __device__ bool barrier(const mg_kern_args_t &a, int phase, unsigned e, bool wai
         failed = 1;
         break;
       }
-    if (src != NULL && !failed) {
+    if (src != NULL && !failed && !a.exchange) { /* nobody lends: every rank's staging half */
+      src->lent[r] = false;
+      src->in[r] = src->out[r] = (const char *)a.stage[r] + ((e & 1) ? a.half_bytes : 0);
+    } else if (src != NULL && !failed) {
       const unsigned long long *pub =
           (const unsigned long long *)((const char *)a.flags[r] + MG_KERN_PTR_OFF) + 2 * (e & 1);
       const unsigned long long in = __ldcg(pub), out = __ldcg(pub + 1);
@@ -326,7 +332,7 @@ template <typename T, int OP, int TWO_SHOT> __device__ void all_reduce(const mg_
       pub[1] = (unsigned long long)(uintptr_t)a.recv;
     }
   } else {
-    if (threadIdx.x == 0) /* "read my staging half" */
+    if (threadIdx.x == 0 && a.exchange) /* "read my staging half" */
       ((unsigned long long *)((char *)a.flags[a.rank] + MG_KERN_PTR_OFF))[2 * (e & 1)] = 0;
     /* Copy in: this block's packs of every segment. */
     for (int g = 0; g < n; g++) {
@@ -359,7 +365,8 @@ template <typename T, int OP, int TWO_SHOT> __device__ void all_reduce(const mg_
     }
   }
   /* Done reading the peers: tell those that lent their buffers, which wait for every peer to
-   * say so. Skipped when no rank lent (src is the same in the whole block). */
+   * say so. Skipped when no rank lent (src is the same in the whole block; never without
+   * exchange). */
   bool any = false;
   for (int r = 0; r < a.nranks; r++) any = any || src.lent[r];
   if (any && !barrier(a, 2, e, a.direct != 0, NULL, src.lent)) return;

@@ -51,8 +51,12 @@ typedef struct mg_kern_args {
   size_t ll_slot;            /* bytes of one push slot (twice the largest push message) */
   unsigned long long timeout_ns; /* how long one wait may last */
   int rank, nranks;
+  int exchange;              /* alike on every rank: 1 when ranks may lend their buffers in this
+                              * call, so that each publishes where they are and reads where the
+                              * others' are (a round trip); 0 when none does */
   int direct;                /* pull algorithms: the peers read send and recv in place (one
-                              * process, buffers they can reach); 0: through the staging half */
+                              * process, buffers they can reach; needs exchange); 0: through the
+                              * staging half */
 } mg_kern_args_t;
 
 #endif

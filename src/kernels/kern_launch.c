@@ -24,8 +24,8 @@ static int mg__kern_direct(const void *send, const void *recv, size_t bytes, mg_
 }
 
 mg_status_t mg__kern_all_reduce(mg__kern_ctx_t *ctx, const void *send, void *recv, size_t count,
-                                mg_dtype_t dtype, mg_op_t op, mg__kern_algo_t algo, int direct,
-                                mg__CUstream stream) {
+                                mg_dtype_t dtype, mg_op_t op, mg__kern_algo_t algo,
+                                mg__kern_lend_t lend, mg__CUstream stream) {
   static const char fn[] = "mgcomm's all-reduce kernel";
   const int t = mg__kern_dtype_index(dtype), o = mg__kern_op_index(op);
   if (ctx == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: NULL context", fn);
@@ -52,7 +52,8 @@ mg_status_t mg__kern_all_reduce(mg__kern_ctx_t *ctx, const void *send, void *rec
   a.send = send;
   a.recv = recv;
   a.count = count;
-  a.direct = direct && mg__kern_direct(send, recv, bytes, algo);
+  a.exchange = lend != MG__KERN_LEND_NONE && algo != MG__KERN_LL;
+  a.direct = lend == MG__KERN_LEND_YES && mg__kern_direct(send, recv, bytes, algo);
   const size_t per_rank = algo == MG__KERN_TWOSHOT ? (packs + a.nranks - 1) / a.nranks
                           : algo == MG__KERN_LL    ? (bytes + 7) / 8
                                                    : packs;

@@ -133,21 +133,29 @@ size_t mg__kern_ctx_ll_bytes(const mg__kern_ctx_t *ctx);
 
 /* ---- The launch (kern_launch.c) */
 
+/* Whether the ranks lend their buffers to the pull algorithms in one call (mg__kern_all_reduce).
+ * NONE or not is the same on every rank; MAYBE and YES may differ between ranks. */
+typedef enum mg__kern_lend {
+  MG__KERN_LEND_NONE = 0,  /* no rank lends: nothing is exchanged (no round trip) */
+  MG__KERN_LEND_MAYBE = 1, /* ranks may lend (their addresses are exchanged); this one stages */
+  MG__KERN_LEND_YES = 2    /* this rank lends send and recv where the algorithm can */
+} mg__kern_lend_t;
+
 /* Enqueues the all_reduce of count elements of dtype (float32, float16, bfloat16) with op
  * (sum, avg, max, min) from send to recv (the same buffer in place: any device memory of the
  * rank's device) on stream, with algo (one-shot, two-shot or ll; every rank the same). With
- * direct, the pull algorithms let the peers read send and recv in place instead of copying send
- * into the staging area: only for buffers every peer can load from at these addresses (ranks of
- * one process, peer access, memory mapped for the peers); it is dropped (staged) where the
- * algorithm cannot (ll; one-shot with overlapping send and recv; buffers not 16-byte aligned).
- * Each rank chooses direct on its own. Returns once enqueued; nothing waits on the host,
+ * lend YES, the pull algorithms let the peers read send and recv in place instead of copying
+ * send into the staging area: only for buffers every peer can load from at these addresses
+ * (ranks of one process, peer access, memory mapped for the peers); this rank stages where the
+ * algorithm cannot lend (one-shot with overlapping send and recv; buffers not 16-byte aligned).
+ * ll ignores lend. Returns once enqueued; nothing waits on the host,
  * nothing is allocated, so it may be captured in a CUDA graph. MG_ERR_INVALID_ARGUMENT for a
  * message larger than the staging area (ll: the push area), a dtype or op the kernels lack, or
  * MG__KERN_NCCL; MG_ERR_INVALID_USAGE before connect; the context's status once a kernel gave
  * up; the driver's launch error. */
 mg_status_t mg__kern_all_reduce(mg__kern_ctx_t *ctx, const void *send, void *recv, size_t count,
-                                mg_dtype_t dtype, mg_op_t op, mg__kern_algo_t algo, int direct,
-                                mg__CUstream stream);
+                                mg_dtype_t dtype, mg_op_t op, mg__kern_algo_t algo,
+                                mg__kern_lend_t lend, mg__CUstream stream);
 
 /* kern_module.c, for kern_ctx.c and kern_launch.c: the module loaded into the current context
  * and its kernel for (algo, dtype, op); NULL function when the kernels lack the combination. */

@@ -178,7 +178,7 @@ typedef struct kt_case {
   int place;
   mg__kern_algo_t algo;
   uint64_t seed;
-  int direct; /* lend the buffers to the peers (pull algorithms; staged where they cannot) */
+  mg__kern_lend_t lend; /* every rank the same here (mixed varies it) */
 } kt_case_t;
 
 /* Host memory of one case for every rank: inputs, results, expected. */
@@ -271,14 +271,14 @@ static long kt_check(kt_world_t *w, kt_host_t *h, const kt_case_t *c, const char
 static void kt_label(const kt_case_t *c, int n, char *buf, size_t len) {
   snprintf(buf, len, "%d ranks, %s %s x %zu, %s, %s%s", n, mg__kern_algo_name(c->algo),
            mg_dtype_name(c->dt), c->count, mg_op_name(c->op), kt_place_names[c->place],
-           c->direct ? ", lent" : "");
+           c->lend == MG__KERN_LEND_YES ? ", lent" : "");
 }
 
 static void kt_launch(kt_world_t *w, const kt_case_t *c, int r) {
   char *s, *d;
   kt_bufs(w, c, r, &s, &d);
   kt_use(w, r);
-  if (mg__kern_all_reduce(w->ctx[r], s, d, c->count, c->dt, c->op, c->algo, c->direct,
+  if (mg__kern_all_reduce(w->ctx[r], s, d, c->count, c->dt, c->op, c->algo, c->lend,
                           w->rk[r].stream) != MG_OK)
     FAIL("rank %d: %s", r, mg_last_error());
 }
@@ -323,7 +323,7 @@ static void kt_correct(int n) {
             }
             for (int i = 0; i < ns; i++) {
               kt_case_t c = {kt_dtypes[t], kt_ops[o], sizes[i], p, (mg__kern_algo_t)a, seed++,
-                             lend};
+                             lend ? MG__KERN_LEND_YES : MG__KERN_LEND_NONE};
               const long b = kt_run(&w, &h, &c);
               bad += b;
               cases++;
@@ -349,9 +349,9 @@ static void kt_graph(int n) {
   kt_host_t h;
   kt_host_alloc(&h, n);
   const kt_case_t cases[3] = {
-      {MG_FLOAT32, MG_SUM, 50001, KT_OUTOFPLACE, MG__KERN_ONESHOT, 7, 1},
-      {MG_BFLOAT16, MG_AVG, 50001, KT_OUTOFPLACE, MG__KERN_TWOSHOT, 7, 1},
-      {MG_FLOAT16, MG_SUM, 50001, KT_OUTOFPLACE, MG__KERN_LL, 7, 0}};
+      {MG_FLOAT32, MG_SUM, 50001, KT_OUTOFPLACE, MG__KERN_ONESHOT, 7, MG__KERN_LEND_YES},
+      {MG_BFLOAT16, MG_AVG, 50001, KT_OUTOFPLACE, MG__KERN_TWOSHOT, 7, MG__KERN_LEND_YES},
+      {MG_FLOAT16, MG_SUM, 50001, KT_OUTOFPLACE, MG__KERN_LL, 7, MG__KERN_LEND_NONE}};
   mg__CUgraph g[MG_KERN_MAX_RANKS];
   mg__CUgraphExec x[MG_KERN_MAX_RANKS];
   long bad = 0;
@@ -363,9 +363,9 @@ static void kt_graph(int n) {
       kt_use(&w, r);
       GU_CU(mg__cuda.StreamBeginCapture(w.rk[r].stream, MG__CU_STREAM_CAPTURE_MODE_RELAXED),
             "cuStreamBeginCapture");
-      if (mg__kern_all_reduce(w.ctx[r], s, d, cc->count, cc->dt, cc->op, cc->algo, cc->direct,
+      if (mg__kern_all_reduce(w.ctx[r], s, d, cc->count, cc->dt, cc->op, cc->algo, cc->lend,
                               w.rk[r].stream) != MG_OK ||
-          mg__kern_all_reduce(w.ctx[r], d, d, cc->count, cc->dt, cc->op, cc->algo, cc->direct,
+          mg__kern_all_reduce(w.ctx[r], d, d, cc->count, cc->dt, cc->op, cc->algo, cc->lend,
                               w.rk[r].stream) != MG_OK)
         FAIL("capture, rank %d: %s", r, mg_last_error());
       GU_CU(mg__cuda.StreamEndCapture(w.rk[r].stream, &g[r]), "cuStreamEndCapture");
@@ -413,10 +413,21 @@ static void kt_graph(int n) {
   if (bad != 0) FAIL("%ld wrong elements", bad);
 }
 
+/* Who lends in call k of kt_mixed: nobody (nothing exchanged), every rank, every other rank (the
+ * others stage), nobody though addresses are exchanged; six calls each. */
+static mg__kern_lend_t kt_mixed_lend(int k, int r) {
+  switch ((k / 6) % 4) {
+    case 0: return MG__KERN_LEND_NONE;
+    case 1: return MG__KERN_LEND_YES;
+    case 2: return r % 2 ? MG__KERN_LEND_YES : MG__KERN_LEND_MAYBE;
+    default: return MG__KERN_LEND_MAYBE;
+  }
+}
+
 /* Calls queued back to back: rank by rank, every call of a rank before the next rank's, so that
  * the ranks' kernels overlap in every way; sizes alternate between one block and KT_BLOCKS
  * blocks, algorithms (push, one-shot, two-shot) every second call, and every sixth call which
- * ranks lend their buffers (half of them, alternately). Each call has its own input and output. */
+ * ranks lend their buffers (kt_mixed_lend). Each call has its own input and output. */
 static void kt_mixed(int n) {
   enum { CALLS = 24 };
   const size_t big = 262144, small = 1000; /* float32 elements: 1 MiB, and 4000 bytes */
@@ -442,7 +453,7 @@ static void kt_mixed(int n) {
       static const mg__kern_algo_t algos[3] = {MG__KERN_LL, MG__KERN_ONESHOT, MG__KERN_TWOSHOT};
       const mg__kern_algo_t algo = algos[(k / 2) % 3];
       if (mg__kern_all_reduce(w.ctx[r], din[r] + k * big * 4, dout[r] + k * big * 4,
-                              k % 2 ? small : big, MG_FLOAT32, MG_SUM, algo, (k / 6 + r) % 2,
+                              k % 2 ? small : big, MG_FLOAT32, MG_SUM, algo, kt_mixed_lend(k, r),
                               w.rk[r].stream) != MG_OK)
         FAIL("rank %d call %d: %s", r, k, mg_last_error());
     }
@@ -482,7 +493,7 @@ static void kt_missing(int n, int abort_them, mg__kern_algo_t algo) {
   const double timeout = abort_them ? 30.0 : 1.0;
   kt_world_t w;
   kt_open(&w, n, timeout, KT_BLOCKS);
-  kt_case_t c = {MG_FLOAT32, MG_SUM, 100000, KT_OUTOFPLACE, algo, 3, 1};
+  kt_case_t c = {MG_FLOAT32, MG_SUM, 100000, KT_OUTOFPLACE, algo, 3, MG__KERN_LEND_YES};
   const double t0 = kt_now();
   for (int r = 1; r < n; r++) kt_launch(&w, &c, r);
   if (abort_them) {
@@ -503,7 +514,8 @@ static void kt_missing(int n, int abort_them, mg__kern_algo_t algo) {
     char *s, *d;
     kt_bufs(&w, &again, r, &s, &d);
     kt_use(&w, r);
-    ASSERT_EQ(mg__kern_all_reduce(w.ctx[r], s, d, 8, MG_FLOAT32, MG_SUM, MG__KERN_ONESHOT, 0,
+    ASSERT_EQ(mg__kern_all_reduce(w.ctx[r], s, d, 8, MG_FLOAT32, MG_SUM, MG__KERN_ONESHOT,
+                                  MG__KERN_LEND_NONE,
                                   w.rk[r].stream), abort_them ? MG_ERR_ABORTED : MG_ERR_TIMED_OUT);
   }
   if (abort_them) ASSERT_LT_F(ended, 0.3 + 2.0);
@@ -559,8 +571,8 @@ static int kt_proc(int r, int np, kt_shared_t *sh) {
         for (int q = 0; q < np; q++) ref_fill(in[q], n, dt, 9000 + (uint64_t)(cases * np + q));
         kt_expect(want, in, np, n, dt, op);
         gu_put(&dev, buf, in[r], n * es);
-        if (mg__kern_all_reduce(ctx, buf, buf, n, dt, op, (mg__kern_algo_t)a, 0, dev.stream) !=
-            MG_OK)
+        if (mg__kern_all_reduce(ctx, buf, buf, n, dt, op, (mg__kern_algo_t)a, MG__KERN_LEND_NONE,
+                                dev.stream) != MG_OK)
           FAIL("rank %d: %s", r, mg_last_error());
         gu_get(&dev, out, buf, n * es);
         gu_sync(&dev, GU_TIMEOUT_S, "an all_reduce between processes");
@@ -660,7 +672,8 @@ static void kt_time(kt_world_t *w, size_t bytes, mg__kern_algo_t algo, int lent,
   GU_CU(mg__cuda.EventCreate(&e0, MG__CU_EVENT_DEFAULT), "cuEventCreate");
   GU_CU(mg__cuda.EventCreate(&e1, MG__CU_EVENT_DEFAULT), "cuEventCreate");
   kt_case_t c = {MG_FLOAT32, MG_SUM, count,
-                 lent && algo == MG__KERN_ONESHOT ? KT_OUTOFPLACE : KT_INPLACE, algo, 1, lent};
+                 lent && algo == MG__KERN_ONESHOT ? KT_OUTOFPLACE : KT_INPLACE, algo, 1,
+                 lent ? MG__KERN_LEND_YES : MG__KERN_LEND_NONE};
   for (int r = 0; r < w->n; r++) kt_launch(w, &c, r); /* warm up */
   for (int r = 0; r < w->n; r++) gu_sync(&w->rk[r], GU_TIMEOUT_S, "bench warm-up");
   kt_use(w, 0);

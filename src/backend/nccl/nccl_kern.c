@@ -19,8 +19,9 @@
  * Buffers in place: a rank whose ranks are all threads of this process, whose message is at
  * least MGCOMM_KERNELS_INPLACE_BYTES, and whose send and recv the peers can reach
  * (mg__nccl_kern_reachable: mgcomm's own record of its allocations and registrations, never a
- * guess) lends them to the pull algorithms instead of copying send into its staging area. Each
- * rank decides for itself; the kernels read each rank's buffers where that rank says.
+  * guess) lends them to the pull algorithms instead of copying send into its staging area. Each
+ * rank decides for itself whether it lends; whether the ranks exchange their addresses at all
+ * (a round trip) depends only on what they share, so smaller calls pay nothing for it.
  *
  * Failures: a kernel that waited past the communicator's timeout for a peer, or that an abort
  * stopped, records it in its context; the backend's async_error reports it (MG_ERR_TIMED_OUT,
@@ -354,12 +355,17 @@ int mg__nccl_kern_reachable(mg_comm_t *comm, const void *p, size_t bytes) {
              MG__CUDA_SUCCESS && legacy != 0;
 }
 
-/* Whether op's rank lends its buffers to the pull algorithms (see the top of this file). */
-static int mg__nccl_kern_lends(const mg__nkern_t *k, const mg__op_t *op) {
+/* Whether op's rank lends its buffers to the pull algorithms (see the top of this file). NONE
+ * depends only on what every rank shares (the ranks' processes, the size, the variables), so
+ * that below the in-place size no call pays for the exchange of addresses. */
+static mg__kern_lend_t mg__nccl_kern_lends(const mg__nkern_t *k, const mg__op_t *op) {
   const size_t bytes = op->count * mg_dtype_size(op->dtype);
-  if (!k->local || k->pol.inplace_min < 0 || bytes < (uint64_t)k->pol.inplace_min) return 0;
+  if (!k->local || k->pol.inplace_min < 0 || bytes < (uint64_t)k->pol.inplace_min)
+    return MG__KERN_LEND_NONE;
   return mg__nccl_kern_reachable(op->comm, op->send, bytes) &&
-         (op->recv == op->send || mg__nccl_kern_reachable(op->comm, op->recv, bytes));
+                 (op->recv == op->send || mg__nccl_kern_reachable(op->comm, op->recv, bytes))
+             ? MG__KERN_LEND_YES
+             : MG__KERN_LEND_MAYBE;
 }
 
 int mg__nccl_kern_wanted(mg__op_t *const *ops, int n) {
