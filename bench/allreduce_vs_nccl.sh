@@ -5,15 +5,24 @@
 #      from $NCCL_TESTS_SRC (default .peer/nccl-tests, fetched beforehand, never committed) as
 #      bench/nccl_vs_nccl_tests.sh does;
 #   2. per GPU count: correctness across the real GPUs, ranks as threads of one process and as
-#      processes (CUDA IPC): every dtype, op, algorithm, size (tests/gpu/test_gpu_kernels.c with
-#      KT_GPUS), graph capture and replay, the timeout and abort paths; and the NCCL backend's
-#      harness against the host backend with the kernels chosen (MGCOMM_ALGO=auto);
-#   3. per GPU count, -R times, in the same call: NCCL's plain all_reduce and ours through the
-#      library (`mgcomm bench -g N -c all_reduce`, MGCOMM_ALGO=nccl then =mgcomm, float32 sum in
-#      place), our kernels under CUDA graphs (test_gpu_kernels bench) and nccl-tests with
-#      symmetric registration under graphs (all_reduce_perf -R 2 -G 100);
-#   4. writes $OUT/allreduce-vs-nccl.md: the medians, the ratios, and the targets: ours <= 0.5 x
-#      NCCL's plain time up to 256 KiB, <= 0.7 x up to 4 MiB; under a graph <= nccl-tests -R 2 -G.
+#      processes (CUDA IPC): every dtype, op, algorithm (push, one-shot, two-shot; staged and lent
+#      in place), size (tests/gpu/test_gpu_kernels.c with KT_GPUS), graph capture and replay, the
+#      timeout and abort paths; and the NCCL backend's harness against the host backend with the
+#      kernels chosen (MGCOMM_ALGO=auto);
+#   3. per GPU count, -R times, in the same call, float32 sum:
+#      plain: `mgcomm bench -g N -c all_reduce --inplace both` (buffers of mg_mem_alloc, which
+#        the kernels may read in place) with MGCOMM_ALGO=nccl, with the table (auto), and with
+#        each algorithm forced through the MGCOMM_KERNELS_* variables: ll, one-shot, two-shot,
+#        one-shot lent, two-shot lent (buffers read in place from the first byte), and two-shot
+#        with 128 blocks (staged and lent);
+#      graph: our kernels in CUDA graphs (test_gpu_kernels bench: ll, one-shot, two-shot, lent
+#        or not; 64 and 128 blocks) and nccl-tests with symmetric registration under graphs
+#        (all_reduce_perf -R 2 -G 100);
+#   4. writes $OUT/allreduce-vs-nccl.md: the medians, the ratios, and the targets (ours with the
+#      table <= 0.5 x NCCL's plain time up to 256 KiB, <= 0.7 x up to 4 MiB; under a graph the
+#      table's algorithm <= nccl-tests -R 2 -G); then the crossover tables (every variant's time
+#      per size, the fastest of ours marked: plain in place, plain out of place, graph) and the
+#      table for src/kernels/kern_choose.c that they suggest.
 #
 #   bench/allreduce_vs_nccl.sh [-g "2 4"] [-R repeats]
 # Environment: SOURCE_COMMIT, NCCL_LIB (default /usr/lib/x86_64-linux-gnu/libnccl.so.2), CUDA_HOME,
@@ -57,6 +66,14 @@ fi
 export MGCOMM_NCCL_LIBRARY=$nccl_lib
 export LD_LIBRARY_PATH=$(dirname "$nccl_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
+# The variables that force each algorithm of ours (docs/kernels.md), with MGCOMM_ALGO=mgcomm.
+K=MGCOMM_KERNELS
+ll="${K}_LL_BYTES=4194304"
+one="${K}_LL_BYTES=0 ${K}_ONESHOT_BYTES=4194304"
+two="${K}_LL_BYTES=0 ${K}_ONESHOT_BYTES=0"
+lent="${K}_INPLACE_BYTES=0"
+staged="${K}_INPLACE_BYTES=1000000000000000000" # above any message
+
 # ---- 2. correctness -------------------------------------------------------------------------
 tests_failed=0
 : >"$out/tests.txt"
@@ -64,7 +81,9 @@ check() { # NAME COMMAND...: runs it, keeps its output, records PASS/FAIL
   local name=$1
   shift
   if timeout 300 "$@" >"$logs/t-$name.txt" 2>&1; then
-    echo "PASS $name: $(grep -E 'cases|replays|ended|correct|queued' "$logs/t-$name.txt" | tail -1)" >>"$out/tests.txt"
+    local said
+    said=$(grep -E 'cases|replays|ended|correct|queued' "$logs/t-$name.txt" | tail -1)
+    echo "PASS $name: ${said:-$(tail -1 "$logs/t-$name.txt")}" >>"$out/tests.txt"
   else
     echo "FAIL $name (exit $?): $(tail -3 "$logs/t-$name.txt" | tr '\n' ' ')" >>"$out/tests.txt"
     tests_failed=1
@@ -77,21 +96,59 @@ for g in $gpu_counts; do
   done
   for mode in timeout abort; do # a rank that never comes needs another that waits for it
     check "$mode-$g" env KT_GPUS="$g" "$kt" "$mode" $((g < 2 ? 2 : g))
+    check "$mode-ll-$g" env KT_GPUS="$g" "$kt" "$mode" $((g < 2 ? 2 : g)) ll
+  done
+  # The NCCL backend with each algorithm forced, on buffers of mg_mem_alloc (lent in place from
+  # the first byte, or staged), every result checked by mgcomm bench: float32 sum and bfloat16
+  # max each, and two-shot lent (in place and not) with every float type and op.
+  for v in "ll $ll" "one-shot-lent $one $lent" "two-shot-lent $two $lent" \
+           "two-shot-staged $two $staged"; do
+    read -r name vars <<<"$v"
+    cases="float32:sum bfloat16:max"
+    [ "$name" != two-shot-lent ] ||
+      cases=$(for dt in float32 float16 bfloat16; do
+                for op in sum avg max min; do echo "$dt:$op"; done
+              done)
+    for c in $cases; do
+      # shellcheck disable=SC2086 # vars holds several VAR=value words
+      check "backend-$name-${c/:/-}-$g" env MGCOMM_ALGO=mgcomm $vars "$build/mgcomm" bench -g "$g" \
+        -c all_reduce -d "${c%:*}" -o "${c#*:}" -b 4 -e 4M -f 4 --inplace both --check 1 -n 2 -w 1
+    done
   done
   check "nccl-backend-all-$g" env MGCOMM_ALGO=auto "$build/tests/gpu/test_gpu_coll" all "$g"
   check "nccl-backend-procs-$g" env MGCOMM_ALGO=auto "$build/tests/gpu/test_gpu_coll" procs "$g"
 done
 
 # ---- 3. times -------------------------------------------------------------------------------
+# The plain variants: a name (no space: the report's column and the logs' file names) and the
+# variables that force it.
+m=MGCOMM_ALGO=mgcomm
+variants=(
+  "nccl MGCOMM_ALGO=nccl"
+  "auto $m"
+  "ll $m $ll"
+  "one-shot $m $one $staged"
+  "two-shot $m $two $staged"
+  "one-shot_lent $m $one $lent"
+  "two-shot_lent $m $two $lent"
+  "two-shot_b128 $m $two $staged ${K}_BLOCKS=128"
+  "two-shot_lent_b128 $m $two $lent ${K}_BLOCKS=128"
+)
 for g in $gpu_counts; do
   for r in $(seq 1 "$repeats"); do
     say "$g GPUs: times, run $r of $repeats"
-    for algo in nccl mgcomm; do
-      MGCOMM_ALGO=$algo "$build/mgcomm" bench -g "$g" -c all_reduce -b 8 -e 4M -f 2 --inplace 1 \
-        --check 0 -n 200 -w 20 --csv "$logs/$algo-$g-$r.csv" >"$logs/$algo-$g-$r.txt" 2>&1 ||
-        fail "mgcomm bench with MGCOMM_ALGO=$algo failed: $(tail -3 "$logs/$algo-$g-$r.txt")"
+    for v in "${variants[@]}"; do
+      read -r name vars <<<"$v"
+      # shellcheck disable=SC2086 # vars holds several VAR=value words
+      f=$logs/plain-$name-$g-$r
+      env $vars "$build/mgcomm" bench -g "$g" -c all_reduce -b 8 -e 4M -f 2 --inplace both \
+        --check 0 -n 200 -w 20 --csv "$f.csv" >"$f.txt" 2>&1 ||
+        fail "mgcomm bench, $name ($vars), failed: $(tail -3 "$f.txt")"
     done
-    KT_GPUS=$g "$kt" bench >"$logs/kern-$g-$r.txt" 2>&1 || fail "test_gpu_kernels bench failed"
+    for b in 64 128; do
+      MGCOMM_KERNELS_BLOCKS=$b KT_GPUS=$g "$kt" bench >"$logs/kern-b$b-$g-$r.txt" 2>&1 ||
+        fail "test_gpu_kernels bench ($b blocks) failed: $(tail -3 "$logs/kern-b$b-$g-$r.txt")"
+    done
     if [ -n "$nt" ]; then
       "$nt" -g "$g" -b 8 -e 4M -f 2 -R 2 -G 100 -n 200 -w 20 -c 0 >"$logs/nt-$g-$r.txt" 2>&1 ||
         fail "nccl-tests failed: $(tail -5 "$logs/nt-$g-$r.txt")"
@@ -101,72 +158,8 @@ done
 
 # ---- 4. the report --------------------------------------------------------------------------
 set +e
-python3 - "$logs" "$out/allreduce-vs-nccl.md" "$repeats" "$gpu_counts" "$out/tests.txt" <<'EOF'
-import csv, glob, os, re, statistics, subprocess, sys
-logs, dst, R, counts, tests = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(), sys.argv[5]
-def med(v): return statistics.median(v) if v else float("nan")
-def bench_csv(path):  # bytes -> time_us of the in-place all_reduce
-    with open(path) as f:
-        return {int(r["bytes"]): float(r["time_us"]) for r in csv.DictReader(f) if r["inplace"] == "true"}
-def kern(path, g):  # (algorithm, bytes) -> graph us, for g ranks (one per GPU)
-    d = {}
-    for line in open(path):
-        m = re.match(r"\| *(\d+) \| (one-shot|two-shot) \| (\d+) \| [\d.]+ \| ([\d.]+) \|", line)
-        if m and int(m.group(1)) == g: d[(m.group(2), int(m.group(3)))] = float(m.group(4))
-    return d
-def ncclt(path):  # bytes -> in-place time us
-    d = {}
-    for line in open(path):
-        f = line.split()
-        if len(f) >= 13 and f[0].isdigit() and f[2] == "float": d[int(f[0])] = float(f[9])
-    return d
-def oneshot_max(g): return 1 << 20 if g <= 2 else 512 << 10 if g <= 4 else 256 << 10
-try:
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip().splitlines()
-except OSError:
-    smi = []
-L = ["# mgcomm's all-reduce kernels against NCCL", "",
-     "- machine: %d x %s" % (len(smi), smi[0] if smi else "?"),
-     "- commit: %s; %d runs per figure, medians" % (os.environ.get("SOURCE_COMMIT", "?"), R),
-     "- plain: `mgcomm bench -g N -c all_reduce --inplace 1` (float32 sum, one thread posts every "
-     "rank), MGCOMM_ALGO=nccl against =mgcomm; graph: our kernels in CUDA graphs of 100 "
-     "(test_gpu_kernels bench) against nccl-tests `all_reduce_perf -R 2 -G 100` (in place)", "",
-     "## Tests", ""] + ["    " + l.rstrip() for l in open(tests)] + [""]
-missed = 0
-for g in map(int, counts):
-    plain = {a: [bench_csv(p) for p in sorted(glob.glob("%s/%s-%d-*.csv" % (logs, a, g)))] for a in ("nccl", "mgcomm")}
-    kg = [kern(p, g) for p in sorted(glob.glob("%s/kern-%d-*.txt" % (logs, g)))]
-    nt = [ncclt(p) for p in sorted(glob.glob("%s/nt-%d-*.txt" % (logs, g)))]
-    sizes = sorted(set(plain["nccl"][0]) if plain["nccl"] else [])
-    L += ["## %d GPUs" % g, "",
-          "| bytes | NCCL plain us | mgcomm plain us | ratio | target | ours in graph us (algorithm) | nccl-tests -R 2 -G us | ratio | target |",
-          "|---:|---:|---:|---:|---|---:|---:|---:|---|"]
-    for b in sizes:
-        n = med([d[b] for d in plain["nccl"] if b in d]); m = med([d[b] for d in plain["mgcomm"] if b in d])
-        ratio = m / n
-        lim = 0.5 if b <= 256 << 10 else 0.7
-        ok = ratio <= lim
-        missed += not ok
-        algo = "one-shot" if b <= oneshot_max(g) else "two-shot"
-        kv = [d[(algo, b)] for d in kg if (algo, b) in d]
-        nv = [d[b] for d in nt if b in d]
-        gcell = ntcell = gr = gt = ""
-        if kv:
-            gcell = "%.2f (%s)" % (med(kv), algo)
-        if kv and nv and med(nv) > 0:  # nccl-tests prints 0.00 for a no-op (one rank in place)
-            gratio = med(kv) / med(nv)
-            ntcell, gr = "%.2f" % med(nv), "%.2f" % gratio
-            gt = "ok" if gratio <= 1 else "MISSED (<= 1)"
-            missed += gratio > 1
-        L.append("| %d | %.2f | %.2f | %.2f | %s | %s | %s | %s | %s |" % (
-            b, n, m, ratio, "ok" if ok else "MISSED (<= %.1f)" % lim, gcell, ntcell, gr, gt))
-    L.append("")
-L.append("Targets missed: %d" % missed)
-open(dst, "w").write("\n".join(L) + "\n")
-print("\n".join(L))
-sys.exit(1 if missed else 0)
-EOF
+python3 "$root/bench/allreduce_report.py" "$logs" "$out/allreduce-vs-nccl.md" "$repeats" \
+  "$gpu_counts" "$out/tests.txt"
 report_rc=$?
 tar -czf "$out/logs.tar.gz" -C "$logs" .
 [ "$tests_failed" = 0 ] || exit 2

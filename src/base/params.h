@@ -116,9 +116,17 @@
   X(KERNELS_STAGING_BYTES, INT, "4194304", 4096, 1073741824.0, "",                             \
     "mgcomm's all-reduce kernels: the largest message, bytes; each rank allocates twice this " \
     "on its GPU when its communicator first uses them; set alike on every rank")               \
-  X(KERNELS_BLOCKS, INT, "0", 0, 64, "",                                                       \
+  X(KERNELS_BLOCKS, INT, "0", 0, 128, "",                                                      \
     "mgcomm's all-reduce kernels: blocks of a launch at most; 0 = the table (64); set alike "   \
     "on every rank")                                                                           \
+  X(KERNELS_LL_BYTES, INT, "-1", -1, 1073741824.0, "",                                         \
+    "mgcomm's all-reduce kernels: bytes up to which the push (LL) algorithm runs; 0 = never, "  \
+    "-1 = the table; each rank's push area holds twice this per rank and parity; at most "      \
+    "MGCOMM_KERNELS_STAGING_BYTES; set alike on every rank")                                   \
+  X(KERNELS_INPLACE_BYTES, INT, "-1", -1, 1e18, "",                                            \
+    "mgcomm's all-reduce kernels: bytes from which buffers of mg_mem_alloc or a registration "  \
+    "are read in place by the peers (no copy in; ranks of one process); -1 = the table; above " \
+    "MGCOMM_KERNELS_STAGING_BYTES = never; set alike on every rank")                           \
   MG__PARAM_TESTING_ROWS(X)
 
 typedef enum {

@@ -162,6 +162,9 @@ mg_status_t mg__config_backend(const mg_config_t *config, const char *fn, mg_con
  * live registration of comm (mem.c): device memory the backend checked when it was recorded.
  * The record is taken out before such memory is freed or deregistered. Thread-safe. */
 int mg__mem_known(const mg_comm_t *comm, const void *p, size_t bytes);
+/* 1 when [p, p + bytes) lies inside memory that mg_mem_alloc made on comm's device (a subset of
+ * mg__mem_known: no registration), until mg_mem_free takes it out. Thread-safe. */
+int mg__mem_allocated(const mg_comm_t *comm, const void *p, size_t bytes);
 /* reg's flags, size and backend handle when it is a live registration of comm (mem.c; the
  * caller holds comm->lock), else MG_ERR_INVALID_ARGUMENT with no message. */
 mg_status_t mg__reg_lookup(mg_comm_t *comm, const mg_reg_t *reg, int *flags, size_t *bytes,

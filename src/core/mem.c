@@ -50,6 +50,20 @@ int mg__mem_known(const mg_comm_t *comm, const void *p, size_t bytes) {
   return found;
 }
 
+int mg__mem_allocated(const mg_comm_t *comm, const void *p, size_t bytes) {
+  if (atomic_load_explicit(&mg__known_rec.any, memory_order_acquire) == 0) return 0;
+  const uintptr_t a = (uintptr_t)p;
+  int found = 0;
+  pthread_rwlock_rdlock(&mg__known_rec.lock);
+  for (int i = 0; i < mg__known_rec.n && !found; i++) {
+    const mg__known_t *k = &mg__known_rec.v[i];
+    found = k->comm == NULL && k->device == comm->device && a >= k->base &&
+            a - k->base <= k->bytes && bytes <= k->bytes - (a - k->base);
+  }
+  pthread_rwlock_unlock(&mg__known_rec.lock);
+  return found;
+}
+
 /* Records a range. Without memory it stays out: its buffers are then checked by the driver. */
 static void mg__known_add(const void *p, size_t bytes, int device, const mg_comm_t *comm) {
   pthread_rwlock_wrlock(&mg__known_rec.lock);

@@ -16,6 +16,7 @@ const char *mg__kern_algo_name(mg__kern_algo_t a) {
     case MG__KERN_NCCL: return "nccl";
     case MG__KERN_ONESHOT: return "one-shot";
     case MG__KERN_TWOSHOT: return "two-shot";
+    case MG__KERN_LL: return "ll";
   }
   return "unknown";
 }
@@ -26,13 +27,24 @@ const char *mg__kern_algo_name(mg__kern_algo_t a) {
 /* The table: not yet measured on several GPUs (issue 21, bench/allreduce_vs_nccl.sh measures
  * it); these are the published crossovers of comparable kernels (TensorRT-LLM: one-shot to
  * 1 MB up to 4 ranks, 500 KB above; vLLM: 512 KB at 4 ranks, 256 KB at 8) and the limit of the
- * targets (4 MiB), above which NCCL's ring is as fast. */
+ * targets (4 MiB), above which NCCL's ring is as fast.
+ * The push algorithm, reasoned (docs/kernels.md): it saves the pull's barrier and round trip
+ * (about 1 us on NVLink) but moves twice the bytes to each of the n - 1 peers, one 8-byte line
+ * per thread; at ~400 GB/s per direction the extra bytes cost 1 us at about 200 KiB for 2 ranks,
+ * and the peers' share grows with n: 64 KiB up to 2 ranks, 32 KiB up to 4, 16 KiB above.
+ * In place (lent) from 2 MiB up to 2 ranks, 1 MiB above: reading a rank's buffers in place
+ * saves the copy in (about 1 us for 1 MiB read and written locally) and costs a barrier at the
+ * end (about 1 us on NVLink); on one H100 shared by the ranks (tests/gpu/results/
+ * 2026-11-24-kernels2-1xH100.md) lending won from 2 MiB with 2 ranks and from 1 MiB with 4 and
+ * 8, where the barrier is cheaper than on NVLink. */
 void mg__kern_policy_table(int nranks, mg__kern_policy_t *out) {
   out->mode = MG__KERN_MODE_AUTO;
+  out->ll_max = nranks <= 2 ? 64 * MG__KIB : nranks <= 4 ? 32 * MG__KIB : 16 * MG__KIB;
+  out->inplace_min = (int64_t)(nranks <= 2 ? 2 * MG__MIB : MG__MIB);
   out->oneshot_max = nranks <= 2 ? 1 * MG__MIB : nranks <= 4 ? 512 * MG__KIB : 256 * MG__KIB;
   out->max_bytes = 4 * MG__MIB;
   out->staging = 4 * MG__MIB;
-  out->max_blocks = MG_KERN_MAX_BLOCKS; /* large messages are bandwidth-bound */
+  out->max_blocks = 64; /* measured on 2 H200; MGCOMM_KERNELS_BLOCKS tries up to 128 */
 }
 
 void mg__kern_policy_get(int nranks, mg__kern_policy_t *out) {
@@ -41,14 +53,19 @@ void mg__kern_policy_get(int nranks, mg__kern_policy_t *out) {
   out->mode = strcmp(mode, "nccl") == 0     ? MG__KERN_MODE_NCCL
               : strcmp(mode, "mgcomm") == 0 ? MG__KERN_MODE_MGCOMM
                                             : MG__KERN_MODE_AUTO;
+  const int64_t ll = mg__param_int(MG_PARAM_KERNELS_LL_BYTES);
+  const int64_t inplace = mg__param_int(MG_PARAM_KERNELS_INPLACE_BYTES);
   const int64_t one = mg__param_int(MG_PARAM_KERNELS_ONESHOT_BYTES);
   const int64_t max = mg__param_int(MG_PARAM_KERNELS_MAX_BYTES);
   const int64_t blocks = mg__param_int(MG_PARAM_KERNELS_BLOCKS);
   out->staging = (size_t)mg__param_int(MG_PARAM_KERNELS_STAGING_BYTES);
+  if (ll >= 0) out->ll_max = (size_t)ll;
+  if (inplace >= 0) out->inplace_min = inplace;
   if (one >= 0) out->oneshot_max = (size_t)one;
   if (max >= 0) out->max_bytes = (size_t)max;
   if (blocks > 0) out->max_blocks = (int)blocks;
   if (out->max_bytes > out->staging) out->max_bytes = out->staging;
+  if (out->ll_max > out->staging) out->ll_max = out->staging;
 }
 
 /* Why ours cannot run c at all (whatever the size limit), or NULL. The reason is written into
@@ -101,7 +118,9 @@ mg_status_t mg__kern_choose(const mg__kern_policy_t *p, const mg__kern_case_t *c
                "(MGCOMM_KERNELS_MAX_BYTES)", c->bytes, p->max_bytes);
     reason = text != NULL ? text : "";
   } else {
-    a = c->bytes <= p->oneshot_max ? MG__KERN_ONESHOT : MG__KERN_TWOSHOT;
+    a = c->bytes <= p->ll_max        ? MG__KERN_LL
+        : c->bytes <= p->oneshot_max ? MG__KERN_ONESHOT
+                                     : MG__KERN_TWOSHOT;
   }
   if (why != NULL && len > 0) snprintf(why, len, "%s", reason != NULL ? reason : mg__kern_algo_name(a));
   *algo = a;

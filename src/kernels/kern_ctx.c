@@ -11,13 +11,15 @@
 
 #include "kernels/kernels.h"
 
-#define MG__KERN_PEER_MAGIC 0x6d67617231ULL /* "mgar1" */
+#define MG__KERN_PEER_MAGIC 0x6d67617232ULL /* "mgar2": with the push area */
 
 struct mg__kern_ctx {
   int rank, nranks;
   int max_blocks;
   double timeout_s;
   size_t half_bytes;
+  size_t ll_bytes, ll_slot;         /* the push algorithm's largest message, and its slots */
+  size_t stage_off;                 /* where the staging area begins, after the push area */
   mg__kern_module_t mod;
   mg__CUdeviceptr area;             /* this rank's: flags, counters, staging */
   int *words;                       /* host-mapped: [0] abort, [1] why a kernel gave up */
@@ -42,18 +44,22 @@ static uint64_t mg__kern_process(void) {
 }
 
 size_t mg__kern_ctx_staging(const mg__kern_ctx_t *ctx) { return ctx->half_bytes; }
+size_t mg__kern_ctx_ll_bytes(const mg__kern_ctx_t *ctx) { return ctx->ll_bytes; }
 
-mg_status_t mg__kern_ctx_create(int rank, int nranks, size_t staging, int max_blocks,
-                                double timeout_s, mg__kern_ctx_t **out, mg__kern_peer_t *mine) {
+mg_status_t mg__kern_ctx_create(int rank, int nranks, size_t staging, size_t ll_bytes,
+                                int max_blocks, double timeout_s, mg__kern_ctx_t **out,
+                                mg__kern_peer_t *mine) {
   static const char fn[] = "mgcomm's all-reduce kernels";
   if (out == NULL || mine == NULL) return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: NULL output", fn);
   if (nranks < 1 || nranks > MG_KERN_MAX_RANKS || rank < 0 || rank >= nranks)
     return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: rank %d of %d: they serve 1 to %d ranks", fn,
                      rank, nranks, MG_KERN_MAX_RANKS);
-  if (max_blocks < 1 || max_blocks > MG_KERN_MAX_BLOCKS || staging == 0 || !(timeout_s > 0))
+  if (max_blocks < 1 || max_blocks > MG_KERN_MAX_BLOCKS || staging == 0 || !(timeout_s > 0) ||
+      ll_bytes > staging)
     return mg__error(MG_ERR_INVALID_ARGUMENT,
-                     "%s: %d blocks (1 to %d), staging of %zu bytes, timeout %g s", fn,
-                     max_blocks, MG_KERN_MAX_BLOCKS, staging, timeout_s);
+                     "%s: %d blocks (1 to %d), staging of %zu bytes, push area for %zu bytes (at "
+                     "most the staging size), timeout %g s", fn, max_blocks, MG_KERN_MAX_BLOCKS,
+                     staging, ll_bytes, timeout_s);
   mg__kern_ctx_t *c = calloc(1, sizeof *c);
   if (c == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   c->rank = rank;
@@ -61,11 +67,21 @@ mg_status_t mg__kern_ctx_create(int rank, int nranks, size_t staging, int max_bl
   c->max_blocks = max_blocks;
   c->timeout_s = timeout_s;
   c->half_bytes = (staging + 255) & ~(size_t)255;
+  c->ll_bytes = ll_bytes;
+  c->ll_slot = (2 * ll_bytes + 255) & ~(size_t)255; /* a 16-byte line carries 8 bytes */
+  const size_t ll_half = (size_t)nranks * c->ll_slot; /* the slots of one parity */
+  c->stage_off = MG_KERN_LL_OFF + 2 * ll_half;
   mg_status_t st = mg__kern_module_load(&c->mod);
   if (st < 0) goto fail;
-  MG_CU_CHECK_GOTO(st, fail, MemAlloc, &c->area, MG_KERN_STAGE_OFF + 2 * c->half_bytes);
-  /* Flags and counters start at 0 before any peer can see the area: epochs start at 1. */
-  MG_CU_CHECK_GOTO(st, fail, MemsetD8, c->area, 0, MG_KERN_STAGE_OFF);
+  MG_CU_CHECK_GOTO(st, fail, MemAlloc, &c->area, c->stage_off + 2 * c->half_bytes);
+  /* Flags and counters start at 0 before any peer can see the area: epochs start at 1. The
+   * push slots of parity 0 (even epochs) start as odd epochs (0xFFFFFFFF), those of parity 1
+   * as even ones (0): no word is ready before a peer wrote it in the call. */
+  MG_CU_CHECK_GOTO(st, fail, MemsetD8, c->area, 0, MG_KERN_LL_OFF);
+  if (ll_half > 0) {
+    MG_CU_CHECK_GOTO(st, fail, MemsetD8, c->area + MG_KERN_LL_OFF, 0xFF, ll_half);
+    MG_CU_CHECK_GOTO(st, fail, MemsetD8, c->area + MG_KERN_LL_OFF + ll_half, 0, ll_half);
+  }
   void *words = NULL;
   MG_CU_CHECK_GOTO(st, fail, MemHostAlloc, &words, 64,
                    MG__CU_MEMHOSTALLOC_PORTABLE | MG__CU_MEMHOSTALLOC_DEVICEMAP);
@@ -78,6 +94,7 @@ mg_status_t mg__kern_ctx_create(int rank, int nranks, size_t staging, int max_bl
   rec.process = mg__kern_process();
   rec.base = c->area;
   rec.half_bytes = c->half_bytes;
+  rec.ll_bytes = c->ll_bytes;
   rec.max_blocks = max_blocks;
   rec.rank = rank;
   MG_CU_CHECK_GOTO(st, fail, IpcGetMemHandle, &rec.ipc, c->area);
@@ -99,12 +116,15 @@ mg_status_t mg__kern_ctx_connect(mg__kern_ctx_t *c, const mg__kern_peer_t *all) 
     if (p->magic != MG__KERN_PEER_MAGIC || p->rank != r)
       return mg__error(MG_ERR_INVALID_USAGE, "%s, rank %d: record %d is not rank %d's", fn,
                        c->rank, r, r);
-    if (p->half_bytes != c->half_bytes || p->max_blocks != c->max_blocks)
+    if (p->half_bytes != c->half_bytes || p->max_blocks != c->max_blocks ||
+        p->ll_bytes != c->ll_bytes)
       return mg__error(MG_ERR_INVALID_USAGE,
-                       "%s, rank %d: rank %d stages %llu bytes in at most %d blocks, this rank "
-                       "%zu in %d: set MGCOMM_KERNELS_STAGING_BYTES and MGCOMM_KERNELS_BLOCKS "
-                       "alike on every rank", fn, c->rank, r, (unsigned long long)p->half_bytes,
-                       (int)p->max_blocks, c->half_bytes, c->max_blocks);
+                       "%s, rank %d: rank %d stages %llu bytes, pushes %llu, in at most %d "
+                       "blocks, this rank %zu, %zu, in %d: set MGCOMM_KERNELS_STAGING_BYTES, "
+                       "MGCOMM_KERNELS_LL_BYTES and MGCOMM_KERNELS_BLOCKS alike on every rank",
+                       fn, c->rank, r, (unsigned long long)p->half_bytes,
+                       (unsigned long long)p->ll_bytes, (int)p->max_blocks, c->half_bytes,
+                       c->ll_bytes, c->max_blocks);
   }
   const uint64_t me = mg__kern_process();
   for (int r = 0; r < c->nranks; r++) {
@@ -167,13 +187,14 @@ mg_status_t mg__kern_ctx_args(const mg__kern_ctx_t *c, mg_kern_args_t *a,
                      c->nranks);
   memset(a, 0, sizeof *a);
   for (int r = 0; r < c->nranks; r++) {
-    a->stage[r] = (void *)(uintptr_t)(c->peer[r] + MG_KERN_STAGE_OFF);
+    a->stage[r] = (void *)(uintptr_t)(c->peer[r] + c->stage_off);
     a->flags[r] = (unsigned *)(uintptr_t)c->peer[r];
   }
   a->counter = (unsigned *)(uintptr_t)(c->area + MG_KERN_COUNTER_OFF);
   a->abort = (const int *)(uintptr_t)c->words_dev;
   a->error = (int *)(uintptr_t)(c->words_dev + sizeof(int));
   a->half_bytes = c->half_bytes;
+  a->ll_slot = c->ll_slot;
   a->timeout_ns = (unsigned long long)(c->timeout_s * 1e9);
   a->rank = c->rank;
   a->nranks = c->nranks;

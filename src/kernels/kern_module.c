@@ -21,7 +21,7 @@ mg_status_t mg__kern_available(const char *fn) {
   return mg__feature_require(MG_FEATURE_CUDA_KERNELS, fn);
 }
 
-static const char *const mg__kern_algo_names[2] = {"oneshot", "twoshot"};
+static const char *const mg__kern_algo_names[3] = {"oneshot", "twoshot", "ll"};
 static const char *const mg__kern_dtype_names[3] = {"f32", "f16", "bf16"};
 static const char *const mg__kern_op_names[4] = {"sum", "avg", "max", "min"};
 
@@ -48,7 +48,7 @@ mg_status_t mg__kern_module_load(mg__kern_module_t *m) {
   MG_CHECK(mg__kern_available("loading mgcomm's kernels"));
   mg__CUmodule mod = NULL;
   MG_CU_CHECK(ModuleLoadData, &mod, mg__kern_fatbin);
-  for (int a = 0; a < 2; a++)
+  for (int a = 0; a < 3; a++)
     for (int t = 0; t < 3; t++)
       for (int o = 0; o < 4; o++) {
         char name[64];

@@ -40,10 +40,11 @@ mg_status_t mg__kern_available(const char *fn);
 typedef enum mg__kern_algo {
   MG__KERN_NCCL = 0,    /* not ours: NCCL's all_reduce */
   MG__KERN_ONESHOT = 1, /* every rank reads every rank's input and reduces it */
-  MG__KERN_TWOSHOT = 2  /* reduce-scatter, then all-gather, over peer loads and stores */
+  MG__KERN_TWOSHOT = 2, /* reduce-scatter, then all-gather, over peer loads and stores */
+  MG__KERN_LL = 3       /* push: every rank stores its input, flagged, into every peer's area */
 } mg__kern_algo_t;
 
-/* "nccl", "one-shot", "two-shot". */
+/* "nccl", "one-shot", "two-shot", "ll". */
 const char *mg__kern_algo_name(mg__kern_algo_t a);
 
 typedef enum mg__kern_mode {
@@ -55,16 +56,20 @@ typedef enum mg__kern_mode {
 /* What decides the choice: the mode, and the sizes of the table or the variables. */
 typedef struct mg__kern_policy {
   mg__kern_mode_t mode;
+  size_t ll_max;      /* bytes up to which the push algorithm is used (0: never) */
   size_t oneshot_max; /* bytes up to which one-shot is used, two-shot above */
   size_t max_bytes;   /* bytes above which NCCL is used (auto); at most the staging size */
   size_t staging;     /* bytes of a message the staging area holds */
   int max_blocks;     /* blocks of a launch at most (1..MG_KERN_MAX_BLOCKS) */
+  int64_t inplace_min; /* bytes from which buffers the peers can reach are read in place by the
+                        * pull algorithms (no copy in); -1: never */
 } mg__kern_policy_t;
 
 /* The measured table for a communicator of nranks ranks (mode auto, default staging). */
 void mg__kern_policy_table(int nranks, mg__kern_policy_t *out);
-/* The table, overridden by MGCOMM_ALGO, MGCOMM_KERNELS_ONESHOT_BYTES, _MAX_BYTES,
- * _STAGING_BYTES and _BLOCKS (the limit is cut to the staging size). */
+/* The table, overridden by MGCOMM_ALGO, MGCOMM_KERNELS_LL_BYTES, _ONESHOT_BYTES, _MAX_BYTES,
+ * _STAGING_BYTES, _BLOCKS and _INPLACE_BYTES (the limit is cut to the staging size, the push
+ * algorithm's to the staging size too). */
 void mg__kern_policy_get(int nranks, mg__kern_policy_t *out);
 
 /* One all_reduce as the choice sees it. */
@@ -92,6 +97,7 @@ typedef struct mg__kern_peer {
   uint64_t process;        /* who made it: pid and a random token of the process */
   uint64_t base;           /* the area's device address in its owner's process */
   uint64_t half_bytes;     /* bytes of a staging half */
+  uint64_t ll_bytes;       /* the largest message of the push algorithm */
   int32_t max_blocks;
   int32_t rank;
   mg__CUipcMemHandle ipc;  /* the area, for peers in other processes */
@@ -100,11 +106,13 @@ typedef struct mg__kern_peer {
 typedef struct mg__kern_ctx mg__kern_ctx_t;
 
 /* A context for rank of nranks (1..MG_KERN_MAX_RANKS) with a staging area for messages of
- * staging bytes, launches of at most max_blocks blocks, and waits of at most timeout_s; the
- * device context of the rank current. Fills *mine. MG_ERR_INVALID_ARGUMENT for a value out of
- * range; MG_ERR_OUT_OF_MEMORY; the driver's error; mg__kern_available's. */
-mg_status_t mg__kern_ctx_create(int rank, int nranks, size_t staging, int max_blocks,
-                                double timeout_s, mg__kern_ctx_t **out, mg__kern_peer_t *mine);
+ * staging bytes, a push area for messages of ll_bytes (0: none), launches of at most max_blocks
+ * blocks, and waits of at most timeout_s; the device context of the rank current. Fills *mine.
+ * MG_ERR_INVALID_ARGUMENT for a value out of range; MG_ERR_OUT_OF_MEMORY; the driver's error;
+ * mg__kern_available's. */
+mg_status_t mg__kern_ctx_create(int rank, int nranks, size_t staging, size_t ll_bytes,
+                                int max_blocks, double timeout_s, mg__kern_ctx_t **out,
+                                mg__kern_peer_t *mine);
 /* Maps the peers' areas from their records (all[r] is rank r's). MG_ERR_INVALID_USAGE when the
  * records disagree with this context (rank, size, blocks: variables not set alike); the
  * driver's error (an IPC handle that does not open). Undone by destroy. */
@@ -120,25 +128,40 @@ mg_status_t mg__kern_ctx_status(const mg__kern_ctx_t *ctx);
 void mg__kern_ctx_destroy(mg__kern_ctx_t *ctx);
 /* The context's staging size (the largest message), in bytes. */
 size_t mg__kern_ctx_staging(const mg__kern_ctx_t *ctx);
+/* The largest message of the context's push algorithm, in bytes (0: none). */
+size_t mg__kern_ctx_ll_bytes(const mg__kern_ctx_t *ctx);
 
 /* ---- The launch (kern_launch.c) */
 
+/* Whether the ranks lend their buffers to the pull algorithms in one call (mg__kern_all_reduce).
+ * NONE or not is the same on every rank; MAYBE and YES may differ between ranks. */
+typedef enum mg__kern_lend {
+  MG__KERN_LEND_NONE = 0,  /* no rank lends: nothing is exchanged (no round trip) */
+  MG__KERN_LEND_MAYBE = 1, /* ranks may lend (their addresses are exchanged); this one stages */
+  MG__KERN_LEND_YES = 2    /* this rank lends send and recv where the algorithm can */
+} mg__kern_lend_t;
+
 /* Enqueues the all_reduce of count elements of dtype (float32, float16, bfloat16) with op
  * (sum, avg, max, min) from send to recv (the same buffer in place: any device memory of the
- * rank's device) on stream, with algo (one-shot or two-shot; every rank the same). Returns once
- * enqueued; nothing waits on the host, nothing is allocated, so it may be captured in a CUDA
- * graph. MG_ERR_INVALID_ARGUMENT for a message larger than the staging area, a dtype or op the
- * kernels lack, or MG__KERN_NCCL; MG_ERR_INVALID_USAGE before connect; the context's status
- * once a kernel gave up; the driver's launch error. */
+ * rank's device) on stream, with algo (one-shot, two-shot or ll; every rank the same). With
+ * lend YES, the pull algorithms let the peers read send and recv in place instead of copying
+ * send into the staging area: only for buffers every peer can load from at these addresses
+ * (ranks of one process, peer access, memory mapped for the peers); this rank stages where the
+ * algorithm cannot lend (one-shot with overlapping send and recv; buffers not 16-byte aligned).
+ * ll ignores lend. Returns once enqueued; nothing waits on the host,
+ * nothing is allocated, so it may be captured in a CUDA graph. MG_ERR_INVALID_ARGUMENT for a
+ * message larger than the staging area (ll: the push area), a dtype or op the kernels lack, or
+ * MG__KERN_NCCL; MG_ERR_INVALID_USAGE before connect; the context's status once a kernel gave
+ * up; the driver's launch error. */
 mg_status_t mg__kern_all_reduce(mg__kern_ctx_t *ctx, const void *send, void *recv, size_t count,
                                 mg_dtype_t dtype, mg_op_t op, mg__kern_algo_t algo,
-                                mg__CUstream stream);
+                                mg__kern_lend_t lend, mg__CUstream stream);
 
 /* kern_module.c, for kern_ctx.c and kern_launch.c: the module loaded into the current context
  * and its kernel for (algo, dtype, op); NULL function when the kernels lack the combination. */
 typedef struct mg__kern_module {
   mg__CUmodule module;
-  mg__CUfunction fn[2][3][4]; /* [algo - 1][f32, f16, bf16][sum, avg, max, min] */
+  mg__CUfunction fn[3][3][4]; /* [algo - 1][f32, f16, bf16][sum, avg, max, min] */
 } mg__kern_module_t;
 mg_status_t mg__kern_module_load(mg__kern_module_t *m);
 void mg__kern_module_unload(mg__kern_module_t *m);

@@ -17,6 +17,11 @@ foreach(n 2 8)
   mg_test(NAME gpu_kernels_abort_${n} EXE test_gpu_kernels ARGS abort ${n} LABELS gpu TIMEOUT 120
           ENV ${MG_GPU_ENV})
 endforeach()
+# The push algorithm's bounded waits: a rank that never comes, an abort.
+mg_test(NAME gpu_kernels_timeout_ll_2 EXE test_gpu_kernels ARGS timeout 2 ll LABELS gpu TIMEOUT 120
+        ENV ${MG_GPU_ENV})
+mg_test(NAME gpu_kernels_abort_ll_8 EXE test_gpu_kernels ARGS abort 8 ll LABELS gpu TIMEOUT 120
+        ENV ${MG_GPU_ENV})
 foreach(n 2 4)
   mg_test(NAME gpu_kernels_procs_${n} EXE test_gpu_kernels ARGS procs ${n} LABELS gpu TIMEOUT 120
           ENV ${MG_GPU_ENV})

@@ -18,7 +18,7 @@ log=$out/kernels.log
     cmake --build "$build" -j "${JOBS:-16}" --target test_gpu_kernels test_gpu_coll mgcomm_cli
 } >"$log" 2>&1 || { tail -n 60 "$log"; exit 1; }
 cd "$build" || exit 1
-timeout 420 ctest -R '^gpu_kernels_' -V >>"$log" 2>&1
+timeout 200 ctest -R '^gpu_kernels_' -V >>"$log" 2>&1
 rc=$?
 # The NCCL backend's tests of one rank against the host backend: auto (our kernels take the
 # float all_reduces up to their limit), then nccl (NCCL takes all).
@@ -26,7 +26,7 @@ for algo in auto nccl; do
   echo "== MGCOMM_ALGO=$algo ctest gpu_coll_*_1" >>"$log"
   MGCOMM_ALGO=$algo timeout 300 ctest -R '^gpu_coll_(all|procs|world)_1$' -V >>"$log" 2>&1 || rc=1
 done
-bench=$(timeout 120 ./tests/gpu/test_gpu_kernels bench 2>&1) || rc=1
+bench=$(timeout 60 ./tests/gpu/test_gpu_kernels bench 2>&1) || rc=1
 {
   echo "# mgcomm's all-reduce kernels on one GPU"
   echo

@@ -5,16 +5,19 @@
  * IPC. Rank r runs on GPU r % KT_GPUS (environment; default 1: every rank on GPU 0, where the
  * peer pointers are local); with several GPUs, peer access is enabled between all of them.
  *
- *   test_gpu_kernels correct N   every dtype, op, algorithm, placement (in place, out of place,
- *                                misaligned), sizes from 1 element to the limit, against an exact
+ *   test_gpu_kernels correct N   every dtype, op, algorithm (push, one-shot, two-shot), placement
+ *                                (in place, out of place, misaligned; staged, and for the pull
+ *                                algorithms lent in place), sizes from 1 element to the limit,
+ *                                NaN and signed zeros for max and min, against an exact
  *                                reference: bits equal on every rank and in every run
  *   test_gpu_kernels graph N     capture two all_reduces per rank in a CUDA graph, replay it
  *   test_gpu_kernels mixed N     24 calls queued on every rank without a wait between them, whose
  *                                sizes (hence grids) and algorithms alternate, each from its own
  *                                input to its own output: the staging halves' reuse across calls
- *   test_gpu_kernels timeout N   rank 0 never launches: the others end MG_ERR_TIMED_OUT within
- *                                the deadline, and the GPU is still usable
- *   test_gpu_kernels abort N     rank 0 never launches: an abort ends the others at once
+ *   test_gpu_kernels timeout N [ll]  rank 0 never launches: the others end MG_ERR_TIMED_OUT
+ *                                within the deadline, and the GPU is still usable (two-shot with
+ *                                lent buffers, or the push algorithm)
+ *   test_gpu_kernels abort N [ll]    rank 0 never launches: an abort ends the others at once
  *   test_gpu_kernels procs N     N processes, areas through CUDA IPC
  *   test_gpu_kernels nccl        the NCCL backend's choice on a communicator of one rank:
  *                                MGCOMM_ALGO=mgcomm runs float all_reduces through the kernels
@@ -22,7 +25,8 @@
  *   test_gpu_kernels bench       times (us) of the kernels; on one GPU beside NCCL's one rank
  *
  * The reference is the kernels' documented arithmetic done on the host: ranks combined in rank
- * order in float32, avg as the sum divided by N, one rounding to the type at the end.
+ * order in float32, avg as the sum divided by N, one rounding to the type at the end; max and
+ * min as the host backend's (a NaN wins, the earlier one if both are; max(-0, +0) = +0).
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -40,6 +44,7 @@
 #include "reference.h"
 
 #define KT_STAGING ((size_t)4 << 20) /* the limit in these tests: 4 MiB per rank */
+#define KT_LL ((size_t)1 << 20)      /* the push algorithm's limit in these tests */
 #define KT_GUARD 64                  /* bytes after a result that must stay untouched */
 #define KT_BLOCKS 16 /* blocks of the correctness tests: 8 ranks sharing one GPU stay resident */
 
@@ -103,7 +108,8 @@ static void kt_open(kt_world_t *w, int n, double timeout_s, int blocks) {
     w->rk[r] = w->dev[r % w->ndev];
     kt_use(w, r);
     GU_CU(mg__cuda.StreamCreate(&w->rk[r].stream, MG__CU_STREAM_NON_BLOCKING), "a rank stream");
-    if (mg__kern_ctx_create(r, n, KT_STAGING, blocks, timeout_s, &w->ctx[r], &rec[r]) != MG_OK)
+    if (mg__kern_ctx_create(r, n, KT_STAGING, KT_LL, blocks, timeout_s, &w->ctx[r], &rec[r]) !=
+        MG_OK)
       FAIL("rank %d: %s", r, mg_last_error());
     w->send[r] = gu_alloc(&w->rk[r], KT_STAGING + 2 * KT_GUARD);
     w->recv[r] = gu_alloc(&w->rk[r], KT_STAGING + 2 * KT_GUARD);
@@ -140,12 +146,20 @@ static void kt_put(void *b, size_t i, mg_dtype_t dt, float v) {
   else ((uint16_t *)b)[i] = mg__f32_to_bf16(v);
 }
 
+/* max and min of the earlier ranks' a and the next rank's b: a NaN wins (a's if both are); of
+ * two equal values max takes the one without a sign bit, min the one with it. */
+static float kt_maxmin(float a, float b, int max) {
+  float r = max ? (a > b ? a : b) : (a < b ? a : b);
+  if (a == b) r = max ? (signbit(a) ? b : a) : (signbit(a) ? a : b);
+  return a != a ? a : r;
+}
+
 static void kt_expect(void *out, char *const *in, int n, size_t count, mg_dtype_t dt, mg_op_t op) {
   for (size_t i = 0; i < count; i++) {
     float acc = kt_get(in[0], i, dt);
     for (int r = 1; r < n; r++) {
       const float x = kt_get(in[r], i, dt);
-      acc = op == MG_MAX ? fmaxf(acc, x) : op == MG_MIN ? fminf(acc, x) : acc + x;
+      acc = op == MG_MAX || op == MG_MIN ? kt_maxmin(acc, x, op == MG_MAX) : acc + x;
     }
     if (op == MG_AVG) acc = acc / (float)n;
     kt_put(out, i, dt, acc);
@@ -164,6 +178,7 @@ typedef struct kt_case {
   int place;
   mg__kern_algo_t algo;
   uint64_t seed;
+  mg__kern_lend_t lend; /* every rank the same here (mixed varies it) */
 } kt_case_t;
 
 /* Host memory of one case for every rank: inputs, results, expected. */
@@ -203,6 +218,22 @@ static void kt_stage(kt_world_t *w, kt_host_t *h, const kt_case_t *c) {
     char *s, *d;
     kt_bufs(w, c, r, &s, &d);
     ref_fill(h->in[r], c->count, c->dt, c->seed * 131 + (uint64_t)r);
+    if ((c->op == MG_MAX || c->op == MG_MIN) && c->count > 4) {
+      /* Element r: a NaN of rank r alone (the others' values must not win); element 4: a NaN
+       * of every rank, each with its own payload (rank 0's wins, bit for bit in float32);
+       * element 2: -0 on even ranks, +0 on odd ones. */
+      const size_t at = (size_t)r % c->count;
+      if (c->dt == MG_FLOAT32) {
+        const uint32_t nan = 0x7fc00000u | (uint32_t)(r + 1);
+        memcpy(h->in[r] + at * 4, &nan, 4);
+        memcpy(h->in[r] + 4 * 4, &nan, 4);
+      } else {
+        const uint16_t nan = c->dt == MG_FLOAT16 ? 0x7e00 : 0x7fc0;
+        memcpy(h->in[r] + at * 2, &nan, 2);
+        memcpy(h->in[r] + 4 * 2, &nan, 2);
+      }
+      kt_put(h->in[r], 2, c->dt, r % 2 ? 0.0f : -0.0f);
+    }
     memset(h->out[r], 0xA5, bytes + KT_GUARD);
     if (d != s) gu_put(&w->rk[r], d, h->out[r], bytes + KT_GUARD);
     else gu_put(&w->rk[r], s + bytes, h->out[r], KT_GUARD);
@@ -238,16 +269,17 @@ static long kt_check(kt_world_t *w, kt_host_t *h, const kt_case_t *c, const char
 }
 
 static void kt_label(const kt_case_t *c, int n, char *buf, size_t len) {
-  snprintf(buf, len, "%d ranks, %s %s x %zu, %s, %s", n, mg__kern_algo_name(c->algo),
-           mg_dtype_name(c->dt), c->count, mg_op_name(c->op), kt_place_names[c->place]);
+  snprintf(buf, len, "%d ranks, %s %s x %zu, %s, %s%s", n, mg__kern_algo_name(c->algo),
+           mg_dtype_name(c->dt), c->count, mg_op_name(c->op), kt_place_names[c->place],
+           c->lend == MG__KERN_LEND_YES ? ", lent" : "");
 }
 
 static void kt_launch(kt_world_t *w, const kt_case_t *c, int r) {
   char *s, *d;
   kt_bufs(w, c, r, &s, &d);
   kt_use(w, r);
-  if (mg__kern_all_reduce(w->ctx[r], s, d, c->count, c->dt, c->op, c->algo, w->rk[r].stream) !=
-      MG_OK)
+  if (mg__kern_all_reduce(w->ctx[r], s, d, c->count, c->dt, c->op, c->algo, c->lend,
+                          w->rk[r].stream) != MG_OK)
     FAIL("rank %d: %s", r, mg_last_error());
 }
 
@@ -275,28 +307,31 @@ static void kt_correct(int n) {
   uint64_t seed = 1;
   for (int t = 0; t < 3; t++)
     for (int o = 0; o < 4; o++)
-      for (int a = MG__KERN_ONESHOT; a <= MG__KERN_TWOSHOT; a++)
-        for (int p = 0; p < 3; p++) {
-          const size_t es = mg_dtype_size(kt_dtypes[t]);
-          /* Every small size; the large ones (up to the limit, the last element in place or
-           * shifted by one) for sum and for float32, to keep the run short. */
-          size_t sizes[20];
-          int ns = 0;
-          for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) sizes[ns++] = small[i];
-          if (kt_ops[o] == MG_SUM || kt_dtypes[t] == MG_FLOAT32) {
-            sizes[ns++] = 262143;
-            sizes[ns++] = KT_STAGING / es - (p == KT_MISALIGNED ? 1 : 0);
+      for (int a = MG__KERN_ONESHOT; a <= MG__KERN_LL; a++)
+        for (int p = 0; p < 3; p++)
+          for (int lend = 0; lend < (a == MG__KERN_LL ? 1 : 2); lend++) {
+            const size_t es = mg_dtype_size(kt_dtypes[t]);
+            const size_t limit = a == MG__KERN_LL ? KT_LL : KT_STAGING;
+            /* Every small size; the large ones (up to the limit, the last element in place or
+             * shifted by one) for sum and for float32, to keep the run short. */
+            size_t sizes[20];
+            int ns = 0;
+            for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) sizes[ns++] = small[i];
+            if (kt_ops[o] == MG_SUM || kt_dtypes[t] == MG_FLOAT32) {
+              sizes[ns++] = 262143;
+              sizes[ns++] = limit / es - (p == KT_MISALIGNED ? 1 : 0);
+            }
+            for (int i = 0; i < ns; i++) {
+              kt_case_t c = {kt_dtypes[t], kt_ops[o], sizes[i], p, (mg__kern_algo_t)a, seed++,
+                             lend ? MG__KERN_LEND_YES : MG__KERN_LEND_NONE};
+              const long b = kt_run(&w, &h, &c);
+              bad += b;
+              cases++;
+              /* Determinism: the same case again gives the same bits (checked again against the
+               * reference, which is itself bit-exact), now at the other parity of the epochs. */
+              if (b == 0 && (i % 5) == 0) bad += kt_run(&w, &h, &c), cases++;
+            }
           }
-          for (int i = 0; i < ns; i++) {
-            kt_case_t c = {kt_dtypes[t], kt_ops[o], sizes[i], p, (mg__kern_algo_t)a, seed++};
-            const long b = kt_run(&w, &h, &c);
-            bad += b;
-            cases++;
-            /* Determinism: the same case again gives the same bits (checked again against the
-             * reference, which is itself bit-exact), now at the other parity of the epochs. */
-            if (b == 0 && (i % 5) == 0) bad += kt_run(&w, &h, &c), cases++;
-          }
-        }
   printf("correct %d ranks: %ld cases, %ld wrong elements\n", n, cases, bad);
   kt_host_free(&h, n);
   kt_close(&w);
@@ -304,7 +339,8 @@ static void kt_correct(int n) {
 }
 
 /* Two all_reduces per rank captured in a graph (send -> recv, then recv in place, so that the
- * second reduces n equal values), replayed with new inputs each time. */
+ * second reduces n equal values), replayed with new inputs each time: one-shot lent (the second,
+ * in place, staged), two-shot lent, push. */
 static void kt_graph(int n) {
   if (mg__cuda.StreamBeginCapture == NULL || mg__cuda.GraphInstantiate == NULL)
     SKIP("the CUDA driver has no graph capture");
@@ -312,22 +348,24 @@ static void kt_graph(int n) {
   kt_open(&w, n, 30.0, KT_BLOCKS);
   kt_host_t h;
   kt_host_alloc(&h, n);
-  kt_case_t c = {MG_FLOAT32, MG_SUM, 50001, KT_OUTOFPLACE, MG__KERN_ONESHOT, 7};
-  kt_case_t c2 = {MG_BFLOAT16, MG_AVG, 50001, KT_OUTOFPLACE, MG__KERN_TWOSHOT, 7};
+  const kt_case_t cases[3] = {
+      {MG_FLOAT32, MG_SUM, 50001, KT_OUTOFPLACE, MG__KERN_ONESHOT, 7, MG__KERN_LEND_YES},
+      {MG_BFLOAT16, MG_AVG, 50001, KT_OUTOFPLACE, MG__KERN_TWOSHOT, 7, MG__KERN_LEND_YES},
+      {MG_FLOAT16, MG_SUM, 50001, KT_OUTOFPLACE, MG__KERN_LL, 7, MG__KERN_LEND_NONE}};
   mg__CUgraph g[MG_KERN_MAX_RANKS];
   mg__CUgraphExec x[MG_KERN_MAX_RANKS];
   long bad = 0;
-  for (int k = 0; k < 2; k++) {
-    const kt_case_t *cc = k == 0 ? &c : &c2;
+  for (int k = 0; k < 3; k++) {
+    const kt_case_t *cc = &cases[k];
     for (int r = 0; r < n; r++) {
       char *s, *d;
       kt_bufs(&w, cc, r, &s, &d);
       kt_use(&w, r);
       GU_CU(mg__cuda.StreamBeginCapture(w.rk[r].stream, MG__CU_STREAM_CAPTURE_MODE_RELAXED),
             "cuStreamBeginCapture");
-      if (mg__kern_all_reduce(w.ctx[r], s, d, cc->count, cc->dt, cc->op, cc->algo,
+      if (mg__kern_all_reduce(w.ctx[r], s, d, cc->count, cc->dt, cc->op, cc->algo, cc->lend,
                               w.rk[r].stream) != MG_OK ||
-          mg__kern_all_reduce(w.ctx[r], d, d, cc->count, cc->dt, cc->op, cc->algo,
+          mg__kern_all_reduce(w.ctx[r], d, d, cc->count, cc->dt, cc->op, cc->algo, cc->lend,
                               w.rk[r].stream) != MG_OK)
         FAIL("capture, rank %d: %s", r, mg_last_error());
       GU_CU(mg__cuda.StreamEndCapture(w.rk[r].stream, &g[r]), "cuStreamEndCapture");
@@ -368,15 +406,28 @@ static void kt_graph(int n) {
       GU_CU(mg__cuda.GraphDestroy(g[r]), "cuGraphDestroy");
     }
   }
-  printf("graph %d ranks: 2 graphs x 10 replays of 2 all_reduces, %ld wrong elements\n", n, bad);
+  printf("graph %d ranks: 3 graphs (one-shot lent, two-shot lent, push) x 10 replays of 2 "
+         "all_reduces, %ld wrong elements\n", n, bad);
   kt_host_free(&h, n);
   kt_close(&w);
   if (bad != 0) FAIL("%ld wrong elements", bad);
 }
 
+/* Who lends in call k of kt_mixed: nobody (nothing exchanged), every rank, every other rank (the
+ * others stage), nobody though addresses are exchanged; six calls each. */
+static mg__kern_lend_t kt_mixed_lend(int k, int r) {
+  switch ((k / 6) % 4) {
+    case 0: return MG__KERN_LEND_NONE;
+    case 1: return MG__KERN_LEND_YES;
+    case 2: return r % 2 ? MG__KERN_LEND_YES : MG__KERN_LEND_MAYBE;
+    default: return MG__KERN_LEND_MAYBE;
+  }
+}
+
 /* Calls queued back to back: rank by rank, every call of a rank before the next rank's, so that
  * the ranks' kernels overlap in every way; sizes alternate between one block and KT_BLOCKS
- * blocks, algorithms every second call. Each call has its own input and output. */
+ * blocks, algorithms (push, one-shot, two-shot) every second call, and every sixth call which
+ * ranks lend their buffers (kt_mixed_lend). Each call has its own input and output. */
 static void kt_mixed(int n) {
   enum { CALLS = 24 };
   const size_t big = 262144, small = 1000; /* float32 elements: 1 MiB, and 4000 bytes */
@@ -399,9 +450,10 @@ static void kt_mixed(int n) {
   for (int r = 0; r < n; r++)
     for (int k = 0; k < CALLS; k++) {
       kt_use(&w, r);
-      const mg__kern_algo_t algo = (k / 2) % 2 ? MG__KERN_TWOSHOT : MG__KERN_ONESHOT;
+      static const mg__kern_algo_t algos[3] = {MG__KERN_LL, MG__KERN_ONESHOT, MG__KERN_TWOSHOT};
+      const mg__kern_algo_t algo = algos[(k / 2) % 3];
       if (mg__kern_all_reduce(w.ctx[r], din[r] + k * big * 4, dout[r] + k * big * 4,
-                              k % 2 ? small : big, MG_FLOAT32, MG_SUM, algo,
+                              k % 2 ? small : big, MG_FLOAT32, MG_SUM, algo, kt_mixed_lend(k, r),
                               w.rk[r].stream) != MG_OK)
         FAIL("rank %d call %d: %s", r, k, mg_last_error());
     }
@@ -437,11 +489,11 @@ static void kt_mixed(int n) {
 
 /* Rank 0 never launches; the others wait on the GPU until their deadline (timeout) or the abort
  * (abort). Then the GPU must still work. */
-static void kt_missing(int n, int abort_them) {
+static void kt_missing(int n, int abort_them, mg__kern_algo_t algo) {
   const double timeout = abort_them ? 30.0 : 1.0;
   kt_world_t w;
   kt_open(&w, n, timeout, KT_BLOCKS);
-  kt_case_t c = {MG_FLOAT32, MG_SUM, 100000, KT_OUTOFPLACE, MG__KERN_TWOSHOT, 3};
+  kt_case_t c = {MG_FLOAT32, MG_SUM, 100000, KT_OUTOFPLACE, algo, 3, MG__KERN_LEND_YES};
   const double t0 = kt_now();
   for (int r = 1; r < n; r++) kt_launch(&w, &c, r);
   if (abort_them) {
@@ -463,6 +515,7 @@ static void kt_missing(int n, int abort_them) {
     kt_bufs(&w, &again, r, &s, &d);
     kt_use(&w, r);
     ASSERT_EQ(mg__kern_all_reduce(w.ctx[r], s, d, 8, MG_FLOAT32, MG_SUM, MG__KERN_ONESHOT,
+                                  MG__KERN_LEND_NONE,
                                   w.rk[r].stream), abort_them ? MG_ERR_ABORTED : MG_ERR_TIMED_OUT);
   }
   if (abort_them) ASSERT_LT_F(ended, 0.3 + 2.0);
@@ -477,8 +530,9 @@ static void kt_missing(int n, int abort_them) {
   kt_host_free(&h, n);
   kt_close(&w);
   ASSERT_EQ(bad, 0);
-  printf("%s %d ranks: the others ended %s after %.3f s; a new all_reduce is correct\n",
-         abort_them ? "abort" : "timeout", n, abort_them ? "MG_ERR_ABORTED" : "MG_ERR_TIMED_OUT", ended);
+  printf("%s %d ranks (%s): the others ended %s after %.3f s; a new all_reduce is correct\n",
+         abort_them ? "abort" : "timeout", n, mg__kern_algo_name(algo),
+         abort_them ? "MG_ERR_ABORTED" : "MG_ERR_TIMED_OUT", ended);
 }
 
 /* Two processes on the one GPU; records exchanged through shared memory made before the fork
@@ -492,7 +546,7 @@ static int kt_proc(int r, int np, kt_shared_t *sh) {
   gu_dev_t dev;
   gu_dev_open(&dev, r % kt_gpus);
   mg__kern_ctx_t *ctx;
-  if (mg__kern_ctx_create(r, np, KT_STAGING, KT_BLOCKS, 30.0, &ctx, &sh->rec[r]) != MG_OK)
+  if (mg__kern_ctx_create(r, np, KT_STAGING, KT_LL, KT_BLOCKS, 30.0, &ctx, &sh->rec[r]) != MG_OK)
     FAIL("rank %d: %s", r, mg_last_error());
   atomic_fetch_add(&sh->ready, 1);
   for (const double t0 = kt_now(); atomic_load(&sh->ready) < np;)
@@ -509,7 +563,7 @@ static int kt_proc(int r, int np, kt_shared_t *sh) {
   int cases = 0;
   static const size_t sizes[] = {1, 9, 1000, 65537, 262144};
   for (int t = 0; t < 3; t++)
-    for (int a = MG__KERN_ONESHOT; a <= MG__KERN_TWOSHOT; a++)
+    for (int a = MG__KERN_ONESHOT; a <= MG__KERN_LL; a++)
       for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         const mg_dtype_t dt = kt_dtypes[t];
         const mg_op_t op = kt_ops[(t + (int)i) % 4];
@@ -517,7 +571,8 @@ static int kt_proc(int r, int np, kt_shared_t *sh) {
         for (int q = 0; q < np; q++) ref_fill(in[q], n, dt, 9000 + (uint64_t)(cases * np + q));
         kt_expect(want, in, np, n, dt, op);
         gu_put(&dev, buf, in[r], n * es);
-        if (mg__kern_all_reduce(ctx, buf, buf, n, dt, op, (mg__kern_algo_t)a, dev.stream) != MG_OK)
+        if (mg__kern_all_reduce(ctx, buf, buf, n, dt, op, (mg__kern_algo_t)a, MG__KERN_LEND_NONE,
+                                dev.stream) != MG_OK)
           FAIL("rank %d: %s", r, mg_last_error());
         gu_get(&dev, out, buf, n * es);
         gu_sync(&dev, GU_TIMEOUT_S, "an all_reduce between processes");
@@ -606,15 +661,19 @@ static void kt_nccl(void) {
 /* ---- bench: one GPU, for information ------------------------------------------------------ */
 
 /* Microseconds per all_reduce of `bytes` float32 on n ranks sharing the GPU: eager (one thread
- * launches every rank's kernel, iters times) and in CUDA graphs of iters launches per rank. */
-static void kt_time(kt_world_t *w, size_t bytes, mg__kern_algo_t algo, double *eager, double *graph) {
+ * launches every rank's kernel, iters times) and in CUDA graphs of iters launches per rank. In
+ * place; lent: one-shot out of place (in place it cannot lend), two-shot in place. */
+static void kt_time(kt_world_t *w, size_t bytes, mg__kern_algo_t algo, int lent, double *eager,
+                    double *graph) {
   const int iters = 100;
   const size_t count = bytes / 4;
   mg__CUevent e0, e1;
   kt_use(w, 0); /* the events live on rank 0's GPU */
   GU_CU(mg__cuda.EventCreate(&e0, MG__CU_EVENT_DEFAULT), "cuEventCreate");
   GU_CU(mg__cuda.EventCreate(&e1, MG__CU_EVENT_DEFAULT), "cuEventCreate");
-  kt_case_t c = {MG_FLOAT32, MG_SUM, count, KT_INPLACE, algo, 1};
+  kt_case_t c = {MG_FLOAT32, MG_SUM, count,
+                 lent && algo == MG__KERN_ONESHOT ? KT_OUTOFPLACE : KT_INPLACE, algo, 1,
+                 lent ? MG__KERN_LEND_YES : MG__KERN_LEND_NONE};
   for (int r = 0; r < w->n; r++) kt_launch(w, &c, r); /* warm up */
   for (int r = 0; r < w->n; r++) gu_sync(&w->rk[r], GU_TIMEOUT_S, "bench warm-up");
   kt_use(w, 0);
@@ -711,20 +770,27 @@ static void kt_time_nccl(gu_dev_t *d, void *buf, size_t bytes, double *eager, do
 
 static void kt_bench(void) {
   if (mg__cuda.StreamBeginCapture == NULL) SKIP("the CUDA driver has no graph capture");
-  static const size_t sizes[] = {8, 1024, 32768, 262144, 1048576, 4194304};
+  static const size_t sizes[] = {8, 1024, 16384, 32768, 65536, 262144, 1048576, 2097152, 4194304};
+  /* Blocks: MGCOMM_KERNELS_BLOCKS (default the table's 64); ranks sharing one GPU share its
+   * 2 x 132 resident blocks, so there at most 256 / n each. */
+  const char *env = getenv("MGCOMM_KERNELS_BLOCKS");
+  const int want = env != NULL && atoi(env) > 0 ? atoi(env) : 64;
   printf("| ranks (GPUs: %d) | algorithm | bytes | eager us | graph us |\n|---|---|---:|---:|---:|\n",
          kt_gpus);
   for (int n = kt_gpus > 1 ? kt_gpus : 1; n <= 8; n *= 2) {
     kt_world_t w;
-    /* The table's 64 blocks where each rank has a GPU; ranks sharing one GPU share its
-     * 2 x 132 resident blocks. */
-    kt_open(&w, n, 30.0, kt_gpus > 1 ? MG_KERN_MAX_BLOCKS : (n <= 4 ? MG_KERN_MAX_BLOCKS : 32));
-    for (int a = MG__KERN_ONESHOT; a <= MG__KERN_TWOSHOT; a++)
+    const int cap = kt_gpus > 1 ? MG_KERN_MAX_BLOCKS : 256 / n;
+    kt_open(&w, n, 30.0, want < cap ? want : cap);
+    static const struct { mg__kern_algo_t algo; int lent; const char *name; } rows[] = {
+        {MG__KERN_LL, 0, "ll"}, {MG__KERN_ONESHOT, 0, "one-shot"},
+        {MG__KERN_TWOSHOT, 0, "two-shot"}, {MG__KERN_ONESHOT, 1, "one-shot lent"},
+        {MG__KERN_TWOSHOT, 1, "two-shot lent"}};
+    for (size_t a = 0; a < sizeof rows / sizeof rows[0]; a++)
       for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (rows[a].algo == MG__KERN_LL && sizes[i] > KT_LL) continue;
         double e, g;
-        kt_time(&w, sizes[i], (mg__kern_algo_t)a, &e, &g);
-        printf("| %d | %s | %zu | %.2f | %.2f |\n", n, mg__kern_algo_name((mg__kern_algo_t)a),
-               sizes[i], e, g);
+        kt_time(&w, sizes[i], rows[a].algo, rows[a].lent, &e, &g);
+        printf("| %d | %s | %zu | %.2f | %.2f |\n", n, rows[a].name, sizes[i], e, g);
       }
     if (n == 1 && kt_gpus == 1)
       for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -754,8 +820,9 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "correct") == 0) kt_correct(n);
   else if (strcmp(mode, "graph") == 0) kt_graph(n);
   else if (strcmp(mode, "mixed") == 0) kt_mixed(n);
-  else if (strcmp(mode, "timeout") == 0) kt_missing(n, 0);
-  else if (strcmp(mode, "abort") == 0) kt_missing(n, 1);
+  else if (strcmp(mode, "timeout") == 0 || strcmp(mode, "abort") == 0)
+    kt_missing(n, mode[0] == 'a',
+               argc > 3 && strcmp(argv[3], "ll") == 0 ? MG__KERN_LL : MG__KERN_TWOSHOT);
   else if (strcmp(mode, "procs") == 0) kt_procs(n);
   else if (strcmp(mode, "bench") == 0) kt_bench();
   else if (strcmp(mode, "nccl") == 0) kt_nccl();

@@ -212,6 +212,9 @@ static mg__CUresult sim_ptr_attr(mg__CUpointer_attribute attr, void *data, int f
     case MG__CU_POINTER_ATTRIBUTE_MAPPED:
       *(bool *)data = dev_side || host_side;
       break;
+    case MG__CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: /* cuMemAlloc's, not cuMem's */
+      *(bool *)data = found && a->kind == SIM_MEM_DEVICE;
+      break;
     default:
       return MG__CUDA_ERROR_INVALID_VALUE;
   }

@@ -34,17 +34,24 @@ static mg__kern_algo_t pick(const mg__kern_policy_t *p, mg__kern_case_t c, char 
 static void table(void) {
   mg__kern_policy_t p;
   char why[200];
-  static const struct { int n; size_t one; } rows[] = {{1, MIB}, {2, MIB}, {3, 512 * KIB},
-                                                        {4, 512 * KIB}, {8, 256 * KIB}};
+  static const struct { int n; size_t ll, one, lend; } rows[] = {
+      {1, 64 * KIB, MIB, 2 * MIB}, {2, 64 * KIB, MIB, 2 * MIB}, {3, 32 * KIB, 512 * KIB, MIB},
+      {4, 32 * KIB, 512 * KIB, MIB}, {8, 16 * KIB, 256 * KIB, MIB}};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     mg__kern_policy_table(rows[i].n, &p);
     ASSERT_EQ(p.mode, MG__KERN_MODE_AUTO);
     ASSERT_EQ(p.oneshot_max, rows[i].one);
+    ASSERT_EQ(p.ll_max, rows[i].ll);
+    ASSERT_EQ(p.inplace_min, (int64_t)rows[i].lend);
     ASSERT_EQ(p.max_bytes, 4 * MIB);
     ASSERT(p.max_bytes <= p.staging);
     ASSERT(p.max_blocks >= 1 && p.max_blocks <= MG_KERN_MAX_BLOCKS);
-    /* The crossover: one-shot up to it, two-shot above, NCCL above the limit. */
-    ASSERT_EQ(pick(&p, kc(rows[i].n, MG_FLOAT32, MG_SUM, 8), why), MG__KERN_ONESHOT);
+    /* The crossovers: push up to the first, one-shot up to the second, two-shot above, NCCL
+     * above the limit. */
+    ASSERT_EQ(pick(&p, kc(rows[i].n, MG_FLOAT32, MG_SUM, 8), why), MG__KERN_LL);
+    ASSERT_STR_EQ(why, "ll");
+    ASSERT_EQ(pick(&p, kc(rows[i].n, MG_FLOAT16, MG_MIN, rows[i].ll), why), MG__KERN_LL);
+    ASSERT_EQ(pick(&p, kc(rows[i].n, MG_FLOAT16, MG_MIN, rows[i].ll + 2), why), MG__KERN_ONESHOT);
     ASSERT_EQ(pick(&p, kc(rows[i].n, MG_BFLOAT16, MG_AVG, rows[i].one), why), MG__KERN_ONESHOT);
     ASSERT_STR_EQ(why, "one-shot");
     ASSERT_EQ(pick(&p, kc(rows[i].n, MG_FLOAT16, MG_MAX, rows[i].one + 2), why), MG__KERN_TWOSHOT);
@@ -83,7 +90,7 @@ static void table(void) {
                                           {4, NULL, NULL, MG_FLOAT32, MG_SUM, 0, 64},
                                           {4, NULL, NULL, MG_FLOAT32, MG_SUM, 0, 1 * MIB}};
   static const mg__kern_algo_t quiet_want[] = {MG__KERN_NCCL, MG__KERN_NCCL, MG__KERN_NCCL,
-                                               MG__KERN_ONESHOT, MG__KERN_TWOSHOT};
+                                               MG__KERN_LL, MG__KERN_TWOSHOT};
   for (int i = 0; i < 5; i++) {
     mg__kern_algo_t q = (mg__kern_algo_t)-1;
     ASSERT_OK(mg__kern_choose(&p, &quiet[i], &q, NULL, 0, "test"));
@@ -112,11 +119,13 @@ static void table(void) {
   ASSERT_STATUS(MG_ERR_NOT_SUPPORTED, mg__kern_choose(&p, &bad, &a, NULL, 0, "f"));
   ASSERT_CONTAINS(mg_last_error(), "no peer access");
   ASSERT_STR_EQ(mg__kern_algo_name(MG__KERN_TWOSHOT), "two-shot");
+  ASSERT_STR_EQ(mg__kern_algo_name(MG__KERN_LL), "ll");
   printf("table: every branch of the choice as documented\n");
 }
 
 /* kern_choose.cmake sets MGCOMM_ALGO=mgcomm, MGCOMM_KERNELS_ONESHOT_BYTES=1000,
- * MGCOMM_KERNELS_MAX_BYTES=9000000, MGCOMM_KERNELS_STAGING_BYTES=65536, MGCOMM_KERNELS_BLOCKS=4. */
+ * MGCOMM_KERNELS_MAX_BYTES=9000000, MGCOMM_KERNELS_STAGING_BYTES=65536, MGCOMM_KERNELS_BLOCKS=4,
+ * MGCOMM_KERNELS_LL_BYTES=100, MGCOMM_KERNELS_INPLACE_BYTES=0. */
 static void env(void) {
   mg__kern_policy_t p;
   mg__kern_policy_get(4, &p);
@@ -125,7 +134,11 @@ static void env(void) {
   ASSERT_EQ(p.staging, 65536);
   ASSERT_EQ(p.max_bytes, 65536); /* cut to the staging size */
   ASSERT_EQ(p.max_blocks, 4);
+  ASSERT_EQ(p.ll_max, 100);
+  ASSERT_EQ(p.inplace_min, 0);
   char why[200];
+  ASSERT_EQ(pick(&p, kc(4, MG_FLOAT32, MG_SUM, 100), why), MG__KERN_LL);
+  ASSERT_EQ(pick(&p, kc(4, MG_FLOAT32, MG_SUM, 104), why), MG__KERN_ONESHOT);
   ASSERT_EQ(pick(&p, kc(4, MG_FLOAT32, MG_SUM, 1000), why), MG__KERN_ONESHOT);
   ASSERT_EQ(pick(&p, kc(4, MG_FLOAT32, MG_SUM, 1004), why), MG__KERN_TWOSHOT);
   printf("env: the variables override the table\n");
@@ -139,7 +152,7 @@ static void built(int want) {
     ASSERT_CONTAINS(mg_last_error(), "nvcc was not found");
     mg__kern_ctx_t *ctx = NULL;
     mg__kern_peer_t rec;
-    ASSERT_STATUS(MG_ERR_NOT_SUPPORTED, mg__kern_ctx_create(0, 2, 4096, 4, 1.0, &ctx, &rec));
+    ASSERT_STATUS(MG_ERR_NOT_SUPPORTED, mg__kern_ctx_create(0, 2, 4096, 1024, 4, 1.0, &ctx, &rec));
     ASSERT(ctx == NULL);
   } else if (!mg__loaded(MG_LIB_CUDA)) {
     ASSERT_EQ(st, MG_ERR_BACKEND_UNAVAILABLE); /* built in; no driver on this machine */

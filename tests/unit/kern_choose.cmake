@@ -3,7 +3,8 @@
 mg_test(NAME kern_choose_table EXE kern_choose SOURCES kern_choose.c ARGS table)
 mg_test(NAME kern_choose_env EXE kern_choose ARGS env
         ENV MGCOMM_ALGO=mgcomm MGCOMM_KERNELS_ONESHOT_BYTES=1000 MGCOMM_KERNELS_MAX_BYTES=9000000
-            MGCOMM_KERNELS_STAGING_BYTES=65536 MGCOMM_KERNELS_BLOCKS=4)
+            MGCOMM_KERNELS_STAGING_BYTES=65536 MGCOMM_KERNELS_BLOCKS=4 MGCOMM_KERNELS_LL_BYTES=100
+            MGCOMM_KERNELS_INPLACE_BYTES=0)
 if(MGCOMM_NVCC AND MGCOMM_KERNELS)
   mg_test(NAME kern_choose_built EXE kern_choose ARGS built)
 endif()
@@ -19,4 +20,9 @@ if(TARGET mgsim_nccl)
               "MGCOMM_NCCL_LIBRARY=$<TARGET_FILE:mgsim_nccl>" MGCOMM_BACKEND=nccl MGSIM_DEVICES=2
               MGCOMM_ALGO=mgcomm)
   add_dependencies(kern_sim_forced mgsim_cuda mgsim_nccl)
+  # Which buffers the kernels read in place (mgcomm's record), on two simulated GPUs.
+  mg_test(NAME kern_sim_inplace SOURCES kern_inplace.c LABELS sim TIMEOUT 120
+          ENV "MGCOMM_CUDA_LIBRARY=$<TARGET_FILE:mgsim_cuda>"
+              "MGCOMM_NCCL_LIBRARY=$<TARGET_FILE:mgsim_nccl>" MGCOMM_BACKEND=nccl MGSIM_DEVICES=2)
+  add_dependencies(kern_sim_inplace mgsim_cuda mgsim_nccl)
 endif()

@@ -143,6 +143,11 @@ mg_status_t mg__nccl_launch_nccl(mg__op_t *const *ops, int n);
 void mg__nccl_kern_abort(mg_comm_t *comm);
 mg_status_t mg__nccl_kern_status(mg_comm_t *comm);
 void mg__nccl_kern_release(mg_comm_t *comm);
+/* 1 when the peers of comm (ranks of this process with peer access) can load [p, p + bytes) at
+ * this address, so that the kernels may read it in place: inside memory of mg_mem_alloc, or a
+ * live registration of comm whose memory the driver says is cuMemAlloc's. 0 for anything else,
+ * which is staged. */
+int mg__nccl_kern_reachable(mg_comm_t *comm, const void *p, size_t bytes);
 
 /* nccl_check_coll.c: the table's check_exchange (ncclAllGather of the records on nc), and the
  * release of what it made (destroy, with the comm's context current). */

@@ -16,6 +16,13 @@
  * MGCOMM_ALGO=mgcomm, they are refused). The set-up of a launch is one NCCL group per exchange
  * over every communicator of the launch, so that one thread may drive every rank.
  *
+ * Buffers in place: a rank whose ranks are all threads of this process, whose message is at
+ * least MGCOMM_KERNELS_INPLACE_BYTES, and whose send and recv the peers can reach
+ * (mg__nccl_kern_reachable: mgcomm's own record of its allocations and registrations, never a
+  * guess) lends them to the pull algorithms instead of copying send into its staging area. Each
+ * rank decides for itself whether it lends; whether the ranks exchange their addresses at all
+ * (a round trip) depends only on what they share, so smaller calls pay nothing for it.
+ *
  * Failures: a kernel that waited past the communicator's timeout for a peer, or that an abort
  * stopped, records it in its context; the backend's async_error reports it (MG_ERR_TIMED_OUT,
  * MG_ERR_ABORTED), and the watchdog acts on it as on NCCL's errors. The abort's interrupt sets
@@ -33,6 +40,7 @@
 
 typedef struct mg__nkern {
   int state;              /* 0: not set up; 1: ready; -1: the kernels cannot run here */
+  int local;              /* state 1: every rank is a thread of this process */
   char why[200];          /* state -1: the ranks' agreed reason */
   mg__kern_policy_t pol;
   mg__kern_ctx_t *ctx;
@@ -264,8 +272,8 @@ static mg_status_t mg__nkern_setup(mg_comm_t *const *comms, int n, double deadli
     mg__CUcontext saved = NULL;
     MG_CHECK_GOTO(mg__device_ctx_enter(nx->ctx, &saved), s, out);
     m->ok = mg__cuda.DeviceGetPCIBusId(m->bus, (int)sizeof m->bus, nx->dev) == MG__CUDA_SUCCESS &&
-            mg__kern_ctx_create(c->rank, c->nranks, k->pol.staging, k->pol.max_blocks,
-                                c->timeout_s, &k->ctx, &m->peer) == MG_OK;
+            mg__kern_ctx_create(c->rank, c->nranks, k->pol.staging, k->pol.ll_max,
+                                k->pol.max_blocks, c->timeout_s, &k->ctx, &m->peer) == MG_OK;
     mg__device_ctx_leave(nx->ctx, saved);
     if (!m->ok) snprintf(m->why, sizeof m->why, "rank %d: %s", c->rank, mg_last_error());
   }
@@ -295,6 +303,9 @@ static mg_status_t mg__nkern_setup(mg_comm_t *const *comms, int n, double deadli
   for (int i = 0; i < n && s == MG_OK; i++) {
     mg__nkern_t *k = mg__ncomm(comms[i])->kern;
     k->state = 1;
+    k->local = 1;
+    for (int r = 0; r < comms[i]->nranks; r++)
+      k->local = k->local && all[i][r].peer.process == all[i][comms[i]->rank].peer.process;
     for (int r = 0; r < comms[i]->nranks && k->state > 0; r++)
       if (!all[i][r].ok) {
         k->state = -1;
@@ -329,6 +340,33 @@ out:
 }
 
 /* ---- the launch --------------------------------------------------------------------------- */
+
+int mg__nccl_kern_reachable(mg_comm_t *comm, const void *p, size_t bytes) {
+  /* ncclMemAlloc maps its memory for every GPU with peer access to it (cuMemSetAccess), and
+   * peer access maps all of a GPU's cuMemAlloc memory. A registration may be anything the
+   * caller had: a cuMem allocation of someone else's (PyTorch's expandable segments) is mapped
+   * only where its owner set the access, so it is asked of the driver. */
+  if (mg__mem_allocated(comm, p, bytes)) return 1;
+  if (!mg__mem_known(comm, p, bytes)) return 0;
+  int legacy = 0; /* the driver writes a bool: the rest stays zero */
+  mg__CUpointer_attribute what = MG__CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE;
+  void *data = &legacy;
+  return mg__cuda.PointerGetAttributes(1, &what, &data, (mg__CUdeviceptr)(uintptr_t)p) ==
+             MG__CUDA_SUCCESS && legacy != 0;
+}
+
+/* Whether op's rank lends its buffers to the pull algorithms (see the top of this file). NONE
+ * depends only on what every rank shares (the ranks' processes, the size, the variables), so
+ * that below the in-place size no call pays for the exchange of addresses. */
+static mg__kern_lend_t mg__nccl_kern_lends(const mg__nkern_t *k, const mg__op_t *op) {
+  const size_t bytes = op->count * mg_dtype_size(op->dtype);
+  if (!k->local || k->pol.inplace_min < 0 || bytes < (uint64_t)k->pol.inplace_min)
+    return MG__KERN_LEND_NONE;
+  return mg__nccl_kern_reachable(op->comm, op->send, bytes) &&
+                 (op->recv == op->send || mg__nccl_kern_reachable(op->comm, op->recv, bytes))
+             ? MG__KERN_LEND_YES
+             : MG__KERN_LEND_MAYBE;
+}
 
 int mg__nccl_kern_wanted(mg__op_t *const *ops, int n) {
   for (int i = 0; i < n; i++) {
@@ -382,7 +420,7 @@ mg_status_t mg__nccl_kern_launch(mg__op_t *const *ops, int n) {
     if (s == MG_OK) {
       s = mg__kern_all_reduce(nx->kern->ctx, op->send, op->recv, op->count, op->dtype,
                               op->redop.op, (mg__kern_algo_t)algo[i],
-                              (mg__CUstream)op->stream);
+                              mg__nccl_kern_lends(nx->kern, op), (mg__CUstream)op->stream);
       mg__device_ctx_leave(nx->ctx, saved);
     }
     op->status = s;
