@@ -46,6 +46,13 @@ static void table(void) {
     ASSERT_EQ(p.max_bytes, 4 * MIB);
     ASSERT(p.max_bytes <= p.staging);
     ASSERT(p.max_blocks >= 1 && p.max_blocks <= MG_KERN_MAX_BLOCKS);
+    if (rows[i].n == 1) { /* nothing crosses GPUs: NCCL's copy, or nothing in place */
+      ASSERT_EQ(pick(&p, kc(1, MG_FLOAT32, MG_SUM, 8), why), MG__KERN_NCCL);
+      ASSERT_CONTAINS(why, "one rank");
+      p.mode = MG__KERN_MODE_MGCOMM; /* forced, ours still serve it */
+      ASSERT_EQ(pick(&p, kc(1, MG_FLOAT32, MG_SUM, 8), why), MG__KERN_LL);
+      continue;
+    }
     /* The crossovers: push up to the first, one-shot up to the second, two-shot above, NCCL
      * above the limit. */
     ASSERT_EQ(pick(&p, kc(rows[i].n, MG_FLOAT32, MG_SUM, 8), why), MG__KERN_LL);
