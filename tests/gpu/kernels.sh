@@ -3,7 +3,7 @@
 # configure and build (Release, with the test seam; nvcc compiles the kernels), every test named
 # gpu_kernels_* (correctness on 1, 2, 4, 8 ranks sharing one GPU, graph capture and replay, the
 # timeout and abort paths, two processes through CUDA IPC), the NCCL backend's choice on a
-# communicator of one rank (MGCOMM_ALGO=mgcomm against nccl; auto keeps one rank on NCCL), and the one-GPU timings beside
+# communicator of one rank (MGCOMM_ALGO=mgcomm; auto keeps one rank on NCCL), and the one-GPU timings beside
 # NCCL's one-rank all_reduce (for information: the targets need 2 and 4 GPUs,
 # bench/allreduce_vs_nccl.sh). Writes $OUT/kernels.md (summary) and $OUT/kernels.log.
 set -uo pipefail
@@ -20,12 +20,10 @@ log=$out/kernels.log
 cd "$build" || exit 1
 timeout 200 ctest -R '^gpu_kernels_' -V >>"$log" 2>&1
 rc=$?
-# The NCCL backend's tests of one rank against the host backend: mgcomm (our kernels take the
-# float all_reduces up to their limit; auto leaves one rank to NCCL), then nccl (NCCL takes all).
-for algo in mgcomm nccl; do
-  echo "== MGCOMM_ALGO=$algo ctest gpu_coll_*_1" >>"$log"
-  MGCOMM_ALGO=$algo timeout 300 ctest -R '^gpu_coll_(all|procs|world)_1$' -V >>"$log" 2>&1 || rc=1
-done
+# The NCCL backend's tests of one rank against the host backend, as a program runs them (auto:
+# one rank stays on NCCL; gpu_kernels_nccl above forces our kernels on one rank).
+echo "== ctest gpu_coll_*_1" >>"$log"
+timeout 300 ctest -R '^gpu_coll_(all|procs|world)_1$' -V >>"$log" 2>&1 || rc=1
 bench=$(timeout 60 ./tests/gpu/test_gpu_kernels bench 2>&1) || rc=1
 {
   echo "# mgcomm's all-reduce kernels on one GPU"
