@@ -31,7 +31,8 @@ endforeach()
 
 # A failure on the direct path is named by the rank that failed first (tests/fault/host_blame.c).
 mg_test(NAME host_blame_direct EXE host_blame SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_blame.c
-        LABELS host fault TIMEOUT 60 ENV MGCOMM_HOST_DIRECT_BYTES=4096)
+        LABELS host fault TIMEOUT 60 ENV MGCOMM_HOST_DIRECT_BYTES=4096
+        MGCOMM_HOST_READV_MAX_BYTES=0)
 
 # Nothing of a segment outlives a job killed at any point of init, with no launcher to clean up
 # (tests/fault/host_leftover.c): 40 rounds, each killed after 0-3 or 0-30 ms.

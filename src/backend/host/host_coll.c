@@ -419,8 +419,21 @@ static void mg__coll_start(mg__hx_t *x) {
   const int directable = op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER ||
                          op->kind == MG_OPK_GATHER || op->kind == MG_OPK_SCATTER ||
                          op->kind == MG_OPK_ALL_TO_ALL;
-  if (directable && x->s->direct && c > 0 && c * x->es >= x->s->hdr->direct_bytes) {
-    x->alg = MG__ALG_DIRECT; /* x->s->direct and the threshold are the same on every rank */
+  /* Between processes a reader's copy is a process_vm_readv, which runs on the reader's CPU
+   * alone: it moved 6-10 GB/s from 8 MiB on the 2-CPU development VM whatever the size of the
+   * calls' segments (bench/readv_seg.c), while the staged pipeline, with the owner's and the
+   * reader's copies on two CPUs, beat it from 4 MiB read per rank (2 processes, broadcast 8 MiB:
+   * 10.3 against 7.0 GB/s, all_gather 8 MiB: 12.3 against 10.9; 4 processes from 2 MiB). So
+   * from MGCOMM_HOST_READV_MAX_BYTES read per rank (the creator's) ranks of several processes
+   * take the pipeline. */
+  const size_t readers_pieces =
+      op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_SCATTER ? 1 : (size_t)x->n - 1;
+  const size_t reads = readers_pieces * c * x->es;
+  const uint64_t readv_max = x->s->hdr->readv_max_bytes;
+  const int readv_bound = x->s->processes && readv_max > 0 && reads >= readv_max;
+  if (directable && x->s->direct && !readv_bound && c > 0 && c * x->es >= x->s->hdr->direct_bytes) {
+    /* x->s->direct, x->s->processes and the thresholds are the same on every rank */
+    x->alg = MG__ALG_DIRECT;
     x->E = c;
     x->set2 = MG__SET_NONE;
   }
