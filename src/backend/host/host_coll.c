@@ -36,6 +36,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/params.h"
+#include "core/dtype.h"
 #include "core/trace.h"
 #include "loader/fault.h"
 
@@ -365,6 +366,15 @@ static uint64_t mg__mail_key(const mg__op_t *op) {
   return k ^ (k >> 29);
 }
 
+/* 1 when x's ranks are in several processes and a direct x would make a rank read
+ * MGCOMM_HOST_READV_MAX_BYTES or more from its peers (see mg__coll_start). */
+static int mg__readv_bound(const mg__hx_t *x) {
+  const mg__opkind_t k = x->op->kind;
+  const size_t pieces = k == MG_OPK_BROADCAST || k == MG_OPK_SCATTER ? 1 : (size_t)x->n - 1;
+  const uint64_t max = x->s->hdr->readv_max_bytes;
+  return x->s->processes && max > 0 && pieces * x->op->count * x->es >= max;
+}
+
 /* Chooses the algorithm and step count of a collective, and publishes what it is. */
 static void mg__coll_start(mg__hx_t *x) {
   mg__op_t *op = x->op;
@@ -425,14 +435,10 @@ static void mg__coll_start(mg__hx_t *x) {
    * reader's copies on two CPUs, beat it from 4 MiB read per rank (2 processes, broadcast 8 MiB:
    * 10.3 against 7.0 GB/s, all_gather 8 MiB: 12.3 against 10.9; 4 processes from 2 MiB). So
    * from MGCOMM_HOST_READV_MAX_BYTES read per rank (the creator's) ranks of several processes
-   * take the pipeline. */
-  const size_t readers_pieces =
-      op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_SCATTER ? 1 : (size_t)x->n - 1;
-  const size_t reads = readers_pieces * c * x->es;
-  const uint64_t readv_max = x->s->hdr->readv_max_bytes;
-  const int readv_bound = x->s->processes && readv_max > 0 && reads >= readv_max;
-  if (directable && x->s->direct && !readv_bound && c > 0 && c * x->es >= x->s->hdr->direct_bytes) {
-    /* x->s->direct, x->s->processes and the thresholds are the same on every rank */
+   * take the pipeline. x->s->direct, x->s->processes and the thresholds are the same on every
+   * rank. */
+  if (directable && x->s->direct && c > 0 && c * x->es >= x->s->hdr->direct_bytes &&
+      !mg__readv_bound(x)) {
     x->alg = MG__ALG_DIRECT;
     x->E = c;
     x->set2 = MG__SET_NONE;
@@ -1088,7 +1094,7 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     x->n = x->comm->nranks;
     x->me = x->comm->rank;
     x->look = (x->me + 1) % x->n;
-    x->es = mg_dtype_size(ops[i]->dtype);
+    x->es = mg__dtype_size(ops[i]->dtype);
     x->bytes = ops[i]->count * x->es;
     x->in = x->n <= 16 ? x->in_inline : malloc(sizeof *x->in * (size_t)x->n);
     if (x->in != NULL && ops[i]->redop.premul && mg__opkind_is_reduction(ops[i]->kind)) {
