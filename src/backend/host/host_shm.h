@@ -108,7 +108,8 @@ typedef struct mg__hshm_rank {
   _Atomic uint64_t daddr;
   _Atomic uint64_t probe_addr;
   _Atomic int32_t direct_ok; /* 0: not probed yet, 1: reads every peer, 2: cannot */
-  char pad2_[64 - 20];
+  _Atomic int32_t cpu;       /* 1 + the CPU the rank last began to wait on (host_coll.c); 0: none */
+  char pad2_[64 - 24];
 } mg__hshm_rank_t;
 _Static_assert(sizeof(mg__hshm_rank_t) == 448, "rank block is seven cache lines");
 
