@@ -1,10 +1,10 @@
 /*
  * host_shared_cpu.c -- two thread ranks on one CPU: a waiting rank publishes the CPU it waits on,
- * finds its peer there, and gives the CPU away at once instead of spinning first (host_coll.c,
- * mg__shares_cpu). Both threads are pinned to the CPU the test starts on; after 2000 all_reduces
+ * finds its peer there, and gives the CPU away after a short spin instead of a long one
+ * (host_coll.c, mg__shares_cpu). Both threads are pinned to the CPU the test starts on; after 2000 all_reduces
  * of 8 bytes each rank's published CPU is that one, and on a quiet machine (load average below
- * 1) rank 0's median call takes less than 6.5 us: on the 2-CPU development VM 9.0 us when each
- * wait spun ~2.5 us before it yielded, 4.7 us when it yields at once (a call spans both ranks'
+ * 1) rank 0's median call takes less than 7.5 us: on the 2-CPU development VM 9.0 us when each
+ * wait spun ~2.5 us before it yielded, 5.7 us with the short spin (a call spans both ranks'
  * turns on the CPU).
  */
 #include <pthread.h>
@@ -67,7 +67,7 @@ int main(void) {
          "%.2f)\n", cpu, median * 1e6, sum / CALLS * 1e6, load);
   mg__hshm_t *s = &mg__hcomm(comms[0])->shm;
   for (int r = 0; r < 2; r++) ASSERT_EQ(atomic_load(&s->ranks[r].cpu), cpu + 1);
-  if (load < 1.0) ASSERT_DBL(median, <, 6.5e-6);
+  if (load < 1.0) ASSERT_DBL(median, <, 7.5e-6);
   for (int r = 0; r < 2; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
   return 0;
 }
