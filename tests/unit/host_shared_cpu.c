@@ -1,11 +1,11 @@
 /*
  * host_shared_cpu.c -- two thread ranks on one CPU: a waiting rank publishes the CPU it waits on,
  * finds its peer there, and gives the CPU away after a short spin instead of a long one
- * (host_coll.c, mg__shares_cpu). Both threads are pinned to the CPU the test starts on; after 2000 all_reduces
- * of 8 bytes each rank's published CPU is that one, and on a quiet machine (load average below
- * 1) rank 0's median call takes less than 7.5 us: on the 2-CPU development VM 9.0 us when each
- * wait spun ~2.5 us before it yielded, 5.7 us with the short spin (a call spans both ranks'
- * turns on the CPU).
+ * (host_coll.c, mg__shares_cpu). Both threads are pinned to the CPU the test starts on; after
+ * 2000 all_reduces of 8 bytes each rank's published CPU is that one, and on a quiet machine
+ * (load average below 1) rank 0's median call takes less than 7.5 us: on the 2-CPU development
+ * VM 9.0 us when each wait spun ~2.5 us before it yielded, 5.7 us with the short spin (a call
+ * spans both ranks' turns on the CPU).
  */
 #include <pthread.h>
 #include <sched.h>
