@@ -1,5 +1,5 @@
 /*
- * host_readv_bound.c -- between processes, a direct collective that would make a rank read
+ * host_readv_bound.c -- between processes, a direct broadcast that would make a rank read
  * MGCOMM_HOST_READV_MAX_BYTES or more with process_vm_readv goes through the staging pipeline;
  * below the bound, and among threads of one process, it stays direct.
  *

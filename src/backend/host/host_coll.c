@@ -366,11 +366,12 @@ static uint64_t mg__mail_key(const mg__op_t *op) {
   return k ^ (k >> 29);
 }
 
-/* 1 when x's ranks are in several processes and a direct x would make a rank read
- * MGCOMM_HOST_READV_MAX_BYTES or more from its peers (see mg__coll_start). */
+/* 1 when x is a broadcast, all_gather or gather of ranks in several processes that would make a
+ * rank read MGCOMM_HOST_READV_MAX_BYTES or more from its peers directly (see mg__coll_start). */
 static int mg__readv_bound(const mg__hx_t *x) {
   const mg__opkind_t k = x->op->kind;
-  const size_t pieces = k == MG_OPK_BROADCAST || k == MG_OPK_SCATTER ? 1 : (size_t)x->n - 1;
+  if (k != MG_OPK_BROADCAST && k != MG_OPK_ALL_GATHER && k != MG_OPK_GATHER) return 0;
+  const size_t pieces = k == MG_OPK_BROADCAST ? 1 : (size_t)x->n - 1;
   const uint64_t max = x->s->hdr->readv_max_bytes;
   return x->s->processes && max > 0 && pieces * x->op->count * x->es >= max;
 }
@@ -429,14 +430,16 @@ static void mg__coll_start(mg__hx_t *x) {
   const int directable = op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER ||
                          op->kind == MG_OPK_GATHER || op->kind == MG_OPK_SCATTER ||
                          op->kind == MG_OPK_ALL_TO_ALL;
-  /* Between processes a reader's copy is a process_vm_readv, which runs on the reader's CPU
-   * alone: it moved 6-10 GB/s from 8 MiB on the 2-CPU development VM whatever the size of the
-   * calls' segments (bench/readv_seg.c), while the staged pipeline, with the owner's and the
-   * reader's copies on two CPUs, beat it from 4 MiB read per rank (2 processes, broadcast 8 MiB:
-   * 10.3 against 7.0 GB/s, all_gather 8 MiB: 12.3 against 10.9; 4 processes from 2 MiB). So
-   * from MGCOMM_HOST_READV_MAX_BYTES read per rank (the creator's) ranks of several processes
-   * take the pipeline. x->s->direct, x->s->processes and the thresholds are the same on every
-   * rank. */
+  /* Between processes a reader's copy is a process_vm_readv, on the reader's CPU alone: 6-10
+   * GB/s on the 2-CPU development VM whatever the size of the calls' segments
+   * (bench/readv_seg.c). There the staged pipeline, in which the owner copies in while the
+   * readers copy out, beat it for broadcast, all_gather and gather at every size from 256 KiB,
+   * for 2, 3 and 4 processes (2 processes, broadcast 1 MiB: 14.2 against 9.4 GB/s, 8 MiB in place
+   * 28 against 10; all_gather 1 MiB: 10.1 against 7.8), so these take it from
+   * MGCOMM_HOST_READV_MAX_BYTES (256 KiB) read per rank; scatter and all_to_all, whose staged
+   * form makes the owners copy every piece, stay direct (scatter of 4 MiB to 3 processes: 10.4
+   * direct against 4.3 GB/s). x->s->direct, x->s->processes and the thresholds (the creator's)
+   * are the same on every rank. */
   if (directable && x->s->direct && c > 0 && c * x->es >= x->s->hdr->direct_bytes &&
       !mg__readv_bound(x)) {
     x->alg = MG__ALG_DIRECT;
