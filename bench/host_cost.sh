@@ -43,6 +43,9 @@ done
 mg_begin host_cost.sh 2 "$out"
 [ -f "$nccl_lib" ] || fail "no NCCL library at $nccl_lib (set NCCL_LIB)"
 export MGCOMM_NCCL_LIBRARY=$nccl_lib
+# The probe times mgcomm's share of a call around NCCL: the all_reduce must go to NCCL, where on
+# one GPU the default (MGCOMM_ALGO=auto) now runs mgcomm's own kernel, and the probe stops.
+export MGCOMM_ALGO=nccl
 
 # ---- 1. build ---------------------------------------------------------------------------------
 build_probe() { # SOURCE_DIR BUILD_DIR NAME
@@ -96,7 +99,7 @@ def read(b, chk, r):
 names = {"new": "this tree ($commit)", "base": "base (${BASE_COMMIT:-$base})"}
 doc = [f"# Host-side cost of one call: mgcomm over raw NCCL", "",
        f"- machine: $gpus x {'$gpu_name'}, NCCL {'$nccl_lib'}; date $(date -u +%Y-%m-%d\ %H:%M) UTC",
-       f"- builds: Release, MGCOMM_TESTING=OFF; " + ", ".join(names[b] for b in builds),
+       f"- builds: Release, MGCOMM_TESTING=OFF, MGCOMM_ALGO=nccl; " + ", ".join(names[b] for b in builds),
        f"- {rounds} rounds of \`nccl_perf overhead -g $gpus -n $calls -B 8\` per build and check setting, builds alternating", "",
        "All in us, medians over the $calls calls of each rank's thread. own: the call's time less its span inside NCCL; "
        "code / driver: that share in mgcomm's code and in the CUDA driver calls it makes (context, pointer checks); "

@@ -51,6 +51,10 @@
     "Host backend: broadcast, gather, scatter, all_gather and all_to_all of at least this many "\
     "bytes per rank copy once, straight from the owner's buffer (process_vm_readv across "      \
     "processes), instead of through the staging slots")                                        \
+  X(HOST_READV_MAX_BYTES, INT, "262144", 0, 1e18, "",                                         \
+    "Host backend: between processes, a direct broadcast, all_gather or gather of which a rank " \
+    "would read at least this many bytes (process_vm_readv) goes through the staging slots "   \
+    "instead, where the owner's and the readers' copies overlap; 0: no bound")                 \
   X(HOST_P2P_BYTES, INT, "262144", 4096, 1073741824.0, "",                                     \
     "Host backend: bytes of each send/recv channel between two ranks")                         \
   X(HOST_SPIN_US, INT, "50", 0, 1000000, "",                                                   \

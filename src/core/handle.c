@@ -4,8 +4,15 @@
  * destroy) for writing. A removed entry leaves a tombstone; when entries and tombstones fill half
  * the table, the writer rebuilds it (twice as large when the live entries fill a quarter) and
  * frees the old one, so the table's size follows the number of live handles.
+ *
+ * The lock is striped: a reader takes the read lock of its own thread's stripe only, a writer
+ * the write locks of all stripes (in order). Taking a read lock writes the lock's cache line, and
+ * with one lock the threads of a process that call at once (thread ranks) passed that line back
+ * and forth on every call: 2 thread ranks took 0.41 us per 8-byte all_reduce, against 0.34 us
+ * with no lock at all (2-CPU VM); with a stripe each, as fast as without.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -20,7 +27,16 @@ typedef struct {
 #define MG__TOMB ((const void *)(uintptr_t)1)
 #define MG__MIN_CAP 64
 
-static pthread_rwlock_t mg__lock = PTHREAD_RWLOCK_INITIALIZER;
+#define MG__STRIPES 16 /* threads beyond 16 share stripes, round robin */
+typedef struct {
+  _Alignas(64) pthread_rwlock_t lock; /* a cache line (or two) of its own */
+} mg__stripe_t;
+#define MG__STRIPE {PTHREAD_RWLOCK_INITIALIZER}
+static mg__stripe_t mg__stripes[MG__STRIPES] = {
+    MG__STRIPE, MG__STRIPE, MG__STRIPE, MG__STRIPE, MG__STRIPE, MG__STRIPE, MG__STRIPE, MG__STRIPE,
+    MG__STRIPE, MG__STRIPE, MG__STRIPE, MG__STRIPE, MG__STRIPE, MG__STRIPE, MG__STRIPE, MG__STRIPE};
+static atomic_uint mg__next_stripe;             /* the stripe of the next new reader thread */
+static _Thread_local int mg__my_stripe = -1;    /* this thread's; -1 until its first lookup */
 static mg__slot_t *mg__slots; /* NULL until the first registration */
 static size_t mg__cap;        /* a power of two, or 0 */
 static size_t mg__used;       /* live entries and tombstones */
@@ -33,7 +49,26 @@ static size_t mg__hash(const void *p) {
   return (size_t)x;
 }
 
-/* p's slot when it is registered with this kind, else NULL. Under the lock. */
+/* Read-locks the calling thread's stripe; the lock to release. */
+static pthread_rwlock_t *mg__read_lock(void) {
+  if (mg__my_stripe < 0)
+    mg__my_stripe = (int)(atomic_fetch_add_explicit(&mg__next_stripe, 1, memory_order_relaxed) %
+                          MG__STRIPES);
+  pthread_rwlock_t *l = &mg__stripes[mg__my_stripe].lock;
+  pthread_rwlock_rdlock(l);
+  return l;
+}
+
+static void mg__write_lock(void) {
+  for (int i = 0; i < MG__STRIPES; i++) pthread_rwlock_wrlock(&mg__stripes[i].lock);
+}
+
+static void mg__write_unlock(void) {
+  for (int i = MG__STRIPES - 1; i >= 0; i--) pthread_rwlock_unlock(&mg__stripes[i].lock);
+}
+
+/* p's slot when it is registered with this kind, else NULL. Under a read lock or the write
+ * lock. */
 static mg__slot_t *mg__find(const void *p, mg__handle_kind_t kind) {
   if (mg__cap == 0 || p == NULL || p == MG__TOMB) return NULL;
   const size_t mask = mg__cap - 1;
@@ -75,40 +110,40 @@ static int mg__make_room(void) {
 }
 
 mg_status_t mg__handle_register(const void *p, mg__handle_kind_t kind) {
-  pthread_rwlock_wrlock(&mg__lock);
+  mg__write_lock();
   const int ok = mg__make_room() == 0;
   if (ok) mg__used += (size_t)mg__insert(mg__slots, mg__cap, p, (int)kind);
-  pthread_rwlock_unlock(&mg__lock);
+  mg__write_unlock();
   return ok ? MG_OK : mg__error(MG_ERR_OUT_OF_MEMORY, "cannot grow the handle registry");
 }
 
 int mg__handle_take(const void *p, mg__handle_kind_t kind) {
-  pthread_rwlock_wrlock(&mg__lock);
+  mg__write_lock();
   mg__slot_t *s = mg__find(p, kind);
   if (s != NULL) s->p = MG__TOMB;
-  pthread_rwlock_unlock(&mg__lock);
+  mg__write_unlock();
   return s != NULL;
 }
 
 size_t mg__handle_capacity(void) {
-  pthread_rwlock_rdlock(&mg__lock);
+  pthread_rwlock_t *l = mg__read_lock();
   const size_t cap = mg__cap;
-  pthread_rwlock_unlock(&mg__lock);
+  pthread_rwlock_unlock(l);
   return cap;
 }
 
 int mg__handle_valid(const void *p, mg__handle_kind_t kind) {
-  pthread_rwlock_rdlock(&mg__lock);
+  pthread_rwlock_t *l = mg__read_lock();
   const int ok = mg__find(p, kind) != NULL;
-  pthread_rwlock_unlock(&mg__lock);
+  pthread_rwlock_unlock(l);
   return ok;
 }
 
 int mg__handle_with(const void *p, mg__handle_kind_t kind, void (*fn)(void *p, void *arg),
                     void *arg) {
-  pthread_rwlock_rdlock(&mg__lock);
+  pthread_rwlock_t *l = mg__read_lock();
   const int ok = mg__find(p, kind) != NULL;
   if (ok) fn((void *)p, arg);
-  pthread_rwlock_unlock(&mg__lock);
+  pthread_rwlock_unlock(l);
   return ok;
 }

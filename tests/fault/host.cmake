@@ -11,7 +11,8 @@ foreach(t late_threads late_procs stopped_inside abort p2p_threads p2p_procs p2p
   mg_test(NAME host_agree_${t} EXE host_agree
           SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_agree.c ARGS ${t} LABELS host fault TIMEOUT 60
           ENV MGCOMM_HOST_SLOT_BYTES=4096 MGCOMM_HOST_SMALL_BYTES=1024
-              MGCOMM_HOST_DIRECT_BYTES=65536 MGCOMM_HOST_P2P_BYTES=4096)
+              MGCOMM_HOST_DIRECT_BYTES=65536 MGCOMM_HOST_P2P_BYTES=4096
+              MGCOMM_HOST_READV_MAX_BYTES=0)
 endforeach()
 
 # A rank whose operation returned may leave at once (destroy, finalize then destroy, exit, or
@@ -26,12 +27,14 @@ foreach(t procs_128_8_destroy procs_128_8_finalize procs_128_8_exit procs_128_8_
   mg_test(NAME host_depart_${mg_depart_how}_${mg_depart_leave} EXE host_depart
           SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_depart.c ARGS ${mg_depart_args}
           LABELS host fault TIMEOUT 120
-          ENV MGCOMM_HOST_SMALL_BYTES=1024 MGCOMM_HOST_DIRECT_BYTES=4096)
+          ENV MGCOMM_HOST_SMALL_BYTES=1024 MGCOMM_HOST_DIRECT_BYTES=4096
+              MGCOMM_HOST_READV_MAX_BYTES=0)
 endforeach()
 
 # A failure on the direct path is named by the rank that failed first (tests/fault/host_blame.c).
 mg_test(NAME host_blame_direct EXE host_blame SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_blame.c
-        LABELS host fault TIMEOUT 60 ENV MGCOMM_HOST_DIRECT_BYTES=4096)
+        LABELS host fault TIMEOUT 60 ENV MGCOMM_HOST_DIRECT_BYTES=4096
+        MGCOMM_HOST_READV_MAX_BYTES=0)
 
 # Nothing of a segment outlives a job killed at any point of init, with no launcher to clean up
 # (tests/fault/host_leftover.c): 40 rounds, each killed after 0-3 or 0-30 ms.

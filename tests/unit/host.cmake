@@ -26,4 +26,14 @@ mg_test(NAME argcheck SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_argcheck.c LABELS
 mg_test(NAME host_coll_direct_threads_3 EXE test_host_coll ARGS threads 3 TIMEOUT 600 LABELS host
         ENV MGCOMM_HOST_DIRECT_BYTES=1024 MGCOMM_HOST_SLOT_BYTES=4096)
 mg_test(NAME host_coll_direct_procs_3 EXE test_host_coll ARGS procs 3 TIMEOUT 600 LABELS host
-        ENV MGCOMM_HOST_DIRECT_BYTES=1024 MGCOMM_HOST_SLOT_BYTES=4096)
+        ENV MGCOMM_HOST_DIRECT_BYTES=1024 MGCOMM_HOST_SLOT_BYTES=4096
+            MGCOMM_HOST_READV_MAX_BYTES=0)
+# Between processes, a direct broadcast that would read MGCOMM_HOST_READV_MAX_BYTES (256 KiB) or
+# more per rank takes the staged pipeline (tests/unit/host_readv_bound.c); threads stay direct.
+mg_test(NAME host_readv_bound_procs_staged EXE host_readv_bound
+        SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_readv_bound.c ARGS procs 1048576 staged LABELS host)
+mg_test(NAME host_readv_bound_procs_direct EXE host_readv_bound ARGS procs 65536 direct
+        LABELS host ENV MGCOMM_HOST_DIRECT_BYTES=4096)
+mg_test(NAME host_readv_bound_procs_unbounded EXE host_readv_bound ARGS procs 1048576 direct
+        LABELS host ENV MGCOMM_HOST_READV_MAX_BYTES=0)
+mg_test(NAME host_readv_bound_threads EXE host_readv_bound ARGS threads 1048576 direct LABELS host)

@@ -36,6 +36,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/params.h"
+#include "core/dtype.h"
 #include "core/trace.h"
 #include "loader/fault.h"
 
@@ -365,6 +366,16 @@ static uint64_t mg__mail_key(const mg__op_t *op) {
   return k ^ (k >> 29);
 }
 
+/* 1 when x is a broadcast, all_gather or gather of ranks in several processes that would make a
+ * rank read MGCOMM_HOST_READV_MAX_BYTES or more from its peers directly (see mg__coll_start). */
+static int mg__readv_bound(const mg__hx_t *x) {
+  const mg__opkind_t k = x->op->kind;
+  if (k != MG_OPK_BROADCAST && k != MG_OPK_ALL_GATHER && k != MG_OPK_GATHER) return 0;
+  const size_t pieces = k == MG_OPK_BROADCAST ? 1 : (size_t)x->n - 1;
+  const uint64_t max = x->s->hdr->readv_max_bytes;
+  return x->s->processes && max > 0 && pieces * x->op->count * x->es >= max;
+}
+
 /* Chooses the algorithm and step count of a collective, and publishes what it is. */
 static void mg__coll_start(mg__hx_t *x) {
   mg__op_t *op = x->op;
@@ -419,8 +430,19 @@ static void mg__coll_start(mg__hx_t *x) {
   const int directable = op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER ||
                          op->kind == MG_OPK_GATHER || op->kind == MG_OPK_SCATTER ||
                          op->kind == MG_OPK_ALL_TO_ALL;
-  if (directable && x->s->direct && c > 0 && c * x->es >= x->s->hdr->direct_bytes) {
-    x->alg = MG__ALG_DIRECT; /* x->s->direct and the threshold are the same on every rank */
+  /* Between processes a reader's copy is a process_vm_readv, on the reader's CPU alone: 6-10
+   * GB/s on the 2-CPU development VM whatever the size of the calls' segments
+   * (bench/readv_seg.c). There the staged pipeline, in which the owner copies in while the
+   * readers copy out, beat it for broadcast, all_gather and gather at every size from 256 KiB,
+   * for 2, 3 and 4 processes (2 processes, broadcast 1 MiB: 14.2 against 9.4 GB/s, 8 MiB in place
+   * 28 against 10; all_gather 1 MiB: 10.1 against 7.8), so these take it from
+   * MGCOMM_HOST_READV_MAX_BYTES (256 KiB) read per rank; scatter and all_to_all, whose staged
+   * form makes the owners copy every piece, stay direct (scatter of 4 MiB to 3 processes: 10.4
+   * direct against 4.3 GB/s). x->s->direct, x->s->processes and the thresholds (the creator's)
+   * are the same on every rank. */
+  if (directable && x->s->direct && c > 0 && c * x->es >= x->s->hdr->direct_bytes &&
+      !mg__readv_bound(x)) {
+    x->alg = MG__ALG_DIRECT;
     x->E = c;
     x->set2 = MG__SET_NONE;
   }
@@ -1061,6 +1083,21 @@ static int mg__pass(mg__hx_t *xs, int n, int *remaining, mg_status_t *st, char *
   return progressed;
 }
 
+/* Publishes the CPU this rank begins to wait on, and whether a peer of x last waited on the same
+ * one: that peer then most likely cannot run until this rank gives the CPU away (ranks are not
+ * bound to CPUs, and the kernel often leaves two busy ranks on one CPU for many milliseconds),
+ * so a long spin only delays it. A stale answer (the peer moved since) costs a sched_yield per
+ * idle pass, which returns at once when the CPU has nothing else to run. */
+static int mg__shares_cpu(const mg__hx_t *x) {
+  const int cpu = sched_getcpu();
+  if (cpu < 0) return 0;
+  atomic_store_explicit(&x->s->ranks[x->me].cpu, cpu + 1, memory_order_relaxed);
+  for (int r = 0; r < x->n; r++)
+    if (r != x->me && atomic_load_explicit(&x->s->ranks[r].cpu, memory_order_relaxed) == cpu + 1)
+      return 1;
+  return 0;
+}
+
 mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
   mg__hx_t inline_x[4];
   mg__hx_t *xs = n <= 4 ? inline_x : calloc((size_t)n, sizeof *xs);
@@ -1075,7 +1112,7 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     x->n = x->comm->nranks;
     x->me = x->comm->rank;
     x->look = (x->me + 1) % x->n;
-    x->es = mg_dtype_size(ops[i]->dtype);
+    x->es = mg__dtype_size(ops[i]->dtype);
     x->bytes = ops[i]->count * x->es;
     x->in = x->n <= 16 ? x->in_inline : malloc(sizeof *x->in * (size_t)x->n);
     if (x->in != NULL && ops[i]->redop.premul && mg__opkind_is_reduction(ops[i]->kind)) {
@@ -1111,8 +1148,9 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
    * longer wait most often means that the peer is not running (more busy threads than CPUs:
    * more ranks than CPUs, or other programs), and it may be waiting for this CPU; from then on
    * every idle pass gives the CPU away. With more ranks than CPUs that is the case at once (Open
-   * MPI yields at every poll when oversubscribed). */
-  const unsigned spin_passes = xs[0].n > ncpu ? 0 : 64;
+   * MPI yields at every poll when oversubscribed); sooner when a peer waited on this rank's CPU
+   * (mg__shares_cpu). */
+  unsigned spin_passes = xs[0].n > ncpu ? 0 : 64;
   double idle_since = -1;
   unsigned idle = 0; /* passes without progress; the clock is read every 16 */
   int remaining = n;
@@ -1131,7 +1169,14 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
       continue;
     }
     double now = mg__now();
-    if (idle_since < 0) idle_since = now;
+    if (idle_since < 0) { /* the first idle pass of this launch */
+      idle_since = now;
+      /* With a peer on this CPU, ~0.6 us: on one CPU an 8-byte all_reduce of 2 ranks took 4.6
+       * us per iteration with the long spin, 3.1 with this one, 2.5 without any; but ranks
+       * that never spun stayed together on one CPU about twice as often (30 against 17 of 160
+       * sizes of `mgcomm bench -t 2`, 2-CPU VM), since the kernel then rarely moved them. */
+      if (spin_passes > 0 && mg__shares_cpu(&xs[0])) spin_passes = 16;
+    }
     for (int i = 0; i < n; i++) {
       mg__hx_t *x = &xs[i];
       if (x->done || mg__hx_check(x, now) == 0) continue;

@@ -16,6 +16,7 @@
  * flush-to-zero.
  */
 #include "backend/host/host_reduce.h"
+#include "core/dtype.h"
 
 #include <math.h>
 #include <string.h>
@@ -357,7 +358,7 @@ void mg__host_reduce(void *dst, const void *const *srcs, int k, size_t n, mg_dty
 void mg__host_reduce_scaled(void *dst, const void *const *srcs, int k, size_t n,
                             mg_dtype_t dtype, const mg__redop_t *op, int nranks,
                             const unsigned char *scalars) {
-  size_t size = mg_dtype_size(dtype);
+  size_t size = mg__dtype_size(dtype);
   unsigned char scalar[8] = {0};
   hr_kind_t kind;
   int divisor = 0;

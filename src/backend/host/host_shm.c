@@ -90,8 +90,10 @@ static void mg__bind(mg__hshm_t *s) {
 
 /* The staging slot and channel sizes and the small-message threshold this process would create a
  * segment with; the other ranks adopt the creator's. */
-static void mg__sizes(int n, size_t *slot, size_t *chan, size_t *small_out, size_t *direct_out) {
+static void mg__sizes(int n, size_t *slot, size_t *chan, size_t *small_out, size_t *direct_out,
+                      size_t *readv_max_out) {
   *direct_out = (size_t)mg__param_int(MG_PARAM_HOST_DIRECT_BYTES);
+  *readv_max_out = (size_t)mg__param_int(MG_PARAM_HOST_READV_MAX_BYTES);
   size_t small = (size_t)mg__param_int(MG_PARAM_HOST_SMALL_BYTES);
   size_t sb = mg__round_up((size_t)mg__param_int(MG_PARAM_HOST_SLOT_BYTES), MG__PAGE);
   if (sb < small) sb = mg__round_up(small, MG__PAGE);
@@ -236,8 +238,8 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   s->me = me;
   s->look = (me + 1) % nranks;
   s->mypid = getpid();
-  size_t slot_bytes, chan_bytes, small_bytes, direct_bytes;
-  mg__sizes(nranks, &slot_bytes, &chan_bytes, &small_bytes, &direct_bytes);
+  size_t slot_bytes, chan_bytes, small_bytes, direct_bytes, readv_max_bytes;
+  mg__sizes(nranks, &slot_bytes, &chan_bytes, &small_bytes, &direct_bytes, &readv_max_bytes);
   mg__layout_t l;
   if (!mg__layout(nranks, slot_bytes, chan_bytes, &l))
     return mg__too_big(s, slot_bytes, chan_bytes, NULL, 0);
@@ -278,6 +280,7 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
     h->slot_bytes = slot_bytes;
     h->small_bytes = small_bytes;
     h->direct_bytes = direct_bytes;
+    h->readv_max_bytes = readv_max_bytes;
     h->chan_bytes = chan_bytes;
     h->seg_bytes = l.total;
     atomic_store_explicit(&h->magic, MG__HSHM_MAGIC, memory_order_release);
@@ -431,6 +434,9 @@ static int mg__hshm_joined(mg__hshm_t *s, int verdicts, int *missing) {
   if (!verdicts) return 1;
   if (judged != s->nranks) return 0;
   s->direct = all_ok;
+  s->processes = 0;
+  for (int r = 1; r < s->nranks; r++)
+    s->processes |= atomic_load(&s->ranks[r].pid) != atomic_load(&s->ranks[0].pid);
   return 1;
 }
 

@@ -23,7 +23,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 7u
+#define MG__HSHM_VERSION 8u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -41,6 +41,7 @@ typedef struct mg__hshm_header {
   uint64_t slot_bytes;      /* bytes of one staging slot */
   uint64_t small_bytes;     /* all_reduce/reduce up to this size use the one-step algorithm */
   uint64_t direct_bytes;    /* data collectives from this size per rank copy once, directly */
+  uint64_t readv_max_bytes; /* ... unless ranks in different processes would read this many */
   uint64_t chan_bytes;      /* bytes of one send/recv ring */
   uint64_t seg_bytes;       /* size of the whole segment */
   _Atomic uint32_t attached; /* ranks that have attached */
@@ -107,7 +108,8 @@ typedef struct mg__hshm_rank {
   _Atomic uint64_t daddr;
   _Atomic uint64_t probe_addr;
   _Atomic int32_t direct_ok; /* 0: not probed yet, 1: reads every peer, 2: cannot */
-  char pad2_[64 - 20];
+  _Atomic int32_t cpu;       /* 1 + the CPU the rank last began to wait on (host_coll.c); 0: none */
+  char pad2_[64 - 24];
 } mg__hshm_rank_t;
 _Static_assert(sizeof(mg__hshm_rank_t) == 448, "rank block is seven cache lines");
 
@@ -139,6 +141,8 @@ typedef struct mg__hshm {
   int efd;                      /* epoll at lfd while this rank waits there; -1 when none */
   int ready;                    /* its init returned: at exit, the rank leaves (MG__HRANK_LEFT) */
   int direct;                   /* every rank can read every other rank's memory (at init) */
+  int processes;                /* the ranks are in more than one process (at init): a direct
+                                 * copy from a peer may be a process_vm_readv */
   int probed;                   /* this rank has published its verdict */
   int look;                     /* init: the first peer whose process the next look reads */
   pid_t mypid;

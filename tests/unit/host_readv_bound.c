@@ -1,0 +1,88 @@
+/*
+ * host_readv_bound.c -- between processes, a direct broadcast that would make a rank read
+ * MGCOMM_HOST_READV_MAX_BYTES or more with process_vm_readv goes through the staging pipeline;
+ * below the bound, and among threads of one process, it stays direct.
+ *
+ * The direct path is the only one that publishes a rank's buffer address (daddr): after a
+ * broadcast of `bytes`, the root's daddr says which path ran. Arguments: procs|threads bytes
+ * expect (direct|staged). The result is checked too.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/host/host.h"
+#include "test.h"
+
+#define N 2
+
+typedef struct {
+  const mg_unique_id_t *id;
+  int rank;
+  size_t count;
+  int direct; /* 1: direct expected, 0: staged */
+} arg_t;
+
+static void *run_rank(void *p) {
+  arg_t *a = p;
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_HOST;
+  cfg.timeout_s = 60;
+  mg_comm_t *comm = NULL;
+  ASSERT_OK(mg_comm_init_rank(&cfg, N, a->id, a->rank, &comm));
+  float *buf = malloc(a->count * sizeof *buf), *out = malloc(a->count * sizeof *out);
+  ASSERT(buf != NULL && out != NULL);
+  for (size_t i = 0; i < a->count; i++) buf[i] = (float)(i % 1000);
+  memset(out, 0, a->count * sizeof *out);
+  ASSERT_OK(mg_broadcast(buf, out, a->count, MG_FLOAT32, 0, comm, NULL));
+  for (size_t i = 0; i < a->count; i++)
+    if (out[i] != (float)(i % 1000)) FAIL("rank %d: out[%zu] = %g", a->rank, i, (double)out[i]);
+  mg__hshm_t *s = &mg__hcomm(comm)->shm;
+  const uint64_t daddr = atomic_load(&s->ranks[0].daddr);
+  if (!a->direct)
+    ASSERT_EQ(daddr, 0); /* a fresh segment: never published */
+  else if (a->rank == 0)
+    ASSERT_EQ(daddr, (uint64_t)(uintptr_t)buf);
+  else
+    ASSERT_NE(daddr, 0);
+  ASSERT_OK(mg_comm_destroy(comm));
+  free(buf);
+  free(out);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 4) FAIL("usage: host_readv_bound procs|threads bytes direct|staged");
+  const int procs = strcmp(argv[1], "procs") == 0;
+  arg_t a[N];
+  mg_unique_id_t id;
+  ASSERT_OK(mg_unique_id_create(MG_BACKEND_HOST, &id));
+  for (int r = 0; r < N; r++)
+    a[r] = (arg_t){&id, r, strtoull(argv[2], NULL, 0) / sizeof(float),
+                   strcmp(argv[3], "direct") == 0};
+  if (procs) {
+    pid_t pids[N];
+    fflush(NULL);
+    for (int r = 0; r < N; r++) {
+      pids[r] = fork();
+      ASSERT(pids[r] >= 0);
+      if (pids[r] == 0) {
+        run_rank(&a[r]);
+        _exit(0);
+      }
+    }
+    for (int r = 0; r < N; r++) {
+      int status = 0;
+      ASSERT_EQ(waitpid(pids[r], &status, 0), pids[r]);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        FAIL("rank %d ended with 0x%x", r, status);
+    }
+  } else {
+    pthread_t t[N];
+    for (int r = 0; r < N; r++) ASSERT_EQ(pthread_create(&t[r], NULL, run_rank, &a[r]), 0);
+    for (int r = 0; r < N; r++) ASSERT_EQ(pthread_join(t[r], NULL), 0);
+  }
+  printf("host_readv_bound: %s, %s bytes: %s as expected\n", argv[1], argv[2], argv[3]);
+  return 0;
+}

@@ -1,0 +1,73 @@
+/*
+ * host_shared_cpu.c -- two thread ranks on one CPU: a waiting rank publishes the CPU it waits on,
+ * finds its peer there, and gives the CPU away after a short spin instead of a long one
+ * (host_coll.c, mg__shares_cpu). Both threads are pinned to the CPU the test starts on; after
+ * 2000 all_reduces of 8 bytes each rank's published CPU is that one, and on a quiet machine
+ * (load average below 1) rank 0's median call takes less than 7.5 us: on the 2-CPU development
+ * VM 9.0 us when each wait spun ~2.5 us before it yielded, 5.7 us with the short spin (a call
+ * spans both ranks' turns on the CPU).
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "backend/host/host.h"
+#include "test.h"
+
+#define CALLS 2000
+
+static mg_comm_t *comms[2];
+static int cpu;
+static double times[2][CALLS];
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void *rank(void *p) {
+  const int r = (int)(intptr_t)p;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof set, &set), 0);
+  float x = 1, y = 0;
+  for (int i = 0; i < CALLS; i++) {
+    double t0 = now_s();
+    ASSERT_OK(mg_all_reduce(&x, &y, 1, MG_FLOAT32, MG_SUM, comms[r], NULL));
+    times[r][i] = now_s() - t0;
+    ASSERT(y == 2);
+  }
+  return NULL;
+}
+
+int main(void) {
+  cpu = sched_getcpu();
+  if (cpu < 0) SKIP("sched_getcpu is not available");
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_HOST;
+  ASSERT_OK(mg_comm_init_all(&cfg, 2, NULL, comms));
+  pthread_t t[2];
+  for (int r = 0; r < 2; r++) ASSERT_EQ(pthread_create(&t[r], NULL, rank, (void *)(intptr_t)r), 0);
+  for (int r = 0; r < 2; r++) ASSERT_EQ(pthread_join(t[r], NULL), 0);
+  qsort(times[0], CALLS, sizeof times[0][0], cmp);
+  const double median = times[0][CALLS / 2];
+  double sum = 0;
+  for (int i = 0; i < CALLS; i++) sum += times[0][i];
+  double load = 0;
+  if (getloadavg(&load, 1) != 1) load = 99;
+  printf("host_shared_cpu: 2 ranks on CPU %d: median call %.2f us, mean %.2f us (load average "
+         "%.2f)\n", cpu, median * 1e6, sum / CALLS * 1e6, load);
+  mg__hshm_t *s = &mg__hcomm(comms[0])->shm;
+  for (int r = 0; r < 2; r++) ASSERT_EQ(atomic_load(&s->ranks[r].cpu), cpu + 1);
+  if (load < 1.0) ASSERT_DBL(median, <, 7.5e-6);
+  for (int r = 0; r < 2; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
+  return 0;
+}
