@@ -30,9 +30,8 @@ static const char *mg__tr_state_name(int s) {
   return "unknown";
 }
 
-/* One operation, as readers copy it (mg__tr_read). Its id is not stored: the entry of id sits at
- * (id - 1) % cap and holds it while next_id - id < cap. An operation keeps its slot
- * (op->trace_slot) for its start and end. */
+/* One operation. Its id is not stored: the entry of id sits at (id - 1) % cap and holds it
+ * while next_id - id < cap. An operation keeps its slot (op->trace_slot) for its start and end. */
 typedef struct mg__trace_ent {
   uint64_t seq;    /* the operation's sequence number (per peer for send/recv) */
   uint64_t count;
@@ -46,23 +45,12 @@ typedef struct mg__trace_ent {
   int state;                    /* MG__TR_*; 0: slot never used */
 } mg__trace_ent_t;
 
-/* A slot of the ring: the entry as enqueued and started, written under the ring's lock (its
- * t_end and status unused), and its end, which mg__trace_end may record without that lock (see
- * there): 0 while the operation runs, else its state and status, stored after t_end. */
-typedef struct mg__trace_slot {
-  mg__trace_ent_t ent;
-  _Atomic uint64_t end; /* (uint32_t)status << 32 | MG__TR_COMPLETED or MG__TR_FAILED */
-  _Atomic double t_end;
-} mg__trace_slot_t;
-
 struct mg__trace {
-  pthread_mutex_t lock; /* a leaf: everything below (the ends: see mg__trace_end); held for a
-                         * few stores, or a copy of ent */
+  pthread_mutex_t lock; /* a leaf: everything below; held for a few stores, or a copy of ent */
   uint32_t cap;
   uint64_t next_id;     /* entries made so far */
-  uint64_t enq1;        /* collectives: last enqueued sequence number + 1 */
-  _Atomic uint64_t done1; /* collectives: last completed sequence number + 1 (mg__trace_end) */
-  mg__trace_slot_t *ent; /* [cap] */
+  uint64_t enq1, done1; /* collectives: last enqueued / completed sequence number + 1 */
+  mg__trace_ent_t *ent; /* [cap] */
 };
 
 /* ---- the ring ------------------------------------------------------------------------------ */
@@ -71,7 +59,7 @@ mg_status_t mg__trace_create(mg_comm_t *comm, int entries) {
   comm->trace = NULL;
   if (entries <= 0) return MG_OK;
   mg__trace_t *t = calloc(1, sizeof *t);
-  mg__trace_slot_t *ent = calloc((size_t)entries, sizeof *ent);
+  mg__trace_ent_t *ent = calloc((size_t)entries, sizeof *ent);
   if (t == NULL || ent == NULL) {
     free(t);
     free(ent);
@@ -94,29 +82,14 @@ void mg__trace_destroy(mg_comm_t *comm) {
   comm->trace = NULL;
 }
 
-/* The slot of id (1 <= id <= next_id), or NULL when a newer one took it. */
-static mg__trace_slot_t *mg__tr_slot(mg__trace_t *t, uint64_t id) {
+/* The entry of id (1 <= id <= next_id), or NULL when a newer one took its slot. */
+static mg__trace_ent_t *mg__tr_slot(mg__trace_t *t, uint64_t id) {
   return t->next_id - id < t->cap ? &t->ent[(id - 1) % t->cap] : NULL;
 }
 
-/* op's slot, or NULL when a newer one took it. */
-static mg__trace_slot_t *mg__tr_entry(mg__trace_t *t, const mg__op_t *op) {
+/* op's entry, or NULL when a newer one took its slot. */
+static mg__trace_ent_t *mg__tr_entry(mg__trace_t *t, const mg__op_t *op) {
   return t->next_id - op->trace_id < t->cap ? &t->ent[op->trace_slot] : NULL;
-}
-
-/* The entry in slot sl, with its end (under the ring's lock). */
-static mg__trace_ent_t mg__tr_read(const mg__trace_slot_t *sl) {
-  mg__trace_ent_t e = sl->ent;
-  const uint64_t end = atomic_load_explicit(&sl->end, memory_order_acquire);
-  e.t_end = 0;
-  e.status = MG_INPROGRESS;
-  if (end != 0) {
-    e.state = (int)(end & 0xff);
-    e.status = (mg_status_t)(int32_t)(uint32_t)(end >> 32);
-    e.t_end = atomic_load_explicit(&sl->t_end, memory_order_relaxed);
-    if (e.t_start == 0) e.t_start = e.t_end; /* failed before it started */
-  }
-  return e;
 }
 
 void mg__trace_enqueue(mg__op_t *op, int started, double now) {
@@ -125,18 +98,19 @@ void mg__trace_enqueue(mg__op_t *op, int started, double now) {
   pthread_mutex_lock(&t->lock);
   const uint64_t id = ++t->next_id;
   const uint32_t slot = (uint32_t)((id - 1) % t->cap);
-  mg__trace_ent_t *e = &t->ent[slot].ent;
-  atomic_store_explicit(&t->ent[slot].end, 0, memory_order_relaxed);
+  mg__trace_ent_t *e = &t->ent[slot];
   e->seq = op->seq;
   e->count = op->count;
   e->stream = (uintptr_t)op->stream;
   e->t_enq = now;
   e->t_start = started ? now : 0;
+  e->t_end = 0;
   e->kind = op->kind;
   e->dtype = op->dtype;
   e->root = op->root;
   e->op = !mg__opkind_is_reduction(op->kind) ? -1 : op->redop.premul ? -2 : (int)op->redop.op;
   e->state = started ? MG__TR_STARTED : MG__TR_ENQUEUED;
+  e->status = MG_INPROGRESS;
   if (mg__opkind_is_collective(op->kind)) t->enq1 = op->seq + 1;
   pthread_mutex_unlock(&t->lock);
   op->trace_id = id;
@@ -148,42 +122,28 @@ void mg__trace_start(const mg__op_t *op) {
   if (t == NULL || op->trace_id == 0) return;
   double now = mg__now();
   pthread_mutex_lock(&t->lock);
-  mg__trace_slot_t *sl = mg__tr_entry(t, op);
-  if (sl != NULL) {
-    sl->ent.t_start = now;
-    sl->ent.state = MG__TR_STARTED;
+  mg__trace_ent_t *e = mg__tr_entry(t, op);
+  if (e != NULL) {
+    e->t_start = now;
+    e->state = MG__TR_STARTED;
   }
   pthread_mutex_unlock(&t->lock);
-}
-
-/* Records op's end in its slot. Only the ring's readers can run beside it (see mg__trace_end),
- * and they read the end from the two atomics. */
-static void mg__tr_end(mg__trace_t *t, const mg__op_t *op, double now) {
-  mg__trace_slot_t *sl = mg__tr_entry(t, op);
-  if (sl != NULL) {
-    const int state = op->status < 0 ? MG__TR_FAILED : MG__TR_COMPLETED;
-    atomic_store_explicit(&sl->t_end, now, memory_order_relaxed);
-    atomic_store_explicit(&sl->end, (uint64_t)(uint32_t)op->status << 32 | (uint64_t)state,
-                          memory_order_release);
-  }
-  const uint64_t done1 = atomic_load_explicit(&t->done1, memory_order_relaxed);
-  if (op->status >= 0 && mg__opkind_is_collective(op->kind) && op->seq + 1 > done1)
-    atomic_store_explicit(&t->done1, op->seq + 1, memory_order_relaxed);
 }
 
 void mg__trace_end(const mg__op_t *op) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL || op->trace_id == 0) return;
   double now = mg__now();
-  /* The caller holds op->comm->lock. Without a worker every writer of the ring holds it (the
-   * numbering too: op.h), so nothing else writes the ring now and the end needs no ring lock;
-   * a worker numbers the operations of host streams under seq_lock alone, beside this. */
-  if (op->comm->worker == NULL) {
-    mg__tr_end(t, op, now);
-    return;
-  }
   pthread_mutex_lock(&t->lock);
-  mg__tr_end(t, op, now);
+  mg__trace_ent_t *e = mg__tr_entry(t, op);
+  if (e != NULL) {
+    if (e->t_start == 0) e->t_start = now; /* failed before it started */
+    e->t_end = now;
+    e->status = op->status;
+    e->state = op->status < 0 ? MG__TR_FAILED : MG__TR_COMPLETED;
+  }
+  if (op->status >= 0 && mg__opkind_is_collective(op->kind) && op->seq + 1 > t->done1)
+    t->done1 = op->seq + 1;
   pthread_mutex_unlock(&t->lock);
 }
 
@@ -224,13 +184,13 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
     pthread_mutex_lock(&t->lock);
     uint64_t first = t->next_id > t->cap ? t->next_id - t->cap + 1 : 1;
     for (uint64_t id = first; id <= t->next_id; id++) {
-      const mg__trace_ent_t e = mg__tr_read(mg__tr_slot(t, id));
-      last = e;
-      if (e.state == MG__TR_COMPLETED || e.state == MG__TR_FAILED) continue;
-      if (mg__opkind_is_collective(e.kind)) {
-        if (pend.state == 0) pend = e;
+      mg__trace_ent_t *e = mg__tr_slot(t, id);
+      last = *e;
+      if (e->state == MG__TR_COMPLETED || e->state == MG__TR_FAILED) continue;
+      if (mg__opkind_is_collective(e->kind)) {
+        if (pend.state == 0) pend = *e;
       } else if (p2p.state == 0) {
-        p2p = e;
+        p2p = *e;
       }
     }
     pthread_mutex_unlock(&t->lock);
@@ -372,10 +332,9 @@ mg__trace_snap_t *mg__trace_snapshot(mg_comm_t *comm, const char *reason) {
   pthread_mutex_lock(&t->lock);
   s->recorded = t->next_id;
   s->enq1 = t->enq1;
-  s->done1 = atomic_load_explicit(&t->done1, memory_order_relaxed);
+  s->done1 = t->done1;
   uint64_t first = t->next_id > t->cap ? t->next_id - t->cap + 1 : 1;
-  for (uint64_t id = first; id <= t->next_id; id++)
-    s->ent[s->n++] = mg__tr_read(mg__tr_slot(t, id));
+  for (uint64_t id = first; id <= t->next_id; id++) s->ent[s->n++] = *mg__tr_slot(t, id);
   pthread_mutex_unlock(&t->lock);
   return s;
 }

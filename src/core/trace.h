@@ -7,7 +7,7 @@
  * An entry goes ENQUEUED (numbered, queued on a host stream) -> STARTED (handed to the backend)
  * -> COMPLETED or FAILED. On the host backend with a NULL stream the three happen in one call.
  * The ring's lock (a mutex) is a leaf: it is taken under comm->lock and comm->seq_lock, never the
- * other way. Every writer holds comm->lock, but the numbering of host streams (seq_lock).
+ * other way.
  */
 #ifndef MG_CORE_TRACE_H
 #define MG_CORE_TRACE_H
@@ -24,8 +24,7 @@ void mg__trace_destroy(mg_comm_t *comm);
  * when started is 1. */
 void mg__trace_enqueue(mg__op_t *op, int started, double now);
 void mg__trace_start(const mg__op_t *op);
-/* op ended with op->status. The caller holds op->comm->lock; while op->comm has no worker, that
- * alone keeps the other writers out, and the end is recorded without the ring's lock. */
+/* op ended with op->status. */
 void mg__trace_end(const mg__op_t *op);
 
 /* Where comm stands, for a timeout message: "all_reduce #42 (float32 x 1048576): ranks 0,1,3

@@ -1,6 +1,6 @@
 /*
- * trace_ends.c -- the flight recorder's ends, which the thread that ran an operation records
- * without the ring's lock (core/trace.c), as every dump must see them: an all_reduce that waits
+ * trace_ends.c -- the flight recorder's ends (core/trace.c), as every dump must see them while
+ * the operations run: an all_reduce that waits
  * for a late rank is "started" with no t_end; once done it is "completed" (MG_OK) with
  * t_start <= t_end; one that times out is "failed" (MG_ERR_TIMED_OUT). Then a thread dumps the
  * ring over and over while two thread ranks run 2000 all_reduces: in every dump an entry is
