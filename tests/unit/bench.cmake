@@ -23,3 +23,8 @@ foreach(case fault procs_fault world_fault)
   mg_cli_test(NAME bench_${case} COMMAND ${CMAKE_CURRENT_LIST_DIR}/bench_cli.sh ${case}
               LABELS cli fault)
 endforeach()
+# -g warms every size before it times the first, as nccl-tests does: counted on the simulator.
+if(TARGET mgsim_nccl)
+  mg_cli_test(NAME bench_warm COMMAND ${CMAKE_CURRENT_LIST_DIR}/bench_warm.sh
+              $<TARGET_FILE:mgcomm_cli> $<TARGET_FILE_DIR:mgsim_nccl> LABELS cli sim)
+endif()

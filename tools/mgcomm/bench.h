@@ -202,6 +202,9 @@ struct mg_bench_part {
   /* Measures case k; on the printer fills *row. 0, or -1 once every participant knows that one
    * failed (the failure is printed where it happened). */
   int (*measure)(mg_bench_part_t *p, const mg_bench_case_t *k, mg_bench_result_t *row);
+  /* NULL, or runs case k untimed and unchecked: called for every size of a collective before
+   * the first of them is measured. 0, or -1 after a message. */
+  int (*warm)(mg_bench_part_t *p, const mg_bench_case_t *k);
   /* The communicators of this participant whose memory the preamble shows (bench_memory.c);
    * NULL: none. */
   mg_comm_t *const *comms;

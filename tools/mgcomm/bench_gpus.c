@@ -18,9 +18,10 @@
  * two between iterations). The communicators learn of completion by polling
  * (MG_COMPLETION_POLL), so that no host function sits on a stream between two timed events.
  *
- * For each collective, size and placement: fill and copy in every rank's images, run one checked
- * iteration (timed as a batch of one: it sets the iteration counts), copy out and check every
- * rank, then the warm-up batch and the timed batch.
+ * For each collective: first every size of its sweep runs its warm-up iterations once (as
+ * nccl-tests does); then for each size and placement: fill and copy in every rank's images, run
+ * one checked iteration (timed as a batch of one: it sets the iteration counts), copy out and
+ * check every rank, then the warm-up batch and the timed batch.
  *
  * At the end the communicators are destroyed without mg_comm_finalize: every batch was waited
  * for, so nothing is in flight, and finalize is collective (one thread calling it on one rank
@@ -119,6 +120,16 @@ static mg_status_t mg_bench_gpus_batch(mg_bench_gpus_t *gp, const mg_bench_case_
   return st;
 }
 
+/* Where each rank's operation of case k reads and writes (gp->sp, gp->rp). */
+static void mg_bench_gpus_place(mg_bench_gpus_t *gp, const mg_bench_case_t *k) {
+  const size_t e = mg_dtype_size(k->dtype);
+  for (int q = 0; q < gp->n; q++) {
+    char *buf = gp->buf[q];
+    gp->sp[q] = k->inplace ? buf + (size_t)q * k->g.send_ip_off * e : gp->send[q];
+    gp->rp[q] = buf + (k->inplace ? (size_t)q * k->g.recv_ip_off * e : 0);
+  }
+}
+
 static int mg_bench_gpus_measure(mg_bench_part_t *p, const mg_bench_case_t *k,
                                  mg_bench_result_t *row) {
   mg_bench_gpus_t *gp = (mg_bench_gpus_t *)p;
@@ -127,16 +138,11 @@ static int mg_bench_gpus_measure(mg_bench_part_t *p, const mg_bench_case_t *k,
   const size_t e = mg_dtype_size(k->dtype);
   const size_t bufn = k->g.send_count > k->g.recv_count ? k->g.send_count : k->g.recv_count;
   mg_status_t st = MG_OK;
-  for (int q = 0; q < gp->n; q++) {
-    char *buf = gp->buf[q];
-    gp->sp[q] = k->inplace ? buf + (size_t)q * k->g.send_ip_off * e : gp->send[q];
-    gp->rp[q] = buf + (k->inplace ? (size_t)q * k->g.recv_ip_off * e : 0);
-    if (o->check && st == MG_OK) {
-      mg_bench_fill(k, q, gp->send_img, gp->img);
-      if (!k->inplace)
-        st = mem->put(gp->comms[q], gp->send[q], gp->send_img, k->g.send_count * e);
-      if (st == MG_OK) st = mem->put(gp->comms[q], buf, gp->img, bufn * e);
-    }
+  mg_bench_gpus_place(gp, k);
+  for (int q = 0; q < gp->n && o->check && st == MG_OK; q++) {
+    mg_bench_fill(k, q, gp->send_img, gp->img);
+    if (!k->inplace) st = mem->put(gp->comms[q], gp->send[q], gp->send_img, k->g.send_count * e);
+    if (st == MG_OK) st = mem->put(gp->comms[q], gp->buf[q], gp->img, bufn * e);
   }
   double est = 0;
   if (st == MG_OK) st = mg_bench_gpus_batch(gp, k, 1, 1, &est);
@@ -157,6 +163,23 @@ static int mg_bench_gpus_measure(mg_bench_part_t *p, const mg_bench_case_t *k,
   return 0;
 }
 
+/* Before a collective's first timed size, every size of its sweep runs its warm-up iterations,
+ * as nccl-tests warms every size before it times any: otherwise the first sizes are timed on a
+ * GPU and a host that have only just begun (one H100, NCCL's one-rank all_reduce of 8-128 B: 7.0-
+ * 7.5 us per call in the first of three runs, 5.0 in the third, against nccl-tests' 4.8-5.0;
+ * bench/results/2026-11-24-nccl-vs-nccl-tests-1xH100-after-merges.md). */
+static int mg_bench_gpus_warm(mg_bench_part_t *p, const mg_bench_case_t *k) {
+  mg_bench_gpus_t *gp = (mg_bench_gpus_t *)p;
+  const int iters = p->o->warmup >= 0 ? p->o->warmup : MG_BENCH_WARMUP_DEFAULT;
+  mg_bench_gpus_place(gp, k);
+  mg_status_t st = iters > 0 ? mg_bench_gpus_batch(gp, k, iters, 0, gp->times) : MG_OK;
+  if (st != MG_OK) {
+    mg_bench_failed("gpus", k, st);
+    return -1;
+  }
+  return 0;
+}
+
 int mg_bench_run_gpus(mg_bench_opts_t *o, mg_bench_report_t *rep) {
   const int n = o->nranks;
   const mg_bench_mem_t *mem = &mg_bench_mem_device;
@@ -164,7 +187,7 @@ int mg_bench_run_gpus(mg_bench_opts_t *o, mg_bench_report_t *rep) {
   cfg.backend = MG_BACKEND_NCCL;
   cfg.completion = MG_COMPLETION_POLL;
   mg_bench_gpus_t gp = {.part = {.o = o, .rep = rep, .agree = mg_bench_gpus_agree,
-                                 .measure = mg_bench_gpus_measure},
+                                 .measure = mg_bench_gpus_measure, .warm = mg_bench_gpus_warm},
                         .n = n};
   size_t send_max, buf_max;
   mg_bench_extent(o, &send_max, &buf_max);

@@ -158,6 +158,12 @@ int mg_bench_sweep(mg_bench_part_t *p, int ready, int *completed) {
     if (rep) mg_bench_print_header(stdout, c);
     size_t size = o->minbytes;
     do {
+      mg_bench_case_t k = {c, o->dtype, o->op, o->root, o->nranks, !(o->inplace_modes & 1),
+                           mg_bench_geometry(c, size, o->dtype, o->nranks)};
+      if (p->warm != NULL && p->warm(p, &k) != 0) failed = 1;
+    } while (p->warm != NULL && failed == 0 && mg_bench_next(o, &size));
+    size = o->minbytes;
+    do {
       mg_bench_case_t k = {c, o->dtype, o->op, o->root, o->nranks, 0,
                            mg_bench_geometry(c, size, o->dtype, o->nranks)};
       mg_bench_result_t rows[2];
