@@ -36,32 +36,28 @@ static struct {
   atomic_int any; /* n > 0: lets operations skip the lock while nothing is recorded */
 } mg__known_rec = {PTHREAD_RWLOCK_INITIALIZER, NULL, 0, 0, 0};
 
-int mg__mem_known(const mg_comm_t *comm, const void *p, size_t bytes) {
+/* 1 when [p, p + bytes) lies inside one recorded range of comm's device: an allocation, or (when
+ * registrations) a registration of comm. */
+static int mg__known_find(const mg_comm_t *comm, const void *p, size_t bytes, int registrations) {
   if (atomic_load_explicit(&mg__known_rec.any, memory_order_acquire) == 0) return 0;
   const uintptr_t a = (uintptr_t)p;
   int found = 0;
   pthread_rwlock_rdlock(&mg__known_rec.lock);
   for (int i = 0; i < mg__known_rec.n && !found; i++) {
     const mg__known_t *k = &mg__known_rec.v[i];
-    found = k->device == comm->device && (k->comm == NULL || k->comm == comm) && a >= k->base &&
-            a - k->base <= k->bytes && bytes <= k->bytes - (a - k->base);
+    found = k->device == comm->device && (k->comm == NULL || (registrations && k->comm == comm)) &&
+            a >= k->base && a - k->base <= k->bytes && bytes <= k->bytes - (a - k->base);
   }
   pthread_rwlock_unlock(&mg__known_rec.lock);
   return found;
 }
 
+int mg__mem_known(const mg_comm_t *comm, const void *p, size_t bytes) {
+  return mg__known_find(comm, p, bytes, 1);
+}
+
 int mg__mem_allocated(const mg_comm_t *comm, const void *p, size_t bytes) {
-  if (atomic_load_explicit(&mg__known_rec.any, memory_order_acquire) == 0) return 0;
-  const uintptr_t a = (uintptr_t)p;
-  int found = 0;
-  pthread_rwlock_rdlock(&mg__known_rec.lock);
-  for (int i = 0; i < mg__known_rec.n && !found; i++) {
-    const mg__known_t *k = &mg__known_rec.v[i];
-    found = k->comm == NULL && k->device == comm->device && a >= k->base &&
-            a - k->base <= k->bytes && bytes <= k->bytes - (a - k->base);
-  }
-  pthread_rwlock_unlock(&mg__known_rec.lock);
-  return found;
+  return mg__known_find(comm, p, bytes, 0);
 }
 
 /* Records a range. Without memory it stays out: its buffers are then checked by the driver. */
