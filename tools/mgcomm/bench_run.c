@@ -156,13 +156,14 @@ int mg_bench_sweep(mg_bench_part_t *p, int ready, int *completed) {
       continue;
     }
     if (rep) mg_bench_print_header(stdout, c);
-    size_t size = o->minbytes;
-    do {
+    /* A part that warms (the GPUs') runs every size once before the first is timed. */
+    for (size_t s = o->minbytes, more = p->warm != NULL; more && failed == 0;
+         more = (size_t)mg_bench_next(o, &s)) {
       mg_bench_case_t k = {c, o->dtype, o->op, o->root, o->nranks, !(o->inplace_modes & 1),
-                           mg_bench_geometry(c, size, o->dtype, o->nranks)};
-      if (p->warm != NULL && p->warm(p, &k) != 0) failed = 1;
-    } while (p->warm != NULL && failed == 0 && mg_bench_next(o, &size));
-    size = o->minbytes;
+                           mg_bench_geometry(c, s, o->dtype, o->nranks)};
+      if (p->warm(p, &k) != 0) failed = 1;
+    }
+    size_t size = o->minbytes;
     do {
       mg_bench_case_t k = {c, o->dtype, o->op, o->root, o->nranks, 0,
                            mg_bench_geometry(c, size, o->dtype, o->nranks)};
