@@ -30,6 +30,10 @@
 # default; column cli) and the same with MGCOMM_NCCL_BLOCKING=0 (column clinb), no data check,
 # and a table of times against nccl-tests' with the time target (<= nccl-tests' + 1 us up to
 # 32 MiB; up to 64 MiB on one GPU). -g 1 is allowed (one GPU: nccl-tests -g 1).
+# -A DIR (with -T 1) adds the command line of the source tree in DIR (an earlier commit, e.g.
+# `git archive <commit> | tar -x -C DIR` in a git-ignored folder), built alike into $BUILD/base
+# and run in turn with the others (column base; BASE_COMMIT names it), so that a change to the
+# per-call path is measured against its base in the same call.
 # -B 1 adds a control: bench/nccl_perf --impl raw-blocking (column bl), nccl-tests' blocking
 # communicators driven by our harness, which tells a gap of NCCL's nonblocking mode from one of
 # the harness (buffers, streams, timing).
@@ -56,7 +60,7 @@ out=${OUT:-$build/bench-out}
 src=${NCCL_TESTS_SRC:-$root/.peer/nccl-tests}
 nccl_lib=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
 jobs=${JOBS:-16}
-gpu_counts="" repeats=3 iters=40 warmup=10 minb=8 maxb=4G control=0 fill=random cli=0
+gpu_counts="" repeats=3 iters=40 warmup=10 minb=8 maxb=4G control=0 fill=random cli=0 base=""
 colls=all_reduce,all_gather,reduce_scatter,all_to_all,broadcast,sendrecv
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
@@ -69,6 +73,7 @@ while [ $# -gt 0 ]; do
   -B) control=$2 ;;
   -F) fill=$2 ;;
   -T) cli=$2 ;;
+  -A) base=$(cd "$2" && pwd) ;;
   -e) maxb=$2 ;;
   -c) colls=$2 ;;
   *) echo "nccl_vs_nccl_tests.sh: unknown option $1" >&2; exit 2 ;;
@@ -76,6 +81,7 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 mg_begin nccl_vs_nccl_tests.sh 2 "$out"
+[ -z "$base" ] || [ "$cli" = 1 ] || fail "-A needs -T 1 (it adds a command-line column)"
 
 [ -f "$nccl_lib" ] || fail "no NCCL library at $nccl_lib (set NCCL_LIB)"
 [ -d "$src/src" ] || fail "no nccl-tests source in $src: fetch it first (github:NVIDIA/nccl-tests into .peer/nccl-tests)"
@@ -89,6 +95,7 @@ for g in $gpu_counts; do [ "$g" -le "$ngpu" ] || fail "-g $g: this machine has $
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
 commit=${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+base_commit=${BASE_COMMIT:-unknown}
 hdr="" hdr_code=""
 # ---- the report, defined before anything runs: TERM and INT (the trap below) write what ran
 report() {
@@ -163,15 +170,19 @@ for g in counts:
     doc.append("")
 for g in counts:
     cl = {f: {c: [rows(p) for p in sorted(glob.glob(f"{logs}/{f}-{g}-{c}-*.txt"))] for c in colls}
-          for f in ("cli", "clinb")}
+          for f in ("cli", "clinb", "base")}
+    hb = any(cl["base"].values())
     if not any(cl["cli"].values()):
         continue
     lim = (64 if g == "1" else 32) << 20
     doc += ["## %s GPU%s: time per call (us), mgcomm bench -g %s against nccl-tests" % (g, "" if g == "1" else "s", g), "",
             "cli: mgcomm's command line, blocking communicators (the default); clinb: the same, "
-            "MGCOMM_NCCL_BLOCKING=0; diff: cli - nccl-tests. Target: diff <= 1 us up to %d MiB." % (lim >> 20), "",
-            "| collective | size (B) | nccl-tests oop | cli oop | diff | clinb oop | nccl-tests ip | cli ip | diff | clinb ip | target |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+            "MGCOMM_NCCL_BLOCKING=0; " + ("base: the command line of $base_commit (-A), blocking; " if hb else "")
+            + "diff: cli - nccl-tests. Target: diff <= 1 us up to %d MiB." % (lim >> 20), "",
+            "| collective | size (B) | nccl-tests oop | cli oop | diff | clinb oop |" + (" base oop |" if hb else "")
+            + " nccl-tests ip | cli ip | diff | clinb ip |" + (" base ip |" if hb else "") + " target |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |" + (" ---: |" if hb else "") + " ---: | ---: | ---: | ---: |"
+            + (" ---: |" if hb else "") + " --- |"]
     for c in colls:
         nt = [rows(p) for p in sorted(glob.glob(f"{logs}/nt-{g}-{c}-*.txt"))]
         sizes = sorted(set().union(*[set(x) for x in nt]) & set().union(*[set(x) for x in cl["cli"][c]]))
@@ -184,6 +195,7 @@ for g in counts:
                 d = b - a if a is not None and b is not None else None
                 if d is not None: diffs.append(d)
                 cells += [fmt(a), fmt(b), "%+.2f" % d if d is not None else "", fmt(n_)]
+                if hb: cells.append(fmt(med([x[s][k] for x in cl["base"][c] if s in x])))
             verdict = ""
             if s <= lim and diffs:
                 ok = max(diffs) <= 1.0
@@ -241,6 +253,13 @@ say "building mgcomm in $build"
 { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMGCOMM_TESTING=OFF && cmake --build "$build" -j "$jobs" --target nccl_perf mgcomm_cli; } \
   >"$logs/build-mgcomm.log" 2>&1 || { tail -30 "$logs/build-mgcomm.log" >&2; fail "mgcomm did not build"; }
 
+if [ -n "$base" ]; then
+  say "building the base tree's command line ($base) in $build/base"
+  { cmake -S "$base" -B "$build/base" -DCMAKE_BUILD_TYPE=Release -DMGCOMM_TESTING=OFF &&
+    cmake --build "$build/base" -j "$jobs" --target mgcomm_cli; } >"$logs/build-base.log" 2>&1 ||
+    { tail -30 "$logs/build-base.log" >&2; fail "the base tree did not build"; }
+fi
+
 nt_build="$build/nccl-tests"
 say "building nccl-tests ($(cat "$src/COMMIT" 2>/dev/null || echo 'unknown commit')) for this GPU"
 mg_build_nccl_tests "$src" "$nt_build" "$nccl_lib" "$logs" || fail "nccl-tests did not build"
@@ -251,9 +270,10 @@ export LD_LIBRARY_PATH=$(dirname "$nccl_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PAT
 # ---- 2. bandwidth ---------------------------------------------------------------------------
 forms="nb:raw-nonblocking mg:mgcomm" # log prefix:nccl_perf --impl
 [ "$control" != 1 ] || forms+=" bl:raw-blocking"
-# The command line (-T 1): log prefix:MGCOMM_NCCL_BLOCKING
+# The command line (-T 1): log prefix:MGCOMM_NCCL_BLOCKING (base: the -A tree's, blocking)
 cli_forms=""
 [ "$cli" != 1 ] || cli_forms="cli:1 clinb:0"
+[ -z "$base" ] || cli_forms+=" base:1"
 for g in $gpu_counts; do
   for c in ${colls//,/ }; do
     nt=$nt_build/${c/all_to_all/alltoall}_perf
@@ -270,7 +290,9 @@ for g in $gpu_counts; do
       done
       for form in $cli_forms; do
         log="$logs/${form%%:*}-$g-$c-$r.txt"
-        MGCOMM_NCCL_BLOCKING=${form#*:} "$build/mgcomm" bench -g "$g" -c "$c" -b "$minb" \
+        bin=$build/mgcomm
+        [ "${form%%:*}" != base ] || bin=$build/base/mgcomm
+        MGCOMM_NCCL_BLOCKING=${form#*:} "$bin" bench -g "$g" -c "$c" -b "$minb" \
           -e "$maxb" -f 2 -n "$iters" -w "$warmup" --check 0 >"$log" 2>&1 ||
           { tail -20 "$log" >&2; fail "mgcomm bench ($form) $c failed"; }
       done
