@@ -34,6 +34,9 @@
 # `git archive <commit> | tar -x -C DIR` in a git-ignored folder), built alike into $BUILD/base
 # and run in turn with the others (column base; BASE_COMMIT names it), so that a change to the
 # per-call path is measured against its base in the same call.
+# -P CPUS runs every program under `taskset -c CPUS` (the same CPUs for all): unpinned, one
+# program's time at 8 B-1 MiB on one H100 moved between ~5 and ~7 us from one run to the next,
+# constant within a run (bench/results/2026-11-24-nccl-vs-nccl-tests-1xH100-ctx.md).
 # -B 1 adds a control: bench/nccl_perf --impl raw-blocking (column bl), nccl-tests' blocking
 # communicators driven by our harness, which tells a gap of NCCL's nonblocking mode from one of
 # the harness (buffers, streams, timing).
@@ -61,6 +64,7 @@ src=${NCCL_TESTS_SRC:-$root/.peer/nccl-tests}
 nccl_lib=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
 jobs=${JOBS:-16}
 gpu_counts="" repeats=3 iters=40 warmup=10 minb=8 maxb=4G control=0 fill=random cli=0 base=""
+pin=()
 colls=all_reduce,all_gather,reduce_scatter,all_to_all,broadcast,sendrecv
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
@@ -74,6 +78,7 @@ while [ $# -gt 0 ]; do
   -F) fill=$2 ;;
   -T) cli=$2 ;;
   -A) base=$(cd "$2" && pwd) ;;
+  -P) pin=(taskset -c "$2") ;;
   -e) maxb=$2 ;;
   -c) colls=$2 ;;
   *) echo "nccl_vs_nccl_tests.sh: unknown option $1" >&2; exit 2 ;;
@@ -125,6 +130,7 @@ doc = ["# mgcomm (NCCL backend) vs nccl-tests", "",
        (lib_of((glob.glob(logs + "/nt-*") or [None])[0], r"nccl-library=(\d+)"), "$hdr_code"),
        "- mgcomm $commit: bench/nccl_perf; nccl-tests $(cat "$src/COMMIT" 2>/dev/null | cut -c1-12): <coll>_perf; "
        "-b $minb -e $maxb -f 2 -n $iters -w $warmup, no data check (nccl_perf --fill $fill); medians of %d alternated runs each" % R,
+       "- CPUs: ${pin[*]:-not pinned}",
        "- NCCL_NVLS_ENABLE=0; mgcomm's communicators are blocking (the default; nb and clinb: "
        "nonblocking), nccl-tests' blocking; both set nvlinkCentricSched=1 on NCCL >= 2.28", ""]
 missed = []
@@ -280,11 +286,11 @@ for g in $gpu_counts; do
     [ -x "$nt" ] || fail "no $nt"
     for r in $(seq 1 "$repeats"); do
       say "$g GPUs, $c, run $r of $repeats"
-      "$nt" -g "$g" -b "$minb" -e "$maxb" -f 2 -n "$iters" -w "$warmup" -c 0 \
+      "${pin[@]}" "$nt" -g "$g" -b "$minb" -e "$maxb" -f 2 -n "$iters" -w "$warmup" -c 0 \
         >"$logs/nt-$g-$c-$r.txt" 2>&1 || { tail -20 "$logs/nt-$g-$c-$r.txt" >&2; fail "nccl-tests $c failed"; }
       for form in $forms; do
         log="$logs/${form%%:*}-$g-$c-$r.txt"
-        "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" \
+        "${pin[@]}" "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" \
           -w "$warmup" --impl "${form#*:}" --fill "$fill" >"$log" 2>&1 ||
           { tail -20 "$log" >&2; fail "nccl_perf --impl ${form#*:} $c failed"; }
       done
@@ -292,7 +298,7 @@ for g in $gpu_counts; do
         log="$logs/${form%%:*}-$g-$c-$r.txt"
         bin=$build/mgcomm
         [ "${form%%:*}" != base ] || bin=$build/base/mgcomm
-        MGCOMM_NCCL_BLOCKING=${form#*:} "$bin" bench -g "$g" -c "$c" -b "$minb" \
+        MGCOMM_NCCL_BLOCKING=${form#*:} "${pin[@]}" "$bin" bench -g "$g" -c "$c" -b "$minb" \
           -e "$maxb" -f 2 -n "$iters" -w "$warmup" --check 0 >"$log" 2>&1 ||
           { tail -20 "$log" >&2; fail "mgcomm bench ($form) $c failed"; }
       done
@@ -307,7 +313,7 @@ og=${gpu_counts%% *}
 for chk in 1 m 0; do
   say "host-side cost, pointer checks $chk, $og GPUs"
   # A failure here leaves the bandwidth tables standing: the report says "not measured".
-  MGCOMM_CHECK_POINTERS=${chk/m/1} "$build/bench/nccl_perf" overhead -g "$og" -n 20000 -B 8 \
+  MGCOMM_CHECK_POINTERS=${chk/m/1} "${pin[@]}" "$build/bench/nccl_perf" overhead -g "$og" -n 20000 -B 8 \
     -M "$([ "$chk" = m ] && echo 1 || echo 0)" \
     >"$logs/overhead-$chk.txt" 2>&1 || { tail -20 "$logs/overhead-$chk.txt" >&2; say "nccl_perf overhead failed"; }
 done
