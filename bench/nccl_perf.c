@@ -16,7 +16,7 @@
  *       nccl-tests sets it. The buffers are left as allocated (--fill none, as nccl-tests -c 0
  *       leaves them), or written first (zero; random, as nccl-tests -c 1 writes them).
  *
- *   nccl_perf overhead -g N [-n calls] [-B bytes] [-M 0|1]
+ *   nccl_perf overhead -g N [-n calls] [-B bytes] [-M 0|1] [-X 0|1]
  *       The host-side cost of one call: one thread per GPU, each with three communicators of
  *       the same ranks: raw NCCL blocking (NCCL's default), raw NCCL nonblocking (as mgcomm
  *       makes them: the call, then ncclCommGetAsyncError until it leaves ncclInProgress) and
@@ -31,7 +31,10 @@
  *       NCCL's own time outside NCCL (the probe's floor). MGCOMM_CHECK_POINTERS decides whether
  *       mgcomm's pointer checks are on (run it twice to see both), MGCOMM_NCCL_BLOCKING its
  *       mode; -M 1 gives mgcomm buffers of mg_mem_alloc, which its checks find in its own record
- *       (no driver call), where by default it uses the raw forms' cuMemAlloc buffers.
+ *       (no driver call), where by default it uses the raw forms' cuMemAlloc buffers; -X 1
+ *       starts each mgcomm call with no current context on the thread (set back outside the
+ *       timed calls), as every call of a program without CUDA of its own found it before mgcomm
+ *       kept its context current on such a thread.
  *
  * Buffers and streams come from the CUDA driver through mgcomm's loader (this is a benchmark
  * program of the project, like its tests), raw NCCL through the loader's table; the operations
@@ -439,6 +442,7 @@ typedef struct {
   int calls;
   size_t bytes;
   int mgmem; /* -M 1: mgcomm's buffers come from mg_mem_alloc (checked against its record) */
+  int noctx; /* -X 1: no current context when an mgcomm call begins */
   mg__ncclUniqueId id_b, id_nb;
   mg_comm_t *mg[MAXG];
   double *samples[MAXG][V_COUNT];
@@ -507,15 +511,18 @@ static void *ovh_rank(void *arg) {
         ovh.samples[r][V_RAW_OUTSIDE][i] = (te - ta) - (nccl_last - nccl_first);
         nccl_ok(res, cn, "ncclAllReduce");
       } else {
+        if (ovh.noctx) CU(cuda_real.CtxSetCurrent(NULL), "cuCtxSetCurrent"); /* untimed */
+        const double tm = now_s();
         cuda_timing = 1;
         mg_status_t m = mg_all_reduce(ms, md, count, MG_FLOAT32, MG_SUM, ovh.mg[r], (mg_stream_t)st);
         const double te = now_s();
         cuda_timing = 0;
+        if (ovh.noctx) CU(cuda_real.CtxSetCurrent(gpus[r].ctx), "cuCtxSetCurrent");
         if (m != MG_OK) die("mg_all_reduce", m);
         if (nccl_first == 0) die("mg_all_reduce made no NCCL call", MG_ERR_INTERNAL);
-        ovh.samples[r][V_MGCOMM][i] = te - ta;
-        ovh.samples[r][V_MGCOMM_OWN][i] = (te - ta) - (nccl_last - nccl_first);
-        ovh.samples[r][V_MGCOMM_PRE][i] = nccl_first - ta;
+        ovh.samples[r][V_MGCOMM][i] = te - tm;
+        ovh.samples[r][V_MGCOMM_OWN][i] = (te - tm) - (nccl_last - nccl_first);
+        ovh.samples[r][V_MGCOMM_PRE][i] = nccl_first - tm;
         ovh.samples[r][V_MGCOMM_POST][i] = te - nccl_last;
         ovh.samples[r][V_MGCOMM_DRIVER][i] = cuda_sum;
         ovh.samples[r][V_MGCOMM_CODE][i] = ovh.samples[r][V_MGCOMM_OWN][i] - cuda_sum;
@@ -606,7 +613,7 @@ static void usage(void) {
           "usage: nccl_perf bw -g N [-c coll] [-b min] [-e max] [-f factor] [-n iters] "
           "[-w warmup] [-d dtype] [--impl mgcomm|raw-nonblocking|raw-blocking]\n"
           "                [--fill none|zero|random]\n"
-          "       nccl_perf overhead -g N [-n calls] [-B bytes] [-M 0|1]\n");
+          "       nccl_perf overhead -g N [-n calls] [-B bytes] [-M 0|1] [-X 0|1]\n");
   exit(2);
 }
 
@@ -632,6 +639,7 @@ int main(int argc, char **argv) {
     else if (strcmp(a, "-w") == 0) o.warmup = atoi(v);
     else if (strcmp(a, "-B") == 0) bytes = parse_size(v);
     else if (strcmp(a, "-M") == 0) ovh.mgmem = atoi(v) != 0;
+    else if (strcmp(a, "-X") == 0) ovh.noctx = atoi(v) != 0;
     else if (strcmp(a, "--impl") == 0) {
       o.impl = -1;
       for (int k = 0; k < 3; k++)
