@@ -602,11 +602,9 @@ MG_EXTERN size_t mg_comm_last_error(const mg_comm_t *comm, char *buf, size_t len
  * Completion: on the host backend with stream NULL the operation has completed when the call
  * returns (outside a group); on a host stream it is queued for the rank's worker and the call
  * returns (its errors are the stream's, see mg_record). On the NCCL backend it is enqueued on the
- * CUDA stream and the call returns (NCCL's stream semantics); the calling thread's current CUDA
- * context is as it was, except that a thread with none keeps the device's primary context
- * current afterwards, as the CUDA runtime does on a thread's first call. Errors of the
- * operation itself (MG_ERR_TIMED_OUT, MG_ERR_REMOTE, MG_ERR_ABORTED, MG_ERR_BACKEND) move the
- * communicator to MG_COMM_ERROR. A stream of another communicator, or on the host backend a stream that is not a
+ * CUDA stream and the call returns (NCCL's stream semantics). Errors of the operation itself
+ * (MG_ERR_TIMED_OUT, MG_ERR_REMOTE, MG_ERR_ABORTED, MG_ERR_BACKEND) move the communicator to
+ * MG_COMM_ERROR. A stream of another communicator, or on the host backend a stream that is not a
  * host stream, is MG_ERR_INVALID_ARGUMENT.
  *
  * Inside mg_group_begin/end the call only validates and records the operation; it runs at

@@ -36,7 +36,3 @@ void mg__device_ctx_leave(mg__CUcontext ctx, mg__CUcontext saved) {
    * another thread); then no context is current, which is the best that can be done. */
   if (saved != ctx) (void)mg__cuda.CtxSetCurrent(saved);
 }
-
-void mg__device_ctx_leave_keep(mg__CUcontext ctx, mg__CUcontext saved) {
-  if (saved != NULL) mg__device_ctx_leave(ctx, saved);
-}

@@ -6,8 +6,7 @@
  * Contexts: mgcomm uses each device through its primary context, the one the CUDA runtime uses,
  * so programs that use the runtime (cudaMalloc, cudaStream_t) interoperate with mgcomm, and NCCL
  * (which uses the runtime) sees the device mgcomm made current. A call that makes a context
- * current restores the caller's afterwards (mg__device_ctx_enter / _leave); an operation leaves
- * its context current on a thread that had none (mg__device_ctx_leave_keep).
+ * current restores the caller's afterwards (mg__device_ctx_enter / _leave).
  */
 #ifndef MG_DEVICE_DEVICE_H
 #define MG_DEVICE_DEVICE_H
@@ -39,13 +38,6 @@ void mg__device_ctx_release(mg__CUdevice dev);
  * mg__device_ctx_leave(ctx, *saved) puts it back. Cheap when ctx is already current. */
 mg_status_t mg__device_ctx_enter(mg__CUcontext ctx, mg__CUcontext *saved);
 void mg__device_ctx_leave(mg__CUcontext ctx, mg__CUcontext saved);
-/* As mg__device_ctx_leave, except that a thread which had no current context (saved NULL) keeps
- * ctx, a primary context, as the CUDA runtime keeps the one its first call makes current. For
- * the operations of a communicator: a program with no CUDA of its own (mgcomm bench) would
- * otherwise switch contexts twice per call, and the runtime that NCCL calls inside re-binds
- * itself after each switch. The runtime holds its own reference to every primary context that
- * NCCL used until the process ends (or cudaDeviceReset), so the context left current stays. */
-void mg__device_ctx_leave_keep(mg__CUcontext ctx, mg__CUcontext saved);
 
 /* ---- Pointer and stream checks (memcheck.c; the rules are mgcomm.h's "Operations") */
 

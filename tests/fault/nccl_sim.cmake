@@ -31,11 +31,4 @@ if(MGCOMM_TESTING)
           TIMEOUT 60 ENV ${_mg_env} MGCOMM_NCCL_BLOCKING=1 NCCL_COMM_SPLIT_SHARE_RESOURCES=1)
   target_include_directories(nccl_channels PRIVATE ${PROJECT_SOURCE_DIR}/tests/sim)
   add_dependencies(nccl_channels mgsim_cuda mgsim_nccl)
-  # Which context an operation leaves current: the caller's, or on a thread without one the
-  # communicator's (device/context.c, mg__device_ctx_leave_keep).
-  foreach(b 1 0)
-    mg_test(NAME nccl_ctx_${b} EXE nccl_ctx SOURCES ${PROJECT_SOURCE_DIR}/tests/unit/nccl_ctx.c
-            LABELS sim TIMEOUT 60 ENV ${_mg_env} MGCOMM_NCCL_BLOCKING=${b})
-  endforeach()
-  add_dependencies(nccl_ctx mgsim_cuda mgsim_nccl)
 endif()

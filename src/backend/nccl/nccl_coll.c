@@ -454,7 +454,7 @@ static inline __attribute__((always_inline)) mg_status_t mg__nccl_launch_n(mg__o
     if (__builtin_expect(ops[i]->redop.premul, 0))
       /* Fails only for an op NCCL does not know, which cannot be: nothing to undo. */
       (void)mg__nccl.RedOpDestroy(rops[i], mg__ncomm(ops[i]->comm)->nc);
-  mg__device_ctx_leave_keep(ctx, saved);
+  mg__device_ctx_leave(ctx, saved);
 out:
   /* One NCCL group succeeds or fails as a whole. */
   for (int i = 0; i < n; i++) ops[i]->status = st;

@@ -421,7 +421,7 @@ mg_status_t mg__nccl_kern_launch(mg__op_t *const *ops, int n) {
       s = mg__kern_all_reduce(nx->kern->ctx, op->send, op->recv, op->count, op->dtype,
                               op->redop.op, (mg__kern_algo_t)algo[i],
                               mg__nccl_kern_lends(nx->kern, op), (mg__CUstream)op->stream);
-      mg__device_ctx_leave_keep(nx->ctx, saved);
+      mg__device_ctx_leave(nx->ctx, saved);
     }
     op->status = s;
     if (s != MG_OK)
