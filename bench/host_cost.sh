@@ -15,7 +15,7 @@
 #
 #   bench/host_cost.sh [-g gpus] [-R rounds] [-n calls] [-A base_source_dir] [-X 0|1]
 # -X 1: each mgcomm call starts with no current context on its thread (nccl_perf overhead -X 1),
-# as every call of a program without CUDA of its own found it before 406b3d1.
+# as every call of a program without CUDA of its own (mgcomm bench) finds it.
 # Environment: SOURCE_COMMIT, BASE_COMMIT (names in the report), NCCL_LIB (default
 # /usr/lib/x86_64-linux-gnu/libnccl.so.2), JOBS (16), BUILD, OUT.
 # Exit code: 0 when this tree's median own share is at most 1 us with the checks off and on,

@@ -33,8 +33,8 @@
  *       mode; -M 1 gives mgcomm buffers of mg_mem_alloc, which its checks find in its own record
  *       (no driver call), where by default it uses the raw forms' cuMemAlloc buffers; -X 1
  *       starts each mgcomm call with no current context on the thread (set back outside the
- *       timed calls), as every call of a program without CUDA of its own found it before mgcomm
- *       kept its context current on such a thread.
+ *       timed calls), as every call of a program without CUDA of its own (mgcomm bench) finds
+ *       it: mgcomm makes its context current for the call and puts none back.
  *
  * Buffers and streams come from the CUDA driver through mgcomm's loader (this is a benchmark
  * program of the project, like its tests), raw NCCL through the loader's table; the operations
