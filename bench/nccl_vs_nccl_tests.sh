@@ -34,9 +34,10 @@
 # `git archive <commit> | tar -x -C DIR` in a git-ignored folder), built alike into $BUILD/base
 # and run in turn with the others (column base; BASE_COMMIT names it), so that a change to the
 # per-call path is measured against its base in the same call.
-# -P CPUS runs every program under `taskset -c CPUS` (the same CPUs for all): unpinned, one
-# program's time at 8 B-1 MiB on one H100 moved between ~5 and ~7 us from one run to the next,
-# constant within a run (bench/results/2026-11-24-nccl-vs-nccl-tests-1xH100-ctx.md).
+# -P CPUS runs every program under `taskset -c CPUS` (the same CPUs for all). On one H100 a
+# program's time per call holds one level through a run and moves between runs (nccl-tests at
+# 8 B: 4.5-7.8 us), pinned or not, even to one vCPU (bench/results/2026-11-24-nccl-vs-nccl-
+# tests-1xH100-ctx.md): only the medians of many runs compare programs there.
 # -B 1 adds a control: bench/nccl_perf --impl raw-blocking (column bl), nccl-tests' blocking
 # communicators driven by our harness, which tells a gap of NCCL's nonblocking mode from one of
 # the harness (buffers, streams, timing).
