@@ -3,18 +3,24 @@
  * bench/nccl_vs_nccl_tests.sh (the same GPUs, the same call, the same method):
  *
  *   nccl_perf bw -g N [-c coll] [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-d dtype]
- *                [--impl mgcomm|raw-nonblocking|raw-blocking] [--fill none|zero|random]
+ *                [--impl mgcomm|raw-nonblocking|raw-blocking|paired] [--fill none|zero|random]
  *       One process, one thread, N GPUs (mg_comm_init_all; raw-*: NCCL called directly, its
  *       communicators nonblocking as mgcomm's, or blocking as nccl-tests'), so that a gap to
  *       nccl-tests can be told apart: NCCL's nonblocking mode, or mgcomm. Per size: the warm-up iterations,
  *       then the timed ones back to back, each one mg_group over the N ranks (nccl-tests -g N
- *       does one ncclGroup per iteration), then a wait for every stream; time = elapsed / iters
+ *       does one ncclGroup per iteration; one GPU calls alone, as nccl-tests -g 1 does), then a
+ *       wait for every stream; time = elapsed / iters
  *       on the host clock, as nccl-tests does without -G. Out of place, then in place where
  *       mgcomm has the form. Prints nccl-tests' table (size count type redop root, then time
  *       algbw busbw #wrong twice), so one parser reads both; #wrong is N/A (no check: the GPU
  *       tests check results). The communicators get nvlinkCentricSched=1 on NCCL >= 2.28, as
  *       nccl-tests sets it. The buffers are left as allocated (--fill none, as nccl-tests -c 0
  *       leaves them), or written first (zero; random, as nccl-tests -c 1 writes them).
+ *       --impl paired times raw NCCL (blocking communicators, as nccl-tests') and mgcomm in
+ *       one process, on the same buffers (mgcomm's), a batch of each in turn 5 times per size
+ *       and placement (the order swapped each time), and prints the medians of both and their
+ *       difference: a process's speed moves by up to 1.8x from one run to the next on the
+ *       shared GPU machines, which a comparison of separate programs cannot take out.
  *
  *   nccl_perf overhead -g N [-n calls] [-B bytes] [-M 0|1] [-X 0|1]
  *       The host-side cost of one call: one thread per GPU, each with three communicators of
@@ -130,8 +136,9 @@ static size_t parse_size(const char *s) {
 
 /* ---- bandwidth ------------------------------------------------------------------------------ */
 
-enum { IMPL_MGCOMM, IMPL_RAW_NONBLOCKING, IMPL_RAW_BLOCKING };
-static const char *const impl_name[] = {"mgcomm", "raw-nonblocking", "raw-blocking"};
+enum { IMPL_MGCOMM, IMPL_RAW_NONBLOCKING, IMPL_RAW_BLOCKING, IMPL_PAIRED, IMPL_COUNT };
+static const char *const impl_name[] = {"mgcomm", "raw-nonblocking", "raw-blocking", "paired"};
+#define PAIRED_ROUNDS 5
 
 typedef struct {
   mg_bench_coll_t coll;
@@ -255,34 +262,38 @@ static void raw_call(mg_bench_coll_t c, const void *s, void *d, size_t count, mg
   nccl_ok(res, nc, "a raw NCCL collective");
 }
 
-/* One timed point: seconds per iteration. */
-static double bw_point(const bw_opts_t *o, mg_comm_t **comms, void **sb, void **rb,
+static int cmp_d(const void *a, const void *b);
+
+/* One timed point of impl (not paired): seconds per iteration. Each iteration is one group
+ * over the GPUs; one GPU posts its call alone, as nccl-tests -g 1 does. */
+static double bw_point(const bw_opts_t *o, int impl, mg_comm_t **comms, void **sb, void **rb,
                        const mg_bench_geom_t *g, int inplace) {
   const size_t e = mg_dtype_size(o->dtype);
+  const int grouped = ngpus > 1;
   for (int pass = 0; pass < 2; pass++) {
     const int n = pass == 0 ? o->warmup : o->iters;
     const double t0 = now_s();
     for (int i = 0; i < n; i++) {
-      if (o->impl != IMPL_MGCOMM) {
-        nccl_ok(mg__nccl.GroupStart(), NULL, "ncclGroupStart");
+      if (impl != IMPL_MGCOMM) {
+        if (grouped) nccl_ok(mg__nccl.GroupStart(), NULL, "ncclGroupStart");
         for (int r = 0; r < ngpus; r++) {
           char *send = inplace ? (char *)rb[r] + (size_t)r * g->send_ip_off * e : sb[r];
           char *recv = (char *)rb[r] + (inplace ? (size_t)r * g->recv_ip_off * e : 0);
           raw_call(o->coll, send, recv, g->count, o->dtype, r);
         }
-        nccl_ok(mg__nccl.GroupEnd(), NULL, "ncclGroupEnd");
-        for (int r = 0; r < ngpus && o->impl == IMPL_RAW_NONBLOCKING; r++)
+        if (grouped) nccl_ok(mg__nccl.GroupEnd(), NULL, "ncclGroupEnd");
+        for (int r = 0; r < ngpus && impl == IMPL_RAW_NONBLOCKING; r++)
           nccl_settle(raw[r], "ncclGroupEnd");
         continue;
       }
-      mg_status_t st = mg_group_begin();
+      mg_status_t st = grouped ? mg_group_begin() : MG_OK;
       for (int r = 0; r < ngpus && st == MG_OK; r++) {
         char *send = inplace ? (char *)rb[r] + (size_t)r * g->send_ip_off * e : sb[r];
         char *recv = (char *)rb[r] + (inplace ? (size_t)r * g->recv_ip_off * e : 0);
         st = mg_bench_call(o->coll, send, recv, g->count, o->dtype, MG_SUM, 0, comms[r], r,
                            ngpus, (mg_stream_t)gpus[r].stream);
       }
-      mg_status_t end = mg_group_end();
+      mg_status_t end = grouped ? mg_group_end() : MG_OK;
       if (st != MG_OK) die(mg_bench_coll_name(o->coll), st);
       if (end != MG_OK) die(mg_bench_coll_name(o->coll), end);
     }
@@ -299,12 +310,13 @@ static int run_bw(const bw_opts_t *o) {
   if (mg_library_info(MG_LIB_NCCL, &li) == MG_OK && li.version >= 22800)
     cfg.nccl_nvlink_centric_sched = 1; /* as nccl-tests sets it */
   mg_comm_t *comms[MAXG] = {NULL};
-  if (o->impl == IMPL_MGCOMM) {
+  const int paired = o->impl == IMPL_PAIRED;
+  const int with_mg = o->impl == IMPL_MGCOMM || paired, with_raw = o->impl != IMPL_MGCOMM;
+  if (with_mg) {
     mg_status_t st = mg_comm_init_all(&cfg, ngpus, NULL, comms);
     if (st != MG_OK) die("mg_comm_init_all", st);
-  } else {
-    raw_init(o->impl == IMPL_RAW_BLOCKING);
   }
+  if (with_raw) raw_init(o->impl != IMPL_RAW_NONBLOCKING);
   size_t smax = 16, rmax = 16;
   for (size_t b = o->minb;; b *= o->factor) {
     mg_bench_geom_t g = mg_bench_geometry(o->coll, b, o->dtype, ngpus);
@@ -315,7 +327,7 @@ static int run_bw(const bw_opts_t *o) {
   }
   void *sb[MAXG], *rb[MAXG];
   for (int r = 0; r < ngpus; r++) {
-    mg_comm_t *owner = o->impl == IMPL_MGCOMM ? comms[r] : NULL;
+    mg_comm_t *owner = with_mg ? comms[r] : NULL; /* paired: raw NCCL uses mgcomm's too */
     sb[r] = bw_buffer(r, smax, owner), rb[r] = bw_buffer(r, rmax, owner);
     bw_fill(r, sb[r], smax, o->fill, 2 * (uint64_t)r + 1);
     bw_fill(r, rb[r], rmax, o->fill, 2 * (uint64_t)r + 2);
@@ -325,8 +337,14 @@ static int run_bw(const bw_opts_t *o) {
          li.version_string, o->iters, o->warmup,
          mg__nccl.MemAlloc != NULL ? "ncclMemAlloc" : "cuMemAlloc", fill_name[o->fill]);
   printf("# Collective test starting: %s_perf\n", mg_bench_coll_name(o->coll));
-  printf("#       size         count      type   redop    root     time   algbw   busbw #wrong"
-         "     time   algbw   busbw #wrong\n");
+  if (paired)
+    printf("# paired: us per iteration, medians of %d turns; raw: NCCL's blocking communicators "
+           "called directly; diff: mgcomm - raw\n"
+           "#       size         count      type   redop    root  raw-oop   mg-oop     diff"
+           "   raw-ip    mg-ip     diff\n", PAIRED_ROUNDS);
+  else
+    printf("#       size         count      type   redop    root     time   algbw   busbw #wrong"
+           "     time   algbw   busbw #wrong\n");
   const double factor = mg_bench_bus_factor(o->coll, ngpus);
   for (size_t b = o->minb;; b *= o->factor) {
     mg_bench_geom_t g = mg_bench_geometry(o->coll, b, o->dtype, ngpus);
@@ -335,10 +353,23 @@ static int run_bw(const bw_opts_t *o) {
            mg_bench_coll_rooted(o->coll) ? 0 : -1);
     for (int ip = 0; ip < 2; ip++) {
       if (ip && !mg_bench_coll_has_inplace(o->coll)) {
-        printf("  %7s  %6s  %6s  %5s", "N/A", "N/A", "N/A", "N/A");
+        printf(paired ? "  %7s  %7s  %7s" : "  %7s  %6s  %6s  %5s", "N/A", "N/A", "N/A", "N/A");
         continue;
       }
-      const double sec = bw_point(o, comms, sb, rb, &g, ip);
+      if (paired) {
+        double t[2][PAIRED_ROUNDS]; /* [0]: raw, [1]: mgcomm */
+        for (int k = 0; k < PAIRED_ROUNDS; k++)
+          for (int j = 0; j < 2; j++) {
+            const int w = (j + k) % 2; /* who goes first swaps each turn */
+            t[w][k] = bw_point(o, w ? IMPL_MGCOMM : IMPL_RAW_BLOCKING, comms, sb, rb, &g, ip);
+          }
+        qsort(t[0], PAIRED_ROUNDS, sizeof(double), cmp_d);
+        qsort(t[1], PAIRED_ROUNDS, sizeof(double), cmp_d);
+        const double raw_us = t[0][PAIRED_ROUNDS / 2] * 1e6, mg_us = t[1][PAIRED_ROUNDS / 2] * 1e6;
+        printf("  %7.2f  %7.2f  %+7.2f", raw_us, mg_us, mg_us - raw_us);
+        continue;
+      }
+      const double sec = bw_point(o, o->impl, comms, sb, rb, &g, ip);
       const double algbw = (double)g.algbw_bytes / 1e9 / sec;
       printf("  %7.2f  %6.2f  %6.2f  %5s", sec * 1e6, algbw, algbw * factor, "N/A");
     }
@@ -347,13 +378,12 @@ static int run_bw(const bw_opts_t *o) {
     if (b > o->maxb / o->factor) break;
   }
   for (int r = 0; r < ngpus; r++) {
-    bw_buffer_release(r, sb[r], o->impl == IMPL_MGCOMM);
-    bw_buffer_release(r, rb[r], o->impl == IMPL_MGCOMM);
-    if (o->impl == IMPL_MGCOMM && mg_comm_destroy(comms[r]) != MG_OK)
-      die("mg_comm_destroy", MG_ERR_INTERNAL);
+    bw_buffer_release(r, sb[r], with_mg);
+    bw_buffer_release(r, rb[r], with_mg);
+    if (with_mg && mg_comm_destroy(comms[r]) != MG_OK) die("mg_comm_destroy", MG_ERR_INTERNAL);
   }
   /* Raw communicators: one group of ncclCommDestroy (a collective of the node's ranks). */
-  if (o->impl != IMPL_MGCOMM) {
+  if (with_raw) {
     nccl_ok(mg__nccl.GroupStart(), NULL, "ncclGroupStart");
     for (int r = 0; r < ngpus; r++) nccl_ok(mg__nccl.CommDestroy(raw[r]), raw[r], "ncclCommDestroy");
     nccl_ok(mg__nccl.GroupEnd(), NULL, "ncclGroupEnd");
@@ -611,7 +641,7 @@ static int run_overhead(int calls, size_t bytes) {
 static void usage(void) {
   fprintf(stderr,
           "usage: nccl_perf bw -g N [-c coll] [-b min] [-e max] [-f factor] [-n iters] "
-          "[-w warmup] [-d dtype] [--impl mgcomm|raw-nonblocking|raw-blocking]\n"
+          "[-w warmup] [-d dtype] [--impl mgcomm|raw-nonblocking|raw-blocking|paired]\n"
           "                [--fill none|zero|random]\n"
           "       nccl_perf overhead -g N [-n calls] [-B bytes] [-M 0|1] [-X 0|1]\n");
   exit(2);
@@ -642,7 +672,7 @@ int main(int argc, char **argv) {
     else if (strcmp(a, "-X") == 0) ovh.noctx = atoi(v) != 0;
     else if (strcmp(a, "--impl") == 0) {
       o.impl = -1;
-      for (int k = 0; k < 3; k++)
+      for (int k = 0; k < IMPL_COUNT; k++)
         if (strcmp(v, impl_name[k]) == 0) o.impl = k;
       if (o.impl < 0) usage();
     } else if (strcmp(a, "--fill") == 0) {

@@ -34,6 +34,10 @@
 # `git archive <commit> | tar -x -C DIR` in a git-ignored folder), built alike into $BUILD/base
 # and run in turn with the others (column base; BASE_COMMIT names it), so that a change to the
 # per-call path is measured against its base in the same call.
+# -I 1 adds, per run, raw NCCL and mgcomm timed in one process (bench/nccl_perf --impl paired:
+# a batch of each in turn, 5 times per size), with the time target judged on their difference:
+# the separate programs' levels move between runs by more than the target (below). It takes
+# about ten times one program's time per size: keep -e small with it.
 # -P CPUS runs every program under `taskset -c CPUS` (the same CPUs for all). On one H100 a
 # program's time per call holds one level through a run and moves between runs (nccl-tests at
 # 8 B: 4.5-7.8 us), pinned or not, even to one vCPU (bench/results/2026-11-24-nccl-vs-nccl-
@@ -64,7 +68,7 @@ out=${OUT:-$build/bench-out}
 src=${NCCL_TESTS_SRC:-$root/.peer/nccl-tests}
 nccl_lib=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
 jobs=${JOBS:-16}
-gpu_counts="" repeats=3 iters=40 warmup=10 minb=8 maxb=4G control=0 fill=random cli=0 base=""
+gpu_counts="" repeats=3 iters=40 warmup=10 minb=8 maxb=4G control=0 fill=random cli=0 base="" paired=0
 pin=()
 colls=all_reduce,all_gather,reduce_scatter,all_to_all,broadcast,sendrecv
 while [ $# -gt 0 ]; do
@@ -80,6 +84,7 @@ while [ $# -gt 0 ]; do
   -T) cli=$2 ;;
   -A) base=$(cd "$2" && pwd) ;;
   -P) pin=(taskset -c "$2") ;;
+  -I) paired=$2 ;;
   -e) maxb=$2 ;;
   -c) colls=$2 ;;
   *) echo "nccl_vs_nccl_tests.sh: unknown option $1" >&2; exit 2 ;;
@@ -210,6 +215,44 @@ for g in counts:
                 if not ok: missed.append(f"{g} GPUs {c} {s} B: +{max(diffs):.2f} us")
             doc.append(f"| {c} | {s} | " + " | ".join(cells) + f" | {verdict} |")
     doc.append("")
+def pair_rows(path):
+    out = {}
+    for line in open(path):
+        f = line.split()
+        if len(f) == 11 and f[0].isdigit():
+            num = lambda s: float(s) if s != "N/A" else None
+            out[int(f[0])] = tuple(num(x) for x in f[5:11])  # raw, mg, diff; oop then ip
+    return out
+for g in counts:
+    pr = {c: [pair_rows(p) for p in sorted(glob.glob(f"{logs}/pair-{g}-{c}-*.txt"))] for c in colls}
+    if not any(pr.values()):
+        continue
+    lim = (64 if g == "1" else 32) << 20
+    doc += ["## %s GPU%s: in one process, raw NCCL and mgcomm in turn (bench/nccl_perf --impl paired)" % (g, "" if g == "1" else "s"), "",
+            "us per call; raw: NCCL's blocking communicators called directly (as nccl-tests calls them), mgcomm: "
+            "its blocking communicators, on the same buffers; medians of 5 turns per run, then of the runs (the diff is "
+            "the median of each run's diff). Target: diff <= 1 us up to %d MiB%s." % (lim >> 20, "" if g == "1" else "; from 64 MiB raw/mgcomm >= 0.99"), "",
+            "| collective | size (B) | raw oop | mgcomm oop | diff | raw ip | mgcomm ip | diff | target |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for c in colls:
+        runs = pr[c]
+        sizes = sorted(set().union(*[set(x) for x in runs])) if runs else []
+        fmt = lambda v, sign="": ("%" + sign + ".2f") % v if v is not None else "N/A"
+        for s in sizes:
+            v = [med([x[s][i] for x in runs if s in x]) for i in range(6)]
+            diffs = [d for d in (v[2], v[5]) if d is not None]
+            ratios = [a / b for a, b in ((v[0], v[1]), (v[3], v[4])) if a and b]
+            verdict = ""
+            if s <= lim and diffs:
+                ok = max(diffs) <= 1.0
+                verdict = "ok" if ok else "**MISSED**"
+                if not ok: missed.append(f"{g} GPUs {c} {s} B in one process: {max(diffs):+.2f} us")
+            elif s >= 64 << 20 and g != "1" and ratios:
+                ok = min(ratios) >= 0.99
+                verdict = "ok" if ok else "**MISSED**"
+                if not ok: missed.append(f"{g} GPUs {c} {s} B in one process: raw/mgcomm {min(ratios):.3f}")
+            doc.append(f"| {c} | {s} | {fmt(v[0])} | {fmt(v[1])} | {fmt(v[2], '+')} | {fmt(v[3])} | {fmt(v[4])} | {fmt(v[5], '+')} | {verdict} |")
+    doc.append("")
 doc += ["## Host-side cost of one call (all_reduce of 8 B, %s GPUs, one thread per GPU)" % counts[0], "",
         "| mgcomm pointer checks | form | median us | p10 us | p90 us |", "| --- | --- | ---: | ---: | ---: |"]
 over = {}
@@ -277,6 +320,7 @@ export LD_LIBRARY_PATH=$(dirname "$nccl_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PAT
 # ---- 2. bandwidth ---------------------------------------------------------------------------
 forms="nb:raw-nonblocking mg:mgcomm" # log prefix:nccl_perf --impl
 [ "$control" != 1 ] || forms+=" bl:raw-blocking"
+[ "$paired" != 1 ] || forms+=" pair:paired"
 # The command line (-T 1): log prefix:MGCOMM_NCCL_BLOCKING (base: the -A tree's, blocking)
 cli_forms=""
 [ "$cli" != 1 ] || cli_forms="cli:1 clinb:0"
