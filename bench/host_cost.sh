@@ -13,7 +13,9 @@
 #      probe's floor) and the difference of medians over raw nonblocking NCCL; then the median
 #      of the runs per build and check setting, and the logs in host-cost-logs.tar.gz.
 #
-#   bench/host_cost.sh [-g gpus] [-R rounds] [-n calls] [-A base_source_dir] [-X 0|1]
+#   bench/host_cost.sh [-g gpus] [-R rounds] [-n calls] [-A base_source_dir] [-X 0|1] [-M 0|1]
+# -M 1: mgcomm's buffers from mg_mem_alloc, checked against its record (nccl_perf overhead -M 1);
+# by default cuMemAlloc buffers, which the driver checks.
 # -X 1: each mgcomm call starts with no current context on its thread (nccl_perf overhead -X 1),
 # as every call of a program without CUDA of its own (mgcomm bench) finds it.
 # Environment: SOURCE_COMMIT, BASE_COMMIT (names in the report), NCCL_LIB (default
@@ -30,7 +32,7 @@ build=${BUILD:-$root/build-hostcost}
 out=${OUT:-$build/host-cost-out}
 nccl_lib=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
 jobs=${JOBS:-16}
-gpus=2 rounds=3 calls=20000 base="" noctx=0
+gpus=2 rounds=3 calls=20000 base="" noctx=0 mgmem=0
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
   case "$1" in
@@ -39,6 +41,7 @@ while [ $# -gt 0 ]; do
   -n) calls=$2 ;;
   -A) base=$(cd "$2" && pwd) ;;
   -X) noctx=$2 ;;
+  -M) mgmem=$2 ;;
   *) echo "host_cost.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift 2
@@ -75,7 +78,7 @@ for r in $(seq 1 "$rounds"); do
     for chk in 0 1; do
       say "round $r of $rounds: $b, pointer checks $chk"
       log="$logs/$b-$chk-$r.txt"
-      MGCOMM_CHECK_POINTERS=$chk "$(probe "$b")" overhead -g "$gpus" -n "$calls" -B 8 -X "$noctx" >"$log" 2>&1 ||
+      MGCOMM_CHECK_POINTERS=$chk "$(probe "$b")" overhead -g "$gpus" -n "$calls" -B 8 -X "$noctx" -M "$mgmem" >"$log" 2>&1 ||
         { tail -20 "$log" >&2; fail "nccl_perf overhead ($b, checks $chk) failed"; }
     done
   done
@@ -103,7 +106,7 @@ names = {"new": "this tree ($commit)", "base": "base (${BASE_COMMIT:-$base})"}
 doc = [f"# Host-side cost of one call: mgcomm over raw NCCL", "",
        f"- machine: $gpus x {'$gpu_name'}, NCCL {'$nccl_lib'}; date $(date -u +%Y-%m-%d\ %H:%M) UTC",
        f"- builds: Release, MGCOMM_TESTING=OFF, MGCOMM_ALGO=nccl; " + ", ".join(names[b] for b in builds),
-       f"- {rounds} rounds of \`nccl_perf overhead -g $gpus -n $calls -B 8 -X $noctx\` per build and check setting, builds alternating", "",
+       f"- {rounds} rounds of \`nccl_perf overhead -g $gpus -n $calls -B 8 -X $noctx -M $mgmem\` per build and check setting, builds alternating", "",
        "All in us, medians over the $calls calls of each rank's thread. own: the call's time less its span inside NCCL; "
        "code / driver: that share in mgcomm's code and in the CUDA driver calls it makes (context, pointer checks); "
        "floor: raw nonblocking NCCL's own time outside NCCL; diff: median of mgcomm's calls less the median of raw nonblocking NCCL's.", "",
