@@ -9,9 +9,6 @@
  * allocations and registrations, which an operation may use without asking the driver. It
  * stays true: mg_mem_free takes an allocation out (and every registration inside it) before the
  * memory goes, mg_comm_deregister a registration before NCCL lets go of it, destroy the rest.
- * Each thread keeps the last ranges it found, valid while the record has not changed since (its
- * generation), so that an operation on the buffers of the one before is checked without the
- * record's lock, a pair of atomic read-modify-writes on a line that every thread shares.
  *
  * Locks: registrations are kept under comm->lock; mg__alloc_lock guards the allocation records
  * and mg__known_lock (read by operations, written by the calls above) the ranges; both are
@@ -36,45 +33,20 @@ static struct {
   pthread_rwlock_t lock;
   mg__known_t *v;
   int n, cap;
-  atomic_int any;           /* n > 0: lets operations skip the lock while nothing is recorded */
-  atomic_uint_fast64_t gen; /* moved by every change, under the write lock */
-} mg__known_rec = {PTHREAD_RWLOCK_INITIALIZER, NULL, 0, 0, 0, 0};
+  atomic_int any; /* n > 0: lets operations skip the lock while nothing is recorded */
+} mg__known_rec = {PTHREAD_RWLOCK_INITIALIZER, NULL, 0, 0, 0};
 
-/* This thread's last ranges found, copies taken at generation gen. */
-#define MG__KNOWN_CACHED 2
-static _Thread_local struct {
-  uint_fast64_t gen;
-  mg__known_t hit[MG__KNOWN_CACHED];
-  int n, next;
-} mg__known_cache;
-
-/* 1 when [a, a + bytes) lies inside k, a range of comm's device: an allocation, or (when
+/* 1 when [p, p + bytes) lies inside one recorded range of comm's device: an allocation, or (when
  * registrations) a registration of comm. */
-static int mg__known_match(const mg__known_t *k, const mg_comm_t *comm, uintptr_t a, size_t bytes,
-                           int registrations) {
-  return k->device == comm->device && (k->comm == NULL || (registrations && k->comm == comm)) &&
-         a >= k->base && a - k->base <= k->bytes && bytes <= k->bytes - (a - k->base);
-}
-
-/* 1 when [p, p + bytes) lies inside one recorded range that mg__known_match accepts. */
 static int mg__known_find(const mg_comm_t *comm, const void *p, size_t bytes, int registrations) {
   if (atomic_load_explicit(&mg__known_rec.any, memory_order_acquire) == 0) return 0;
   const uintptr_t a = (uintptr_t)p;
-  if (mg__known_cache.gen == atomic_load_explicit(&mg__known_rec.gen, memory_order_acquire))
-    for (int i = 0; i < mg__known_cache.n; i++)
-      if (mg__known_match(&mg__known_cache.hit[i], comm, a, bytes, registrations)) return 1;
   int found = 0;
   pthread_rwlock_rdlock(&mg__known_rec.lock);
-  const uint_fast64_t gen = atomic_load_explicit(&mg__known_rec.gen, memory_order_relaxed);
-  if (mg__known_cache.gen != gen) mg__known_cache.gen = gen, mg__known_cache.n = 0;
   for (int i = 0; i < mg__known_rec.n && !found; i++) {
     const mg__known_t *k = &mg__known_rec.v[i];
-    found = mg__known_match(k, comm, a, bytes, registrations);
-    if (found) {
-      mg__known_cache.hit[mg__known_cache.next] = *k;
-      mg__known_cache.next = (mg__known_cache.next + 1) % MG__KNOWN_CACHED;
-      if (mg__known_cache.n < MG__KNOWN_CACHED) mg__known_cache.n++;
-    }
+    found = k->device == comm->device && (k->comm == NULL || (registrations && k->comm == comm)) &&
+            a >= k->base && a - k->base <= k->bytes && bytes <= k->bytes - (a - k->base);
   }
   pthread_rwlock_unlock(&mg__known_rec.lock);
   return found;
@@ -102,7 +74,6 @@ static void mg__known_add(const void *p, size_t bytes, int device, const mg_comm
   if (mg__known_rec.n < mg__known_rec.cap)
     mg__known_rec.v[mg__known_rec.n++] = (mg__known_t){(uintptr_t)p, bytes, device, comm};
   atomic_store(&mg__known_rec.any, mg__known_rec.n > 0);
-  atomic_fetch_add(&mg__known_rec.gen, 1);
   pthread_rwlock_unlock(&mg__known_rec.lock);
 }
 
@@ -123,7 +94,6 @@ static void mg__known_remove(const void *p, size_t bytes, const mg_comm_t *comm,
     if (match && !inside) break;
   }
   atomic_store(&mg__known_rec.any, mg__known_rec.n > 0);
-  atomic_fetch_add(&mg__known_rec.gen, 1);
   pthread_rwlock_unlock(&mg__known_rec.lock);
 }
 
