@@ -9,7 +9,8 @@
 #   build     configure and build once (Release, with the tests; nvcc compiles our kernels) into
 #             $BUILD, which the later steps and a later call on the same machine reuse
 #   kernels   run 6: bench/allreduce_vs_nccl.sh (our all-reduce across the GPUs, against NCCL)
-#   nccl      run 2: bench/nccl_vs_nccl_tests.sh -T 1 (every collective against nccl-tests)
+#   nccl      run 2: bench/nccl_vs_nccl_tests.sh -T 1 -I 1 (every collective against nccl-tests,
+#             and against raw NCCL in turn in one process up to 64 MiB)
 #   p2p       run 4: tests/gpu/p2p.sh (gpu_p2p, mgcomm topo, copies against cudaMemcpyPeerAsync)
 #   suite     run 1: every test labelled gpu (tests/gpu/run.sh's tests on the built tree)
 #   suitenb   run 1 again in nonblocking mode (MGCOMM_NCCL_BLOCKING=0)
@@ -35,7 +36,7 @@ step_build() {
     cmake --build "$BUILD" -j "$JOBS" 2>&1 | tail -n 5
 }
 step_kernels() { OUT=$work/kernels bench/allreduce_vs_nccl.sh -g "$ngpus" -R 3; }
-step_nccl() { OUT=$work/nccl bench/nccl_vs_nccl_tests.sh -g "$ngpus" -R 1 -e "${NCCL_MAX:-1G}" -T 1; }
+step_nccl() { OUT=$work/nccl bench/nccl_vs_nccl_tests.sh -g "$ngpus" -R 1 -e "${NCCL_MAX:-1G}" -T 1 -I 1; }
 step_p2p() { OUT=$work/p2p ROUNDS=3 tests/gpu/p2p.sh; }
 step_suite() {
   (cd "$BUILD" && ctest -L gpu -V >"$work/suite${1:-}.log" 2>&1)
