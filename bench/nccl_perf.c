@@ -265,11 +265,12 @@ static void raw_call(mg_bench_coll_t c, const void *s, void *d, size_t count, mg
 static int cmp_d(const void *a, const void *b);
 
 /* One timed point of impl (not paired): seconds per iteration. Each iteration is one group
- * over the GPUs; one GPU posts its call alone, as nccl-tests -g 1 does. */
+ * over the GPUs; one GPU posts its call alone, as nccl-tests -g 1 does, except a send and recv
+ * to itself, which NCCL takes only inside a group. */
 static double bw_point(const bw_opts_t *o, int impl, mg_comm_t **comms, void **sb, void **rb,
                        const mg_bench_geom_t *g, int inplace) {
   const size_t e = mg_dtype_size(o->dtype);
-  const int grouped = ngpus > 1;
+  const int grouped = ngpus > 1 || o->coll == MG_BENCH_SENDRECV;
   for (int pass = 0; pass < 2; pass++) {
     const int n = pass == 0 ? o->warmup : o->iters;
     const double t0 = now_s();
