@@ -264,6 +264,19 @@ static int mg__coll_timeout(mg__hx_t *x) {
 
 static int mg__coll_match(mg__hx_t *x);
 
+/* A collective in the mails that every rank posted, but not every one mailed: some rank is in
+ * another collective (one too large for the mails), whose rank fails it at once as mismatched;
+ * the announcements say which. -1 when so (x fails, as mismatched), else 0. Looked at when the
+ * decision says that x failed, and with the peers' processes (every 100 ms), not at every idle
+ * pass: it reads each peer's counters, a line the peer writes twice in every collective, and
+ * frequent reads made the peer's stores wait for that line. */
+static int mg__mail_mismatch(mg__hx_t *x) {
+  if (!x->started || x->alg != MG__ALG_MAIL || x->phase != 1 ||
+      !MG__READY(x, MG__SET_ALL, posted, x->s0 + 1))
+    return 0;
+  return mg__coll_match(x);
+}
+
 /* Checks a blocked operation: abort, deadline, the decision of its lane, and (every 100 ms) the
  * peers it depends on. A failure decided elsewhere ends it at once, unless it was a timeout:
  * then this rank keeps to its own deadline, and names the rank that is really missing. */
@@ -293,11 +306,6 @@ static int mg__hx_check(mg__hx_t *x, double now) {
               mg__desc(x->op, d, sizeof d), x->comm->timeout_s, x->moved, x->bytes);
     return mg__hx_fail(x, MG_ERR_TIMED_OUT, MG__CAUSE_TIMEOUT);
   }
-  /* Every rank posted the first step, but not every one mailed it: some rank is in another
-   * collective (one too large for the mails); the announcements say which. */
-  if (x->started && x->alg == MG__ALG_MAIL && x->phase == 1 &&
-      MG__READY(x, MG__SET_ALL, posted, x->s0 + 1) && mg__coll_match(x) < 0)
-    return -1;
   if (x->started) {
     const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
     const int c = mg__hdec_cmp(w, x->key);
@@ -305,12 +313,14 @@ static int mg__hx_check(mg__hx_t *x, double now) {
       x->settled = 1; /* nothing left to ask of the peers: see the peer loop below */
       return 0;
     }
-    if (c == 0 && mg__hdec_status(w) != MG_ERR_TIMED_OUT) return mg__hx_remote(x, w);
+    if (c == 0 && mg__hdec_status(w) != MG_ERR_TIMED_OUT)
+      return mg__mail_mismatch(x) < 0 ? -1 : mg__hx_remote(x, w);
   }
   if (x->next_check == 0) {
     x->next_check = now + 0.1; /* the first look at the peers' processes comes 100 ms in */
   } else if (now >= x->next_check) {
     x->next_check = now + 0.1;
+    if (mg__mail_mismatch(x) < 0) return -1;
     int lo = 0, hi = x->n;
     const int coll = mg__opkind_is_collective(x->op->kind), from = x->look;
     if (coll) x->look = (x->look + MG__COLL_LOOKS) % x->n;
@@ -1091,7 +1101,11 @@ static int mg__pass(mg__hx_t *xs, int n, int *remaining, mg_status_t *st, char *
 static int mg__shares_cpu(const mg__hx_t *x) {
   const int cpu = sched_getcpu();
   if (cpu < 0) return 0;
-  atomic_store_explicit(&x->s->ranks[x->me].cpu, cpu + 1, memory_order_relaxed);
+  _Atomic int32_t *mine = &x->s->ranks[x->me].cpu;
+  /* Stored only when it changed: peers read this line at every wait, and a store, even of the
+   * same value, takes it from them. */
+  if (atomic_load_explicit(mine, memory_order_relaxed) != cpu + 1)
+    atomic_store_explicit(mine, cpu + 1, memory_order_relaxed);
   for (int r = 0; r < x->n; r++)
     if (r != x->me && atomic_load_explicit(&x->s->ranks[r].cpu, memory_order_relaxed) == cpu + 1)
       return 1;
