@@ -44,9 +44,9 @@
 
 /* CHUNK: pipelined through the slots; ONE: small reductions, every reader reduces all inputs in
  * one step; TWO: large reductions, each rank reduces its slice; MAIL: the smallest all_reduce,
- * reduce, broadcast and all_gather, whose data travels in the ranks' mail lines; DIRECT: large
- * data collectives, each reader copies once from the owner's buffer, and owners wait until every
- * reader is done. */
+ * reduce, broadcast, all_gather and reduce_scatter, whose data travels in the ranks' mails;
+ * DIRECT: large data collectives, each reader copies once from the owner's buffer, and owners
+ * wait until every reader is done. */
 enum { MG__ALG_CHUNK, MG__ALG_ONE, MG__ALG_TWO, MG__ALG_MAIL, MG__ALG_DIRECT };
 
 /* ThreadSanitizer sees the ranks' counters through each rank's own mapping of the segment, at
@@ -376,6 +376,13 @@ static uint64_t mg__mail_key(const mg__op_t *op) {
   return k ^ (k >> 29);
 }
 
+/* Bytes of x's input that a rank mails (MG__ALG_MAIL): its whole send buffer (reduce_scatter's
+ * holds every rank's piece, and each rank reduces its own from all the mails). */
+static size_t mg__mail_len(const mg__hx_t *x) {
+  const size_t c = x->op->count * x->es;
+  return x->op->kind == MG_OPK_REDUCE_SCATTER ? c * (size_t)x->n : c;
+}
+
 /* 1 when x is a broadcast, all_gather or gather of ranks in several processes that would make a
  * rank read MGCOMM_HOST_READV_MAX_BYTES or more from its peers directly (see mg__coll_start). */
 static int mg__readv_bound(const mg__hx_t *x) {
@@ -430,8 +437,9 @@ static void mg__coll_start(mg__hx_t *x) {
       break;
   }
   const int mailable = op->kind == MG_OPK_ALL_REDUCE || op->kind == MG_OPK_REDUCE ||
-                       op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER;
-  if (mailable && c * x->es <= MG__MAIL_BYTES) { /* the same choice on every rank */
+                       op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER ||
+                       op->kind == MG_OPK_REDUCE_SCATTER;
+  if (mailable && mg__mail_len(x) <= MG__MAIL_BYTES) { /* the same choice on every rank */
     x->alg = MG__ALG_MAIL;
     x->E = c;
     x->set2 = MG__SET_NONE;
@@ -650,7 +658,7 @@ static void mg__copy_in(mg__hx_t *x) {
      * data nobody reads, nothing else. */
     mg__hshm_mail_t *m = mg__mail(x, x->me);
     if (c > 0 && (op->kind != MG_OPK_BROADCAST || op->root == x->me))
-      memcpy(m->data, mg__sb(x), c * es);
+      memcpy(m->data, mg__sb(x), mg__mail_len(x));
     atomic_store_explicit(&m->key, x->mail_key, memory_order_relaxed);
     atomic_store_explicit(&m->step1, x->s0 + x->k + 1, memory_order_release);
     return;
@@ -779,6 +787,10 @@ static void mg__copy_out(mg__hx_t *x) {
       case MG_OPK_REDUCE:
         if (op->kind == MG_OPK_REDUCE && !is_root) break;
         for (int r = 0; r < n; r++) x->in[r] = mg__mail(x, r)->data;
+        mg__reduce(x, mg__rb(x), c);
+        break;
+      case MG_OPK_REDUCE_SCATTER:
+        for (int r = 0; r < n; r++) x->in[r] = mg__mail(x, r)->data + (size_t)me * c * es;
         mg__reduce(x, mg__rb(x), c);
         break;
       case MG_OPK_BROADCAST:
