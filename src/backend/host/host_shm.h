@@ -69,7 +69,7 @@ typedef struct mg__hshm_desc {
  * collective, in MG__MAIL_LINES cache lines. The first holds the step, the key and the first 48
  * bytes: a reader of up to 48 bytes takes one cache miss per peer, and a reader of more takes
  * the lines after it together, once it saw the step. */
-#define MG__MAIL_LINES 4
+#define MG__MAIL_LINES 9
 #define MG__MAIL_BYTES (64 * MG__MAIL_LINES - 16)
 typedef struct mg__hshm_mail {
   _Atomic uint64_t step1; /* step + 1 whose data this mail holds; stored last (release) */
