@@ -397,14 +397,24 @@ static int mg__readv_bound(const mg__hx_t *x) {
 static void mg__coll_start(mg__hx_t *x) {
   mg__op_t *op = x->op;
   mg__hcomm_t *hc = mg__hcomm(x->comm);
-  const size_t slot_el = x->s->hdr->slot_bytes / x->es;
   const size_t c = op->count;
   const int is_root = op->root == x->me;
   x->s0 = hc->step;
-  x->alg = MG__ALG_CHUNK;
-  x->E = slot_el;
   x->set1 = MG__SET_ALL;
   x->set2 = MG__SET_NONE;
+  const int mailable = op->kind == MG_OPK_ALL_REDUCE || op->kind == MG_OPK_REDUCE ||
+                       op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER ||
+                       op->kind == MG_OPK_REDUCE_SCATTER;
+  if (mailable && mg__mail_len(x) <= MG__MAIL_BYTES) { /* the same choice on every rank */
+    x->alg = MG__ALG_MAIL; /* one step, in which every rank waits for all (mg__set1) */
+    x->E = c;
+    x->nsteps = 1;
+    x->mail_key = mg__mail_key(op);
+    return;
+  }
+  const size_t slot_el = x->s->hdr->slot_bytes / x->es;
+  x->alg = MG__ALG_CHUNK;
+  x->E = slot_el;
   switch (op->kind) {
     case MG_OPK_ALL_REDUCE:
     case MG_OPK_REDUCE: {
@@ -435,15 +445,6 @@ static void mg__coll_start(mg__hx_t *x) {
       break;
     default:
       break;
-  }
-  const int mailable = op->kind == MG_OPK_ALL_REDUCE || op->kind == MG_OPK_REDUCE ||
-                       op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER ||
-                       op->kind == MG_OPK_REDUCE_SCATTER;
-  if (mailable && mg__mail_len(x) <= MG__MAIL_BYTES) { /* the same choice on every rank */
-    x->alg = MG__ALG_MAIL;
-    x->E = c;
-    x->set2 = MG__SET_NONE;
-    x->mail_key = mg__mail_key(op);
   }
   const int directable = op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER ||
                          op->kind == MG_OPK_GATHER || op->kind == MG_OPK_SCATTER ||
