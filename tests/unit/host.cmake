@@ -37,6 +37,3 @@ mg_test(NAME host_readv_bound_procs_direct EXE host_readv_bound ARGS procs 65536
 mg_test(NAME host_readv_bound_procs_unbounded EXE host_readv_bound ARGS procs 1048576 direct
         LABELS host ENV MGCOMM_HOST_READV_MAX_BYTES=0)
 mg_test(NAME host_readv_bound_threads EXE host_readv_bound ARGS threads 1048576 direct LABELS host)
-# all_reduce and reduce_scatter up to MGCOMM's mail size travel in the ranks' mails, one element
-# more through the slots (tests/unit/host_mail.c).
-mg_test(NAME host_mail SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_mail.c LABELS host)

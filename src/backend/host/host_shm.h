@@ -71,6 +71,7 @@ typedef struct mg__hshm_desc {
  * the lines after it together, once it saw the step. */
 #define MG__MAIL_LINES 9
 #define MG__MAIL_BYTES (64 * MG__MAIL_LINES - 16)
+#define MG__MAIL_LINE0_BYTES 48 /* of them in the first line */
 typedef struct mg__hshm_mail {
   _Atomic uint64_t step1; /* step + 1 whose data this mail holds; stored last (release) */
   _Atomic uint64_t key;   /* hash of the collective's sequence number and shape */
@@ -114,7 +115,8 @@ typedef struct mg__hshm_rank {
   _Atomic int32_t cpu;       /* 1 + the CPU the rank last began to wait on (host_coll.c); 0: none */
   char pad2_[64 - 24];
 } mg__hshm_rank_t;
-_Static_assert(sizeof(mg__hshm_rank_t) == 64 * (5 + 2 * MG__MAIL_LINES), "rank block is whole cache lines");
+_Static_assert(sizeof(mg__hshm_rank_t) == 64 * (5 + 2 * MG__MAIL_LINES),
+               "rank block is whole cache lines");
 
 /* Cursors of the ring from rank s to rank d (bytes written / read since the start), and the
  * outcome of the pair's messages (mg__hdec_*) in the line that the receiver reads anyway. */
