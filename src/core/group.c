@@ -139,13 +139,13 @@ static mg_status_t mg__launch(mg__op_t **ops, int n, int numbered) {
   }
   const int launched = st == MG_OK;
   if (launched) {
-    double now = mg__now();
+    const double now = mg__now_coarse(); /* clock.h: the recorder's and the deadline's time */
     int check = 0;
     for (int i = 0; i < n; i++) {
       mg__op_t *op = ops[i];
       mg_comm_t *c = op->comm;
       check |= c->check_colls;
-      op->deadline = now + c->timeout_s;
+      op->deadline = mg__deadline_coarse(now, c->timeout_s);
       op->status = MG_INPROGRESS;
       if (numbered) {
         mg__trace_start(op);

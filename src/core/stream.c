@@ -441,7 +441,7 @@ mg_status_t mg__stream_submit(mg__op_t *const *ops, int n) {
     }
     /* Numbering and queueing under seq_lock: the worker runs them in sequence order. */
     pthread_mutex_lock(&comm->seq_lock);
-    const double now = mg__now();
+    const double now = mg__now_coarse(); /* the flight recorder's clock (clock.h) */
     for (int j = 0; j < oi->n; j++) mg__op_number(&oi->ops[j], 0, now);
     mg__worker_push(comm->worker, &oi->item);
     pthread_mutex_unlock(&comm->seq_lock);

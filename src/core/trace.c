@@ -36,7 +36,7 @@ typedef struct mg__trace_ent {
   uint64_t seq;    /* the operation's sequence number (per peer for send/recv) */
   uint64_t count;
   uintptr_t stream;
-  double t_enq, t_start, t_end; /* mg__now() seconds; 0 until it happened */
+  double t_enq, t_start, t_end; /* mg__now_coarse() seconds (ms resolution); 0 until then */
   int root;
   int op;                       /* reductions: the built-in op, or -2 for a PreMulSum; else -1 */
   mg_status_t status;           /* MG_INPROGRESS until it ended */
@@ -120,7 +120,7 @@ void mg__trace_enqueue(mg__op_t *op, int started, double now) {
 void mg__trace_start(const mg__op_t *op) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL || op->trace_id == 0) return;
-  double now = mg__now();
+  double now = mg__now_coarse();
   pthread_mutex_lock(&t->lock);
   mg__trace_ent_t *e = mg__tr_entry(t, op);
   if (e != NULL) {
@@ -133,7 +133,7 @@ void mg__trace_start(const mg__op_t *op) {
 void mg__trace_end(const mg__op_t *op) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL || op->trace_id == 0) return;
-  double now = mg__now();
+  double now = mg__now_coarse();
   pthread_mutex_lock(&t->lock);
   mg__trace_ent_t *e = mg__tr_entry(t, op);
   if (e != NULL) {

@@ -133,7 +133,8 @@ mg_status_t mg__internal(mg_comm_t *comm, mg__opkind_t kind, const void *send, v
   op.root = -1;
   op.deadline = deadline;
   pthread_mutex_lock(&comm->seq_lock);
-  mg__op_number(&op, 1, mg__now()); /* numbered and recorded like any other: every rank agrees */
+  /* numbered and recorded like any other: every rank agrees */
+  mg__op_number(&op, 1, mg__now_coarse());
   pthread_mutex_unlock(&comm->seq_lock);
   mg__op_t *one = &op;
   mg_status_t st = mg__host_launch(&one, 1);

@@ -2,8 +2,8 @@
  * host_check.c -- the host backend's check_exchange (the collective check, core/collcheck.c):
  * each exchange is an all_gather of the record through the communicator's segment, run by the
  * engine of host_coll.c with the exchanges of the round together (one thread may drive every
- * rank). A record is at most MG__MAIL_BYTES, so it travels in the ranks' mail lines: one step,
- * one cache line per peer.
+ * rank). A record fits in the first line of a mail (MG__MAIL_LINE0_BYTES), so it travels in the
+ * ranks' mails: one step, one cache line per peer.
  *
  * The exchange is a collective of the engine like any other: it takes the next step on every
  * rank, is matched against the peers' (a rank that runs the real collective there instead, its
@@ -21,7 +21,7 @@
 #include "backend/host/host.h"
 #include "base/error.h"
 
-_Static_assert(MG__CHECK_BYTES <= MG__MAIL_BYTES, "a record travels in one mail line");
+_Static_assert(MG__CHECK_BYTES <= MG__MAIL_LINE0_BYTES, "a record travels in one mail line");
 
 #define MG__HCHK_SEQ UINT64_MAX
 

@@ -44,9 +44,9 @@
 
 /* CHUNK: pipelined through the slots; ONE: small reductions, every reader reduces all inputs in
  * one step; TWO: large reductions, each rank reduces its slice; MAIL: the smallest all_reduce,
- * reduce, broadcast and all_gather, whose data travels in the ranks' mail lines; DIRECT: large
- * data collectives, each reader copies once from the owner's buffer, and owners wait until every
- * reader is done. */
+ * reduce, broadcast, all_gather and reduce_scatter, whose data travels in the ranks' mails;
+ * DIRECT: large data collectives, each reader copies once from the owner's buffer, and owners
+ * wait until every reader is done. */
 enum { MG__ALG_CHUNK, MG__ALG_ONE, MG__ALG_TWO, MG__ALG_MAIL, MG__ALG_DIRECT };
 
 /* ThreadSanitizer sees the ranks' counters through each rank's own mapping of the segment, at
@@ -264,6 +264,19 @@ static int mg__coll_timeout(mg__hx_t *x) {
 
 static int mg__coll_match(mg__hx_t *x);
 
+/* A collective in the mails that every rank posted, but not every one mailed: some rank is in
+ * another collective (one too large for the mails), whose rank fails it at once as mismatched;
+ * the announcements say which. -1 when so (x fails, as mismatched), else 0. Looked at when the
+ * decision says that x failed, and with the peers' processes (every 100 ms), not at every idle
+ * pass: it reads each peer's counters, a line the peer writes twice in every collective, and
+ * frequent reads made the peer's stores wait for that line. */
+static int mg__mail_mismatch(mg__hx_t *x) {
+  if (!x->started || x->alg != MG__ALG_MAIL || x->phase != 1 ||
+      !MG__READY(x, MG__SET_ALL, posted, x->s0 + 1))
+    return 0;
+  return mg__coll_match(x);
+}
+
 /* Checks a blocked operation: abort, deadline, the decision of its lane, and (every 100 ms) the
  * peers it depends on. A failure decided elsewhere ends it at once, unless it was a timeout:
  * then this rank keeps to its own deadline, and names the rank that is really missing. */
@@ -293,11 +306,6 @@ static int mg__hx_check(mg__hx_t *x, double now) {
               mg__desc(x->op, d, sizeof d), x->comm->timeout_s, x->moved, x->bytes);
     return mg__hx_fail(x, MG_ERR_TIMED_OUT, MG__CAUSE_TIMEOUT);
   }
-  /* Every rank posted the first step, but not every one mailed it: some rank is in another
-   * collective (one too large for the mails); the announcements say which. */
-  if (x->started && x->alg == MG__ALG_MAIL && x->phase == 1 &&
-      MG__READY(x, MG__SET_ALL, posted, x->s0 + 1) && mg__coll_match(x) < 0)
-    return -1;
   if (x->started) {
     const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
     const int c = mg__hdec_cmp(w, x->key);
@@ -305,12 +313,14 @@ static int mg__hx_check(mg__hx_t *x, double now) {
       x->settled = 1; /* nothing left to ask of the peers: see the peer loop below */
       return 0;
     }
-    if (c == 0 && mg__hdec_status(w) != MG_ERR_TIMED_OUT) return mg__hx_remote(x, w);
+    if (c == 0 && mg__hdec_status(w) != MG_ERR_TIMED_OUT)
+      return mg__mail_mismatch(x) < 0 ? -1 : mg__hx_remote(x, w);
   }
   if (x->next_check == 0) {
     x->next_check = now + 0.1; /* the first look at the peers' processes comes 100 ms in */
   } else if (now >= x->next_check) {
     x->next_check = now + 0.1;
+    if (mg__mail_mismatch(x) < 0) return -1;
     int lo = 0, hi = x->n;
     const int coll = mg__opkind_is_collective(x->op->kind), from = x->look;
     if (coll) x->look = (x->look + MG__COLL_LOOKS) % x->n;
@@ -366,6 +376,13 @@ static uint64_t mg__mail_key(const mg__op_t *op) {
   return k ^ (k >> 29);
 }
 
+/* Bytes of x's input that a rank mails (MG__ALG_MAIL): its whole send buffer (reduce_scatter's
+ * holds every rank's piece, and each rank reduces its own from all the mails). */
+static size_t mg__mail_len(const mg__hx_t *x) {
+  const size_t c = x->op->count * x->es;
+  return x->op->kind == MG_OPK_REDUCE_SCATTER ? c * (size_t)x->n : c;
+}
+
 /* 1 when x is a broadcast, all_gather or gather of ranks in several processes that would make a
  * rank read MGCOMM_HOST_READV_MAX_BYTES or more from its peers directly (see mg__coll_start). */
 static int mg__readv_bound(const mg__hx_t *x) {
@@ -380,14 +397,24 @@ static int mg__readv_bound(const mg__hx_t *x) {
 static void mg__coll_start(mg__hx_t *x) {
   mg__op_t *op = x->op;
   mg__hcomm_t *hc = mg__hcomm(x->comm);
-  const size_t slot_el = x->s->hdr->slot_bytes / x->es;
   const size_t c = op->count;
   const int is_root = op->root == x->me;
   x->s0 = hc->step;
-  x->alg = MG__ALG_CHUNK;
-  x->E = slot_el;
   x->set1 = MG__SET_ALL;
   x->set2 = MG__SET_NONE;
+  const int mailable = op->kind == MG_OPK_ALL_REDUCE || op->kind == MG_OPK_REDUCE ||
+                       op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER ||
+                       op->kind == MG_OPK_REDUCE_SCATTER;
+  if (mailable && mg__mail_len(x) <= MG__MAIL_BYTES) { /* the same choice on every rank */
+    x->alg = MG__ALG_MAIL; /* one step, in which every rank waits for all (mg__set1) */
+    x->E = c;
+    x->nsteps = 1;
+    x->mail_key = mg__mail_key(op);
+    return;
+  }
+  const size_t slot_el = x->s->hdr->slot_bytes / x->es;
+  x->alg = MG__ALG_CHUNK;
+  x->E = slot_el;
   switch (op->kind) {
     case MG_OPK_ALL_REDUCE:
     case MG_OPK_REDUCE: {
@@ -418,14 +445,6 @@ static void mg__coll_start(mg__hx_t *x) {
       break;
     default:
       break;
-  }
-  const int mailable = op->kind == MG_OPK_ALL_REDUCE || op->kind == MG_OPK_REDUCE ||
-                       op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER;
-  if (mailable && c * x->es <= MG__MAIL_BYTES) { /* the same choice on every rank */
-    x->alg = MG__ALG_MAIL;
-    x->E = c;
-    x->set2 = MG__SET_NONE;
-    x->mail_key = mg__mail_key(op);
   }
   const int directable = op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER ||
                          op->kind == MG_OPK_GATHER || op->kind == MG_OPK_SCATTER ||
@@ -640,7 +659,7 @@ static void mg__copy_in(mg__hx_t *x) {
      * data nobody reads, nothing else. */
     mg__hshm_mail_t *m = mg__mail(x, x->me);
     if (c > 0 && (op->kind != MG_OPK_BROADCAST || op->root == x->me))
-      memcpy(m->data, mg__sb(x), c * es);
+      memcpy(m->data, mg__sb(x), mg__mail_len(x));
     atomic_store_explicit(&m->key, x->mail_key, memory_order_relaxed);
     atomic_store_explicit(&m->step1, x->s0 + x->k + 1, memory_order_release);
     return;
@@ -769,6 +788,10 @@ static void mg__copy_out(mg__hx_t *x) {
       case MG_OPK_REDUCE:
         if (op->kind == MG_OPK_REDUCE && !is_root) break;
         for (int r = 0; r < n; r++) x->in[r] = mg__mail(x, r)->data;
+        mg__reduce(x, mg__rb(x), c);
+        break;
+      case MG_OPK_REDUCE_SCATTER:
+        for (int r = 0; r < n; r++) x->in[r] = mg__mail(x, r)->data + (size_t)me * c * es;
         mg__reduce(x, mg__rb(x), c);
         break;
       case MG_OPK_BROADCAST:
@@ -1091,7 +1114,11 @@ static int mg__pass(mg__hx_t *xs, int n, int *remaining, mg_status_t *st, char *
 static int mg__shares_cpu(const mg__hx_t *x) {
   const int cpu = sched_getcpu();
   if (cpu < 0) return 0;
-  atomic_store_explicit(&x->s->ranks[x->me].cpu, cpu + 1, memory_order_relaxed);
+  _Atomic int32_t *mine = &x->s->ranks[x->me].cpu;
+  /* Stored only when it changed: peers read this line at every wait, and a store, even of the
+   * same value, takes it from them. */
+  if (atomic_load_explicit(mine, memory_order_relaxed) != cpu + 1)
+    atomic_store_explicit(mine, cpu + 1, memory_order_relaxed);
   for (int r = 0; r < x->n; r++)
     if (r != x->me && atomic_load_explicit(&x->s->ranks[r].cpu, memory_order_relaxed) == cpu + 1)
       return 1;
@@ -1152,7 +1179,11 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
    * (mg__shares_cpu). */
   unsigned spin_passes = xs[0].n > ncpu ? 0 : 64;
   double idle_since = -1;
-  unsigned idle = 0; /* passes without progress; the clock is read every 16 */
+  /* Passes without progress. The clock is read, the operations checked and the CPU published at
+   * the 16th and every 16th after it, not at the first: a small collective's wait for its peers
+   * is most often over within a few passes, and that first look (a clock read alone ~27 ns on the
+   * development VM) delayed the pass that would see the peers' data. */
+  unsigned idle = 0;
   int remaining = n;
   char first_err[MG__ERROR_LEN]; /* set with st; not cleared: 1 KiB of stores per call */
   first_err[0] = '\0';
@@ -1163,13 +1194,13 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
       continue;
     }
     if (remaining == 0) break;
-    if ((idle++ & 15) != 0) {
+    if ((++idle & 15) != 0) {
       if (idle > spin_passes) sched_yield();
       else mg__cpu_relax();
       continue;
     }
     double now = mg__now();
-    if (idle_since < 0) { /* the first idle pass of this launch */
+    if (idle_since < 0) { /* the first look of this launch */
       idle_since = now;
       /* With a peer on this CPU, ~0.6 us: on one CPU an 8-byte all_reduce of 2 ranks took 4.6
        * us per iteration with the long spin, 3.1 with this one, 2.5 without any; but ranks

@@ -23,7 +23,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 8u
+#define MG__HSHM_VERSION 9u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -66,14 +66,18 @@ typedef struct mg__hshm_desc {
 } mg__hshm_desc_t;
 
 /* The data of a small collective (MG__MAIL_BYTES at most per rank), its step and a key of the
- * collective, in one cache line, so that a reader takes one cache miss per peer. */
-#define MG__MAIL_BYTES 48
+ * collective, in MG__MAIL_LINES cache lines. The first holds the step, the key and the first 48
+ * bytes: a reader of up to 48 bytes takes one cache miss per peer, and a reader of more takes
+ * the lines after it together, once it saw the step. */
+#define MG__MAIL_LINES 9
+#define MG__MAIL_BYTES (64 * MG__MAIL_LINES - 16)
+#define MG__MAIL_LINE0_BYTES 48 /* of them in the first line */
 typedef struct mg__hshm_mail {
-  _Atomic uint64_t step1; /* step + 1 whose data this line holds; stored last (release) */
+  _Atomic uint64_t step1; /* step + 1 whose data this mail holds; stored last (release) */
   _Atomic uint64_t key;   /* hash of the collective's sequence number and shape */
   unsigned char data[MG__MAIL_BYTES];
 } mg__hshm_mail_t;
-_Static_assert(sizeof(mg__hshm_mail_t) == 64, "a mail is one cache line");
+_Static_assert(sizeof(mg__hshm_mail_t) == 64 * MG__MAIL_LINES, "a mail is whole cache lines");
 
 /* One rank's published state: progress counters, the collectives it is in and the last one it
  * enqueued. Written only by its rank; read by all. Whole cache lines, so two ranks never share
@@ -111,7 +115,8 @@ typedef struct mg__hshm_rank {
   _Atomic int32_t cpu;       /* 1 + the CPU the rank last began to wait on (host_coll.c); 0: none */
   char pad2_[64 - 24];
 } mg__hshm_rank_t;
-_Static_assert(sizeof(mg__hshm_rank_t) == 448, "rank block is seven cache lines");
+_Static_assert(sizeof(mg__hshm_rank_t) == 64 * (5 + 2 * MG__MAIL_LINES),
+               "rank block is whole cache lines");
 
 /* Cursors of the ring from rank s to rank d (bytes written / read since the start), and the
  * outcome of the pair's messages (mg__hdec_*) in the line that the receiver reads anyway. */
