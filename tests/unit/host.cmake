@@ -37,3 +37,10 @@ mg_test(NAME host_readv_bound_procs_direct EXE host_readv_bound ARGS procs 65536
 mg_test(NAME host_readv_bound_procs_unbounded EXE host_readv_bound ARGS procs 1048576 direct
         LABELS host ENV MGCOMM_HOST_READV_MAX_BYTES=0)
 mg_test(NAME host_readv_bound_threads EXE host_readv_bound ARGS threads 1048576 direct LABELS host)
+# Two thread ranks on one CPU: a waiting rank that finds its peer on its CPU yields at once
+# (tests/unit/host_shared_cpu.c).
+mg_test(NAME host_shared_cpu SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_shared_cpu.c LABELS host
+        TIMEOUT 120)
+# all_reduce and reduce_scatter up to the mails' size travel in the ranks' mails, one element
+# more through the slots (tests/unit/host_mail.c).
+mg_test(NAME host_mail SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_mail.c LABELS host)
