@@ -25,7 +25,8 @@
 #        bench-logs.tar.gz       every run's output
 #
 #   bench/nccl_vs_nccl_tests.sh [-g "2 4"] [-R repeats] [-n iters] [-w warmup] [-b minbytes]
-#                               [-e maxbytes] [-c coll,coll...] [-B 1] [-F fill] [-T 1]
+#                               [-e maxbytes] [-c coll,coll...] [-B 1] [-F fill] [-T 1] [-A dir]
+#                               [-I 1] [-P cpus]
 # -T 1 adds the command line as a user runs it: `mgcomm bench -g N` (blocking communicators, the
 # default; column cli) and the same with MGCOMM_NCCL_BLOCKING=0 (column clinb), no data check,
 # and a table of times against nccl-tests' with the time target (<= nccl-tests' + 1 us up to
