@@ -38,7 +38,8 @@
 # -I 1 adds, per run, raw NCCL and mgcomm timed in one process (bench/nccl_perf --impl paired:
 # a batch of each in turn, 5 times per size), with the time target judged on their difference:
 # the separate programs' levels move between runs by more than the target (below). It takes
-# about ten times one program's time per size, so it stops at 64 MiB (the time target's end).
+# about ten times one program's time per size, so nccl_perf stops it at 64 MiB (the time
+# target's end).
 # -P CPUS runs every program under `taskset -c CPUS` (the same CPUs for all). On one H100 a
 # program's time per call holds one level through a run and moves between runs (nccl-tests at
 # 8 B: 4.5-7.8 us), pinned or not, even to one vCPU (bench/results/2026-11-24-nccl-vs-nccl-
@@ -336,9 +337,7 @@ for g in $gpu_counts; do
         >"$logs/nt-$g-$c-$r.txt" 2>&1 || { tail -20 "$logs/nt-$g-$c-$r.txt" >&2; fail "nccl-tests $c failed"; }
       for form in $forms; do
         log="$logs/${form%%:*}-$g-$c-$r.txt"
-        emax=$maxb
-        [ "${form%%:*}" != pair ] || emax=$(python3 -c "import sys; u = {'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}; s = sys.argv[1]; b = int(float(s[:-1]) * u[s[-1].upper()]) if s[-1].upper() in u else int(s); print(min(b, 64 << 20))" "$maxb")
-        "${pin[@]}" "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$emax" -f 2 -n "$iters" \
+        "${pin[@]}" "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" \
           -w "$warmup" --impl "${form#*:}" --fill "$fill" >"$log" 2>&1 ||
           { tail -20 "$log" >&2; fail "nccl_perf --impl ${form#*:} $c failed"; }
       done
