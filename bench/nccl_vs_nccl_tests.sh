@@ -26,7 +26,7 @@
 #
 #   bench/nccl_vs_nccl_tests.sh [-g "2 4"] [-R repeats] [-n iters] [-w warmup] [-b minbytes]
 #                               [-e maxbytes] [-c coll,coll...] [-B 1] [-F fill] [-T 1] [-A dir]
-#                               [-I 1] [-P cpus]
+#                               [-I 1]
 # -T 1 adds the command line as a user runs it: `mgcomm bench -g N` (blocking communicators, the
 # default; column cli) and the same with MGCOMM_NCCL_BLOCKING=0 (column clinb), no data check,
 # and a table of times against nccl-tests' with the time target (<= nccl-tests' + 1 us up to
@@ -37,13 +37,11 @@
 # per-call path is measured against its base in the same call.
 # -I 1 adds, per run, raw NCCL and mgcomm timed in one process (bench/nccl_perf --impl paired:
 # a batch of each in turn, 5 times per size), with the time target judged on their difference:
-# the separate programs' levels move between runs by more than the target (below). It takes
-# about ten times one program's time per size, so nccl_perf stops it at 64 MiB (the time
+# the separate programs' levels move between runs by more than the target (on one H100 a
+# program's time per call holds one level through a run and moves between runs, nccl-tests at
+# 8 B 4.5-7.8 us, pinned to CPUs or not: 2026-11-24-nccl-vs-nccl-tests-1xH100-ctx.md). It
+# takes about ten times one program's time per size, so nccl_perf stops it at 64 MiB (the time
 # target's end).
-# -P CPUS runs every program under `taskset -c CPUS` (the same CPUs for all). On one H100 a
-# program's time per call holds one level through a run and moves between runs (nccl-tests at
-# 8 B: 4.5-7.8 us), pinned or not, even to one vCPU (bench/results/2026-11-24-nccl-vs-nccl-
-# tests-1xH100-ctx.md): only the medians of many runs compare programs there.
 # -B 1 adds a control: bench/nccl_perf --impl raw-blocking (column bl), nccl-tests' blocking
 # communicators driven by our harness, which tells a gap of NCCL's nonblocking mode from one of
 # the harness (buffers, streams, timing).
@@ -71,7 +69,6 @@ src=${NCCL_TESTS_SRC:-$root/.peer/nccl-tests}
 nccl_lib=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
 jobs=${JOBS:-16}
 gpu_counts="" repeats=3 iters=40 warmup=10 minb=8 maxb=4G control=0 fill=random cli=0 base="" paired=0
-pin=()
 colls=all_reduce,all_gather,reduce_scatter,all_to_all,broadcast,sendrecv
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
@@ -85,7 +82,6 @@ while [ $# -gt 0 ]; do
   -F) fill=$2 ;;
   -T) cli=$2 ;;
   -A) base=$(cd "$2" && pwd) ;;
-  -P) pin=(taskset -c "$2") ;;
   -I) paired=$2 ;;
   -e) maxb=$2 ;;
   -c) colls=$2 ;;
@@ -138,7 +134,6 @@ doc = ["# mgcomm (NCCL backend) vs nccl-tests", "",
        (lib_of((glob.glob(logs + "/nt-*") or [None])[0], r"nccl-library=(\d+)"), "$hdr_code"),
        "- mgcomm $commit: bench/nccl_perf; nccl-tests $(cat "$src/COMMIT" 2>/dev/null | cut -c1-12): <coll>_perf; "
        "-b $minb -e $maxb -f 2 -n $iters -w $warmup, no data check (nccl_perf --fill $fill); medians of %d alternated runs each" % R,
-       "- CPUs: ${pin[*]:-not pinned}",
        "- NCCL_NVLS_ENABLE=0; mgcomm's communicators are blocking (the default; nb and clinb: "
        "nonblocking), nccl-tests' blocking; both set nvlinkCentricSched=1 on NCCL >= 2.28", ""]
 missed = []
@@ -333,11 +328,11 @@ for g in $gpu_counts; do
     [ -x "$nt" ] || fail "no $nt"
     for r in $(seq 1 "$repeats"); do
       say "$g GPUs, $c, run $r of $repeats"
-      "${pin[@]}" "$nt" -g "$g" -b "$minb" -e "$maxb" -f 2 -n "$iters" -w "$warmup" -c 0 \
+      "$nt" -g "$g" -b "$minb" -e "$maxb" -f 2 -n "$iters" -w "$warmup" -c 0 \
         >"$logs/nt-$g-$c-$r.txt" 2>&1 || { tail -20 "$logs/nt-$g-$c-$r.txt" >&2; fail "nccl-tests $c failed"; }
       for form in $forms; do
         log="$logs/${form%%:*}-$g-$c-$r.txt"
-        "${pin[@]}" "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" \
+        "$build/bench/nccl_perf" bw -g "$g" -c "$c" -b "$minb" -e "$maxb" -f 2 -n "$iters" \
           -w "$warmup" --impl "${form#*:}" --fill "$fill" >"$log" 2>&1 ||
           { tail -20 "$log" >&2; fail "nccl_perf --impl ${form#*:} $c failed"; }
       done
@@ -345,7 +340,7 @@ for g in $gpu_counts; do
         log="$logs/${form%%:*}-$g-$c-$r.txt"
         bin=$build/mgcomm
         [ "${form%%:*}" != base ] || bin=$build/base/mgcomm
-        MGCOMM_NCCL_BLOCKING=${form#*:} "${pin[@]}" "$bin" bench -g "$g" -c "$c" -b "$minb" \
+        MGCOMM_NCCL_BLOCKING=${form#*:} "$bin" bench -g "$g" -c "$c" -b "$minb" \
           -e "$maxb" -f 2 -n "$iters" -w "$warmup" --check 0 >"$log" 2>&1 ||
           { tail -20 "$log" >&2; fail "mgcomm bench ($form) $c failed"; }
       done
@@ -360,7 +355,7 @@ og=${gpu_counts%% *}
 for chk in 1 m 0; do
   say "host-side cost, pointer checks $chk, $og GPUs"
   # A failure here leaves the bandwidth tables standing: the report says "not measured".
-  MGCOMM_CHECK_POINTERS=${chk/m/1} "${pin[@]}" "$build/bench/nccl_perf" overhead -g "$og" -n 20000 -B 8 \
+  MGCOMM_CHECK_POINTERS=${chk/m/1} "$build/bench/nccl_perf" overhead -g "$og" -n 20000 -B 8 \
     -M "$([ "$chk" = m ] && echo 1 || echo 0)" \
     >"$logs/overhead-$chk.txt" 2>&1 || { tail -20 "$logs/overhead-$chk.txt" >&2; say "nccl_perf overhead failed"; }
 done
