@@ -137,6 +137,10 @@ doc = ["# mgcomm (NCCL backend) vs nccl-tests", "",
        "- NCCL_NVLS_ENABLE=0; mgcomm's communicators are blocking (the default; nb and clinb: "
        "nonblocking), nccl-tests' blocking; both set nvlinkCentricSched=1 on NCCL >= 2.28", ""]
 missed = []
+def judge(ok, miss):
+    # A row's target cell; a miss goes into the summary too.
+    if not ok: missed.append(miss)
+    return "ok" if ok else "**MISSED**"
 ctl = bool(glob.glob(logs + "/bl-*"))
 for g in counts:
     # One GPU moves no bus bytes (busbw factor 0): its table shows times, and its ratios are
@@ -172,9 +176,7 @@ for g in counts:
                     cells += [fmt(a), fmt(b), "%.3f" % r if r is not None else ""]
             verdict = ""
             if s >= 64 << 20 and ratios and not one:  # one GPU: the time table's target
-                ok = min(ratios) >= 0.99
-                verdict = "ok" if ok else "**MISSED**"
-                if not ok: missed.append(f"{g} GPUs {c} {s} B: {min(ratios):.3f}")
+                verdict = judge(min(ratios) >= 0.99, f"{g} GPUs {c} {s} B: {min(ratios):.3f}")
             doc.append(f"| {c} | {s} | " + " | ".join(cells) + f" | {verdict} |")
     doc.append("")
 for g in counts:
@@ -207,9 +209,7 @@ for g in counts:
                 if hb: cells.append(fmt(med([x[s][k] for x in cl["base"][c] if s in x])))
             verdict = ""
             if s <= lim and diffs:
-                ok = max(diffs) <= 1.0
-                verdict = "ok" if ok else "**MISSED**"
-                if not ok: missed.append(f"{g} GPUs {c} {s} B: +{max(diffs):.2f} us")
+                verdict = judge(max(diffs) <= 1.0, f"{g} GPUs {c} {s} B: +{max(diffs):.2f} us")
             doc.append(f"| {c} | {s} | " + " | ".join(cells) + f" | {verdict} |")
     doc.append("")
 def pair_rows(path):
@@ -241,13 +241,10 @@ for g in counts:
             ratios = [a / b for a, b in ((v[0], v[1]), (v[3], v[4])) if a and b]
             verdict = ""
             if s <= lim and diffs:
-                ok = max(diffs) <= 1.0
-                verdict = "ok" if ok else "**MISSED**"
-                if not ok: missed.append(f"{g} GPUs {c} {s} B in one process: {max(diffs):+.2f} us")
+                verdict = judge(max(diffs) <= 1.0, f"{g} GPUs {c} {s} B in one process: {max(diffs):+.2f} us")
             elif s >= 64 << 20 and g != "1" and ratios:
-                ok = min(ratios) >= 0.99
-                verdict = "ok" if ok else "**MISSED**"
-                if not ok: missed.append(f"{g} GPUs {c} {s} B in one process: raw/mgcomm {min(ratios):.3f}")
+                verdict = judge(min(ratios) >= 0.99,
+                                f"{g} GPUs {c} {s} B in one process: raw/mgcomm {min(ratios):.3f}")
             doc.append(f"| {c} | {s} | {fmt(v[0])} | {fmt(v[1])} | {fmt(v[2], '+')} | {fmt(v[3])} | {fmt(v[4])} | {fmt(v[5], '+')} | {verdict} |")
     doc.append("")
 doc += ["## Host-side cost of one call (all_reduce of 8 B, %s GPUs, one thread per GPU)" % counts[0], "",
