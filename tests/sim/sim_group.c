@@ -37,7 +37,6 @@ typedef struct sim_defer {
   mg__ncclResult_t (*run)(void *arg);  /* the work; it meets the other ranks */
   void (*done)(void *arg);             /* frees arg */
   void *arg;
-  int blocking;                        /* of the group */
   mg__ncclResult_t r;                  /* what run answered */
   pthread_t th;
   int started;
@@ -279,8 +278,8 @@ static void *sim_defer_main(void *arg) {
   sim_defer_t *d = arg;
   mg__ncclResult_t r = d->run(d->arg);
   pthread_mutex_lock(&sim_lock);
-  /* A nonblocking comm reports the outcome; an init sets its own in any case. */
-  if (!d->blocking) sim_set_async(d->c, r);
+  /* Each call's run has set its comm's async state already: setting it again here could undo
+   * the InProgress of the next call, which the caller may have made on that answer. */
   d->r = r;
   d->c->jobs--;
   pthread_cond_broadcast(&sim_cv);
@@ -322,7 +321,6 @@ static mg__ncclResult_t sim_group_launch_defers(sim_defer_t *list, int blocking)
     if (sim_find(d->c) == NULL || d->c->freeing != NULL)
       sim_violation("ncclGroupEnd: comm %p of a grouped %s was freed before the group ended",
                     (void *)d->c, d->call);
-    d->blocking = blocking;
     d->c->jobs++;
     if (!blocking) d->c->async = MG__ncclInProgress;
   }

@@ -178,7 +178,16 @@ static void *sim_split_job(void *arg) {
   return NULL;
 }
 
-static mg__ncclResult_t sim_split_deferred(void *arg) { return sim_split_run(arg); }
+/* In a group: a nonblocking parent reports the outcome here, before the group's thread ends (an
+ * init reports its own the same way, in sim_init_run). */
+static mg__ncclResult_t sim_split_deferred(void *arg) {
+  sim_split_t *x = arg;
+  mg__ncclResult_t r = sim_split_run(x);
+  pthread_mutex_lock(&sim_lock);
+  if (!x->parent->blocking) sim_set_async(x->parent, r);
+  pthread_mutex_unlock(&sim_lock);
+  return r;
+}
 
 static void sim_split_free(void *arg) {
   sim_split_t *x = arg;
