@@ -3,7 +3,8 @@
 # one call, as a markdown report (stdout, or -o FILE).
 #
 #   bench/host_vs_mpi.sh [-N ranks] [-R repeats] [-c colls] [-b min] [-e max] [-f factor]
-#                        [-n iters] [-w warmup] [--inplace 0|1|both] [--keep DIR] [-o FILE]
+#                        [-n iters] [-w warmup] [--inplace 0|1|both] [-I 0|1 [-B 0|1]]
+#                        [--keep DIR] [-o FILE]
 #
 # Three programs on N ranks (default 2), alternated R times (default 3; bench/lib.sh's
 # mg_alternate, the first program rotating):
@@ -24,6 +25,14 @@
 # $MGCOMM names the mgcomm binary (default: build/mgcomm of this checkout); $MPIRUN_OPTS adds
 # options to mpirun (e.g. "--bind-to none": Open MPI binds 2 ranks to cores by default, mgcomm's
 # ranks are not bound). --keep DIR keeps every run's JSON and output.
+# -I 1 times the two libraries in turn inside one MPI program instead (bench/mpi_paired.c, built
+# here against $MGCOMM's libmgcomm.so; ranks are processes; R turns per size, the ratio taken per
+# turn): on the 2-CPU VM a program's speed moves by up to 1.7x within seconds, which separate
+# programs cannot see through at small sizes. Its report gives the median ratio mgcomm / MPI per
+# collective and size and evaluates issue 22's target, mgcomm's time <= Open MPI's at every size
+# (the same as busbw >= 1.0x). -B 1 runs each loop's calls back to back after one barrier (the
+# OSU benchmarks' latency) instead of one barrier per timed call. Give -n and -w in the
+# thousands for small sizes.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -37,7 +46,7 @@ usage() {
 }
 
 ranks=2 repeats=3 colls=all_reduce,all_gather,reduce_scatter,broadcast minb=8 maxb=128M factor=4
-iters=20 warmup=5 inplace=0 keep="" out=""
+iters=20 warmup=5 inplace=0 paired=0 b2b=0 keep="" out=""
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage
   case "$1" in
@@ -50,20 +59,67 @@ while [ $# -gt 0 ]; do
   -n) iters=$2 ;;
   -w) warmup=$2 ;;
   --inplace) inplace=$2 ;;
+  -I) paired=$2 ;;
+  -B) b2b=$2 ;;
   --keep) keep=$2 ;;
   -o) out=$2 ;;
   *) usage ;;
   esac
   shift 2
 done
-case "$ranks$repeats$factor$iters$warmup" in *[!0-9]*) usage ;; esac
+case "$ranks$repeats$factor$iters$warmup$paired$b2b" in *[!0-9]*) usage ;; esac
 command -v python3 >/dev/null || { echo "host_vs_mpi.sh: needs python3" >&2; exit 1; }
 [ -x "$mgcomm" ] || { echo "host_vs_mpi.sh: no mgcomm at $mgcomm (build it, or set MGCOMM)" >&2; exit 1; }
 mg_need_openmpi host_vs_mpi.sh
 
+lscpu_field() { lscpu | sed -n "s/^$1: *//p" | head -n 1; }
+machine="$(lscpu_field 'Model name'), $(lscpu_field 'CPU(s)') CPUs ($(lscpu_field 'Socket(s)') \
+socket(s) x $(lscpu_field 'Core(s) per socket') core(s) x $(lscpu_field 'Thread(s) per core') \
+thread(s)), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r)"
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo "?")
+mpi_version=$(mpirun --version 2>&1 | head -n 1)
+
 dir=${keep:-$(mktemp -d)}
 mkdir -p "$dir"
 [ -n "$keep" ] || trap 'rm -rf "$dir"' EXIT
+
+if [ "$paired" = 1 ]; then
+  libdir=$(dirname "$mgcomm")
+  mpicc -O2 -std=c11 -Wall -Wextra -Werror -I"$root/include" -o "$dir/mpi_paired" \
+    "$here/mpi_paired.c" -L"$libdir" -lmgcomm -Wl,-rpath,"$libdir"
+  paired_report() {
+    local load_before started t0 table
+    load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+    started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+    t0=$(date +%s)
+    table=$(mg_mpirun "$ranks" "$dir/mpi_paired" -c "$colls" -b "$minb" -e "$maxb" -f "$factor" \
+      -n "$iters" -w "$warmup" -T "$repeats" -B "$b2b" --inplace "$inplace") || return 1
+    echo "# mgcomm host backend vs Open MPI in one program, $ranks ranks — $started"
+    echo
+    echo "**Machine**: $machine; host \`$(hostname)\`.  "
+    echo "**Software**: mgcomm (commit $commit, library $libdir/libmgcomm.so), $mpi_version.  "
+    echo "**Load average** (1, 5, 15 min): before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg); the run took $(($(date +%s) - t0)) s."
+    echo
+    echo "**Method**: \`bench/host_vs_mpi.sh -I 1 -B $b2b -N $ranks -R $repeats -c $colls -b $minb -e $maxb -f $factor -n $iters -w $warmup --inplace $inplace\`: bench/mpi_paired.c under \`mpirun -np $ranks ${MPIRUN_OPTS:-}\`, $repeats turns per size, each timing Open MPI's loop and mgcomm's (the first alternating) on the same processes and buffers; $warmup warm-up and $iters timed calls per loop, float32, sum, root 0; $([ "$b2b" = 1 ] && echo "the timed calls back to back after one barrier, the slowest rank's time divided by the calls" || echo "one barrier before each timed call, its time from the last rank's start to the last rank's end, the loop's the median call"). A ratio below 1 means mgcomm is faster."
+    echo
+    echo "$table"
+    echo
+    echo "## Target"
+    echo
+    echo "$table" | awk -F' [|] ' '$1 ~ /^[|] [a-z_]+$/ && $6 + 0 > 0 {
+        n++; if ($6 + 0 > 1.0) { m++; if (m <= 8) l = l sprintf("%s%s%s %s B (%sx)", m > 1 ? ", " : "", substr($1, 3), $2 == "yes" ? " in place" : "", $3, $6) } }
+      END { if (m) printf "- mgcomm time <= 1.0x Open MPI at every size: **missed** at %d of %d rows: %s%s\n", m, n, l, (m > 8 ? ", ..." : "");
+            else printf "- mgcomm time <= 1.0x Open MPI at every size: **met** (%d of %d rows)\n", n, n }'
+  }
+  if [ -n "$out" ]; then
+    paired_report >"$out"
+    echo "host_vs_mpi.sh: wrote $out" >&2
+  else
+    paired_report
+  fi
+  exit 0
+fi
+
 mg_build_mpi_peer "$dir"
 common=(-c "$colls" -b "$minb" -e "$maxb" -f "$factor" -d float32 -o sum -n "$iters" -w "$warmup"
   --inplace "$inplace")
@@ -89,12 +145,6 @@ mg_alternate "$repeats" "$dir" mpi processes threads
 took=$(($(date +%s) - t0))
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-lscpu_field() { lscpu | sed -n "s/^$1: *//p" | head -n 1; }
-machine="$(lscpu_field 'Model name'), $(lscpu_field 'CPU(s)') CPUs ($(lscpu_field 'Socket(s)') \
-socket(s) x $(lscpu_field 'Core(s) per socket') core(s) x $(lscpu_field 'Thread(s) per core') \
-thread(s)), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r)"
-commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo "?")
-mpi_version=$(mpirun --version 2>&1 | head -n 1)
 
 report() {
   RANKS=$ranks REPEATS=$repeats STARTED=$started MACHINE=$machine HOST=$(hostname) COMMIT=$commit \

@@ -7,6 +7,10 @@ target_link_libraries(bench_calc PRIVATE m)
 foreach(case args auto table factors checks procs mpirun world plot scripts)
   mg_cli_test(NAME bench_${case} COMMAND ${CMAKE_CURRENT_LIST_DIR}/bench_cli.sh ${case})
 endforeach()
+# bench/mpi_paired.c links libmgcomm.so into a program built without the sanitizers' runtime.
+if(MGCOMM_ASAN OR MGCOMM_TSAN)
+  set_property(TEST bench_scripts APPEND PROPERTY ENVIRONMENT BENCH_SANITIZED=1)
+endif()
 # The 30 s promise is for an optimised build; sanitizers and -O0 get four times as long.
 if(MGCOMM_ASAN OR MGCOMM_TSAN OR NOT CMAKE_BUILD_TYPE MATCHES "Rel")
   set(MG_BENCH_DEFAULT_LIMIT 120)

@@ -18,7 +18,8 @@
 #   default  no arguments: the quick default, on the best backend, says why, within 30 s
 #            ($BENCH_DEFAULT_LIMIT_S: longer for sanitizer and unoptimised builds)
 #   plot     bench/plot.sh draws two runs (skipped without gnuplot)
-#   scripts  bench/compare.sh and bench/host_vs_mpi.sh end to end (skipped without Open MPI)
+#   scripts  bench/compare.sh and bench/host_vs_mpi.sh end to end, -I 1 too unless
+#            $BENCH_SANITIZED (skipped without Open MPI)
 . "$(cd "$(dirname "$0")" && pwd)/bench_lib.sh"
 
 case "${1:-}" in
@@ -450,6 +451,20 @@ scripts)
     "^- latency <= 1.5x Open MPI .*mgcomm threads: \*\*\(met\|missed\)\*\*" \
     "^- thread ranks at least as fast as process ranks .*: \*\*\(met\|missed\)\*\* .*7"; do
     grep -q "$what" "$tmp/r.md" || fail "host_vs_mpi.sh: no line '$what': $(cat "$tmp/r.md")"
+  done
+  # -I 1: both libraries in turn in one MPI program (bench/mpi_paired.c), both timing rules; not
+  # in a sanitized build ($BENCH_SANITIZED), whose libmgcomm.so needs the sanitizers' runtime
+  # loaded first.
+  for b2b in 0 1; do
+    [ "${BENCH_SANITIZED:-0}" = 0 ] || break
+    "$root/bench/host_vs_mpi.sh" -I 1 -B $b2b -R 2 -c all_reduce,all_gather -b 8 -e 4K -f 8 \
+      -n 3 -w 1 --inplace both -o "$tmp/p.md" >"$tmp/out" 2>&1 ||
+      fail "host_vs_mpi.sh -I 1 -B $b2b: exit $?: $(cat "$tmp/out")"
+    [ "$(grep -c '^| all_reduce | \(no\|yes\) | [0-9]* | [0-9.]* | [0-9.]* | [0-9.]* | ' "$tmp/p.md")" = 8 ] ||
+      fail "host_vs_mpi.sh -I 1: $(cat "$tmp/p.md")"
+    [ "$(grep -c '^| all_gather | ' "$tmp/p.md")" = 8 ] || fail "host_vs_mpi.sh -I 1: $(cat "$tmp/p.md")"
+    grep -q "^- mgcomm time <= 1.0x Open MPI at every size: \*\*\(met\|missed\)\*\* .*16 rows" "$tmp/p.md" ||
+      fail "host_vs_mpi.sh -I 1: no target line: $(cat "$tmp/p.md")"
   done
   echo "bench scripts: ok"
   ;;
