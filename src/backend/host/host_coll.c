@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "backend/host/host.h"
+#include "backend/host/host_copy.h"
 #include "backend/host/host_reduce.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -659,7 +660,7 @@ static void mg__copy_in(mg__hx_t *x) {
      * data nobody reads, nothing else. */
     mg__hshm_mail_t *m = mg__mail(x, x->me);
     if (c > 0 && (op->kind != MG_OPK_BROADCAST || op->root == x->me))
-      memcpy(m->data, mg__sb(x), mg__mail_len(x));
+      mg__copy(m->data, mg__sb(x), mg__mail_len(x));
     atomic_store_explicit(&m->key, x->mail_key, memory_order_relaxed);
     atomic_store_explicit(&m->step1, x->s0 + x->k + 1, memory_order_release);
     return;
@@ -675,7 +676,7 @@ static void mg__copy_in(mg__hx_t *x) {
         for (int j = 0; j < x->n; j++) {
           if (j == x->me) continue;
           size_t lo = len * (size_t)j / (size_t)x->n, hi = len * (size_t)(j + 1) / (size_t)x->n;
-          memcpy(mine + lo * es, mg__sb(x) + (off + lo) * es, (hi - lo) * es);
+          mg__copy(mine + lo * es, mg__sb(x) + (off + lo) * es, (hi - lo) * es);
         }
         break;
       }
@@ -683,10 +684,11 @@ static void mg__copy_in(mg__hx_t *x) {
     case MG_OPK_ALL_GATHER:
     case MG_OPK_GATHER:
       if (op->kind == MG_OPK_GATHER && op->root == x->me) break; /* root reads its own input */
-      memcpy(mine, mg__sb(x) + off * es, mg__step_len(c, E, x->k) * es);
+      mg__copy(mine, mg__sb(x) + off * es, mg__step_len(c, E, x->k) * es);
       break;
     case MG_OPK_BROADCAST:
-      if (op->root == x->me) memcpy(mine, mg__sb(x) + off * es, mg__step_len(c, E, x->k) * es);
+      if (op->root == x->me)
+        mg__copy(mine, mg__sb(x) + off * es, mg__step_len(c, E, x->k) * es);
       break;
     case MG_OPK_REDUCE_SCATTER:
     case MG_OPK_ALL_TO_ALL:
@@ -695,14 +697,14 @@ static void mg__copy_in(mg__hx_t *x) {
       size_t len = mg__step_len(c, E, x->k);
       for (int j = 0; j < x->n; j++)
         if (j != x->me || op->kind == MG_OPK_REDUCE_SCATTER)
-          memcpy(mine + (size_t)j * E * es, mg__sb(x) + ((size_t)j * c + off) * es, len * es);
+          mg__copy(mine + (size_t)j * E * es, mg__sb(x) + ((size_t)j * c + off) * es, len * es);
       break;
     }
     case MG_OPK_ALL_TO_ALLV: {
       const size_t *sc = op->v, *sd = op->v + x->n;
       for (int j = 0; j < x->n; j++)
         if (j != x->me)
-          memcpy(mine + (size_t)j * E * es, mg__sb(x) + (sd[j] + off) * es,
+          mg__copy(mine + (size_t)j * E * es, mg__sb(x) + (sd[j] + off) * es,
                  mg__step_len(sc[j], E, x->k) * es);
       break;
     }
@@ -725,7 +727,7 @@ static void mg__reduce_slice(mg__hx_t *x) {
   const int share = op->kind == MG_OPK_ALL_REDUCE || op->root != x->me;
   unsigned char *dst = keep ? mg__rb(x) + (off + lo) * es : mg__slot(x, x->me) + lo * es;
   mg__reduce(x, dst, hi - lo);
-  if (keep && share) memcpy(mg__slot(x, x->me) + lo * es, dst, (hi - lo) * es);
+  if (keep && share) mg__copy(mg__slot(x, x->me) + lo * es, dst, (hi - lo) * es);
 }
 
 /* The output of a direct step: each piece read once, from the buffer its owner published. On
@@ -743,7 +745,7 @@ static mg_status_t mg__direct_out(mg__hx_t *x, int *from) {
       if (me != root)
         st = mg__hshm_read_peer(x->s, root, recv, atomic_load(&x->s->ranks[root].daddr), b);
       else if (recv != send)
-        memcpy(recv, send, b);
+        mg__copy(recv, send, b);
       break;
     case MG_OPK_SCATTER:
       *from = root;
@@ -751,7 +753,7 @@ static mg_status_t mg__direct_out(mg__hx_t *x, int *from) {
         st = mg__hshm_read_peer(x->s, root, recv,
                                 atomic_load(&x->s->ranks[root].daddr) + (uint64_t)me * b, b);
       else if (recv != send + (size_t)me * b)
-        memcpy(recv, send + (size_t)me * b, b);
+        mg__copy(recv, send + (size_t)me * b, b);
       break;
     case MG_OPK_GATHER:
     case MG_OPK_ALL_GATHER:
@@ -764,7 +766,7 @@ static mg_status_t mg__direct_out(mg__hx_t *x, int *from) {
         if (r != me)
           st = mg__hshm_read_peer(x->s, r, dst, atomic_load(&x->s->ranks[r].daddr) + piece, b);
         else if (dst != send + piece) /* not in place */
-          memcpy(dst, send + piece, b);
+          mg__copy(dst, send + piece, b);
       }
       break;
     }
@@ -796,13 +798,13 @@ static void mg__copy_out(mg__hx_t *x) {
         break;
       case MG_OPK_BROADCAST:
         if (mg__rb(x) != mg__sb(x))
-          memcpy(mg__rb(x), is_root ? mg__sb(x) : mg__mail(x, op->root)->data, c * es);
+          mg__copy(mg__rb(x), is_root ? mg__sb(x) : mg__mail(x, op->root)->data, c * es);
         break;
       default: /* all_gather */
         for (int r = 0; r < n; r++) {
           unsigned char *dst = mg__rb(x) + (size_t)r * c * es;
-          if (r != me) memcpy(dst, mg__mail(x, r)->data, c * es);
-          else if (dst != mg__sb(x)) memcpy(dst, mg__sb(x), c * es);
+          if (r != me) mg__copy(dst, mg__mail(x, r)->data, c * es);
+          else if (dst != mg__sb(x)) mg__copy(dst, mg__sb(x), c * es);
         }
         break;
     }
@@ -819,15 +821,15 @@ static void mg__copy_out(mg__hx_t *x) {
         for (int r = 0; r < n; r++) { /* this rank's slice is in recv already */
           if (r == me) continue;
           size_t lo = len * (size_t)r / (size_t)n, hi = len * (size_t)(r + 1) / (size_t)n;
-          memcpy(mg__rb(x) + (off + lo) * es, mg__slot(x, r) + lo * es, (hi - lo) * es);
+          mg__copy(mg__rb(x) + (off + lo) * es, mg__slot(x, r) + lo * es, (hi - lo) * es);
         }
       }
       break;
     case MG_OPK_BROADCAST:
       if (!is_root)
-        memcpy(mg__rb(x) + off * es, mg__slot(x, op->root), len * es);
+        mg__copy(mg__rb(x) + off * es, mg__slot(x, op->root), len * es);
       else if (mg__rb(x) != mg__sb(x))
-        memcpy(mg__rb(x) + off * es, mg__sb(x) + off * es, len * es);
+        mg__copy(mg__rb(x) + off * es, mg__sb(x) + off * es, len * es);
       break;
     case MG_OPK_ALL_GATHER:
     case MG_OPK_GATHER:
@@ -835,9 +837,9 @@ static void mg__copy_out(mg__hx_t *x) {
       for (int r = 0; r < n; r++) {
         unsigned char *dst = mg__rb(x) + ((size_t)r * c + off) * es;
         if (r != me)
-          memcpy(dst, mg__slot(x, r), len * es);
+          mg__copy(dst, mg__slot(x, r), len * es);
         else if (dst != mg__sb(x) + off * es) /* not in place */
-          memcpy(dst, mg__sb(x) + off * es, len * es);
+          mg__copy(dst, mg__sb(x) + off * es, len * es);
       }
       break;
     case MG_OPK_REDUCE_SCATTER:
@@ -848,15 +850,15 @@ static void mg__copy_out(mg__hx_t *x) {
       for (int r = 0; r < n; r++) {
         unsigned char *dst = mg__rb(x) + ((size_t)r * c + off) * es;
         if (r != me)
-          memcpy(dst, mg__slot(x, r) + (size_t)me * E * es, len * es);
+          mg__copy(dst, mg__slot(x, r) + (size_t)me * E * es, len * es);
         else
-          memcpy(dst, mg__sb(x) + ((size_t)me * c + off) * es, len * es);
+          mg__copy(dst, mg__sb(x) + ((size_t)me * c + off) * es, len * es);
       }
       break;
     case MG_OPK_SCATTER: {
       const unsigned char *src = is_root ? mg__sb(x) + ((size_t)me * c + off) * es
                                          : mg__slot(x, op->root) + (size_t)me * E * es;
-      if (mg__rb(x) + off * es != src) memcpy(mg__rb(x) + off * es, src, len * es);
+      if (mg__rb(x) + off * es != src) mg__copy(mg__rb(x) + off * es, src, len * es);
       break;
     }
     case MG_OPK_ALL_TO_ALLV: {
@@ -864,10 +866,10 @@ static void mg__copy_out(mg__hx_t *x) {
       for (int r = 0; r < n; r++) {
         if (r == me) {
           if (x->k == 0) /* the own part moves in one go; argcheck made both counts equal */
-            memcpy(mg__rb(x) + rd[me] * es, mg__sb(x) + op->v[n + me] * es, rc[me] * es);
+            mg__copy(mg__rb(x) + rd[me] * es, mg__sb(x) + op->v[n + me] * es, rc[me] * es);
           continue;
         }
-        memcpy(mg__rb(x) + (rd[r] + off) * es, mg__slot(x, r) + (size_t)me * E * es,
+        mg__copy(mg__rb(x) + (rd[r] + off) * es, mg__slot(x, r) + (size_t)me * E * es,
                mg__step_len(rc[r], E, x->k) * es);
       }
       break;
@@ -1011,14 +1013,14 @@ static int mg__p2p_progress(mg__hx_t *x) {
     size_t nb = (size_t)(avail < want ? avail : want);
     size_t at = (size_t)(pos % cap), first = nb < cap - at ? nb : (size_t)(cap - at);
     if (send) {
-      memcpy(ring + at, (const unsigned char *)op->send + x->moved, first);
-      memcpy(ring, (const unsigned char *)op->send + x->moved + first, nb - first);
+      mg__copy(ring + at, (const unsigned char *)op->send + x->moved, first);
+      mg__copy(ring, (const unsigned char *)op->send + x->moved + first, nb - first);
       if ((x->moved + nb == x->bytes ? mg__hx_succeed(x) : mg__hx_doomed(x)) < 0) return -1;
       atomic_store(&ch->head, head + nb); /* sequentially consistent: see mg__hshm_wake */
     } else {
       if (mg__hx_doomed(x) < 0) return -1;
-      memcpy((unsigned char *)op->recv + x->moved, ring + at, first);
-      memcpy((unsigned char *)op->recv + x->moved + first, ring, nb - first);
+      mg__copy((unsigned char *)op->recv + x->moved, ring + at, first);
+      mg__copy((unsigned char *)op->recv + x->moved + first, ring, nb - first);
       atomic_store(&ch->tail, tail + nb);
     }
     mg__hshm_wake(x->s);

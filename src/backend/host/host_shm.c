@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/host/host_copy.h"
 #include "backend/host/host_shm.h"
 #include "base/clock.h"
 #include "base/error.h"
@@ -639,7 +640,7 @@ void mg__hshm_fail(mg__hshm_t *s, int culprit) {
 mg_status_t mg__hshm_read_peer(const mg__hshm_t *s, int r, void *dst, uint64_t from, size_t bytes) {
   pid_t pid = (pid_t)atomic_load(&s->ranks[r].pid);
   if (pid == s->mypid) {
-    memcpy(dst, (const void *)(uintptr_t)from, bytes);
+    mg__copy(dst, (const void *)(uintptr_t)from, bytes);
     return MG_OK;
   }
   unsigned char *d = dst;
