@@ -145,7 +145,6 @@ mg_alternate "$repeats" "$dir" mpi processes threads
 took=$(($(date +%s) - t0))
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-
 report() {
   RANKS=$ranks REPEATS=$repeats STARTED=$started MACHINE=$machine HOST=$(hostname) COMMIT=$commit \
     MPI_VERSION=$mpi_version LOAD_BEFORE=$load_before LOAD_AFTER=$load_after TOOK=$took \
