@@ -23,9 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "mgcomm.h"
+#include "mpi_bench.h"
 
 enum { AR, AG, RS, BC, NCOLL };
 static const char *const coll_names[NCOLL] = {"all_reduce", "all_gather", "reduce_scatter",
@@ -34,37 +34,6 @@ static const int divided[NCOLL] = {0, 1, 1, 0};
 
 static int rank, nranks;
 static mg_comm_t *comm;
-
-static void die(const char *msg, const char *arg) {
-  if (rank == 0) fprintf(stderr, "mpi_paired: %s%s\n", msg, arg);
-  MPI_Abort(MPI_COMM_WORLD, 2);
-  exit(2);
-}
-
-static size_t parse_size(const char *s) {
-  char *end;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (*end == 'K' || *end == 'k') v <<= 10, end++;
-  else if (*end == 'M' || *end == 'm') v <<= 20, end++;
-  if (end == s || *end) die("not a size: ", s);
-  return (size_t)v;
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* One call of collective c, count elements (per rank for the divided ones), through MPI (mg 0)
  * or mgcomm (mg 1); in place as each library spells it. */
@@ -97,7 +66,7 @@ static void call(int mg, int c, int ip, float *send, float *recv, size_t count) 
       }
       break;
   }
-  if (st != MG_OK) die("mgcomm: ", mg_last_error());
+  if (st != MG_OK) mb_die("mgcomm: ", mg_last_error());
 }
 
 static int back_to_back; /* -B 1 */
@@ -110,50 +79,41 @@ static double loop(int mg, int c, int ip, float *send, float *recv, size_t count
   if (back_to_back) {
     for (int it = 0; it < warmup; it++) call(mg, c, ip, send, recv, count);
     MPI_Barrier(MPI_COMM_WORLD);
-    double t = now();
+    double t = mb_now();
     for (int it = 0; it < iters; it++) call(mg, c, ip, send, recv, count);
-    t = now() - t;
+    t = mb_now() - t;
     MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return t / iters;
   }
   for (int it = -warmup; it < iters; it++) {
     if (it >= 0) MPI_Barrier(MPI_COMM_WORLD);
-    if (it >= 0) times[it] = now();
+    if (it >= 0) times[it] = mb_now();
     call(mg, c, ip, send, recv, count);
-    if (it >= 0) times[iters + it] = now();
+    if (it >= 0) times[iters + it] = mb_now();
   }
-  MPI_Allreduce(MPI_IN_PLACE, times, 2 * iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  for (int i = 0; i < iters; i++) times[i] = times[iters + i] - times[i];
-  return median(times, iters);
+  return mb_median_iteration(times, iters);
 }
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  mb_name = "mpi_paired";
+  mb_rank = rank;
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   int colls[NCOLL] = {AR, AG, RS, BC}, ncolls = NCOLL, iters = 1000, warmup = 100, turns = 5;
   int modes = 3;
   size_t minb = 8, maxb = 4096, factor = 4;
   for (int i = 1; i < argc; i += 2) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (v == NULL) die("option without a value: ", a);
+    if (v == NULL) mb_die("option without a value: ", a);
     if (!strcmp(a, "-c")) {
-      char buf[256];
-      snprintf(buf, sizeof buf, "%s", v);
-      ncolls = 0;
-      for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-        int c = 0;
-        while (c < NCOLL && strcmp(t, coll_names[c])) c++;
-        if (c == NCOLL) die("unknown collective ", t);
-        colls[ncolls++] = c;
-        if (ncolls == NCOLL) break;
-      }
+      ncolls = mb_parse_colls(v, coll_names, NCOLL, colls);
     } else if (!strcmp(a, "-b")) {
-      minb = parse_size(v);
+      minb = mb_parse_size(v);
     } else if (!strcmp(a, "-e")) {
-      maxb = parse_size(v);
+      maxb = mb_parse_size(v);
     } else if (!strcmp(a, "-f")) {
-      factor = parse_size(v);
+      factor = mb_parse_size(v);
     } else if (!strcmp(a, "-n")) {
       iters = atoi(v);
     } else if (!strcmp(a, "-w")) {
@@ -165,27 +125,27 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--inplace")) {
       modes = !strcmp(v, "0") ? 1 : !strcmp(v, "1") ? 2 : 3;
     } else {
-      die("unknown option ", a);
+      mb_die("unknown option ", a);
     }
   }
   if (iters < 1 || warmup < 0 || turns < 1 || turns > 99 || factor < 2 || minb == 0 ||
       minb > maxb)
-    die("bad arguments (see the comment at the top of mpi_paired.c)", "");
+    mb_die("bad arguments (see the comment at the top of mpi_paired.c)", "");
 
   mg_unique_id_t id;
   if (rank == 0 && mg_unique_id_create(MG_BACKEND_HOST, &id) != MG_OK)
-    die("mg_unique_id_create: ", mg_last_error());
+    mb_die("mg_unique_id_create: ", mg_last_error());
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
   mg_config_t cfg = MG_CONFIG_INIT;
   cfg.backend = MG_BACKEND_HOST;
   if (mg_comm_init_rank(&cfg, nranks, &id, rank, &comm) != MG_OK)
-    die("mg_comm_init_rank: ", mg_last_error());
+    mb_die("mg_comm_init_rank: ", mg_last_error());
 
   /* recv holds every rank's piece of the largest size; send as much (reduce_scatter's input). */
   const size_t cap = maxb / sizeof(float) + 16;
   float *send = malloc(cap * sizeof(float)), *recv = malloc(cap * sizeof(float));
   double *times = malloc(sizeof(double) * 2 * (size_t)iters);
-  if (!send || !recv || !times) die("out of memory", "");
+  if (!send || !recv || !times) mb_die("out of memory", "");
   for (size_t i = 0; i < cap; i++) send[i] = recv[i] = 1.0f;
 
   if (rank == 0) {
@@ -210,8 +170,8 @@ int main(int argc, char **argv) {
           r[k] = t[1][k] / t[0][k];
         }
         if (rank == 0) {
-          const double tm = median(t[0], turns) * 1e6, tg = median(t[1], turns) * 1e6;
-          const double rm = median(r, turns); /* sorts r */
+          const double tm = mb_median(t[0], turns) * 1e6, tg = mb_median(t[1], turns) * 1e6;
+          const double rm = mb_median(r, turns); /* sorts r */
           printf("| %s | %s | %zu | %.3f | %.3f | %.2f | %.2f - %.2f |\n", coll_names[c],
                  ip ? "yes" : "no", (divided[c] ? count * n : count) * sizeof(float), tm, tg, rm,
                  r[0], r[turns - 1]);

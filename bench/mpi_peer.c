@@ -19,7 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "mpi_bench.h"
 
 enum { AR, AG, RS, A2A, BC, RED, GA, SC, SR, NCOLL };
 static const char *const coll_names[NCOLL] = {"all_reduce", "all_gather", "reduce_scatter",
@@ -55,36 +56,11 @@ static const struct {
 
 static int rank, nranks;
 
-static void die(const char *msg, const char *arg) {
-  if (rank == 0) fprintf(stderr, "mpi_peer: %s%s\n", msg, arg);
-  MPI_Finalize();
-  exit(2);
-}
-
-static size_t parse_size(const char *s) {
-  char *end;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (*end == 'K' || *end == 'k') v <<= 10, end++;
-  else if (*end == 'M' || *end == 'm') v <<= 20, end++;
-  else if (*end == 'G' || *end == 'g') v <<= 30, end++;
-  if (end == s || *end) die("not a size: ", s);
-  return (size_t)v;
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  mb_name = "mpi_peer";
+  mb_rank = rank;
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   int colls[NCOLL] = {AR, AG, RS}, ncolls = 3, root = 0, iters = 20, warmup = 5, modes = 3, di = 6;
   size_t minb = 8, maxb = (size_t)64 << 20, factor = 4, incr = 0;
@@ -92,40 +68,29 @@ int main(int argc, char **argv) {
   MPI_Op op = MPI_SUM;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (v == NULL) die("option without a value: ", a);
+    if (v == NULL) mb_die("option without a value: ", a);
     i++;
     if (!strcmp(a, "-c")) {
-      char buf[256];
-      snprintf(buf, sizeof buf, "%s", v);
-      ncolls = 0;
-      for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-        int c = 0;
-        while (c < NCOLL && strcmp(t, coll_names[c])) c++;
-        if (c == NCOLL && strcmp(t, "all")) die("unknown collective ", t);
-        if (c == NCOLL)
-          for (ncolls = 0; ncolls < NCOLL; ncolls++) colls[ncolls] = ncolls;
-        else if (ncolls < NCOLL)
-          colls[ncolls++] = c;
-      }
+      ncolls = mb_parse_colls(v, coll_names, NCOLL, colls);
     } else if (!strcmp(a, "-b")) {
-      minb = parse_size(v);
+      minb = mb_parse_size(v);
     } else if (!strcmp(a, "-e")) {
-      maxb = parse_size(v);
+      maxb = mb_parse_size(v);
     } else if (!strcmp(a, "-f")) {
-      factor = parse_size(v), incr = 0;
+      factor = mb_parse_size(v), incr = 0;
     } else if (!strcmp(a, "-i")) {
-      incr = parse_size(v), factor = 0;
+      incr = mb_parse_size(v), factor = 0;
     } else if (!strcmp(a, "-d")) {
       for (di = 0; di < (int)(sizeof dtypes / sizeof dtypes[0]); di++)
         if (!strcmp(v, dtypes[di].name)) break;
-      if (di == (int)(sizeof dtypes / sizeof dtypes[0])) die("no MPI type for ", v);
+      if (di == (int)(sizeof dtypes / sizeof dtypes[0])) mb_die("no MPI type for ", v);
     } else if (!strcmp(a, "-o")) {
       op_name = v;
       if (!strcmp(v, "sum")) op = MPI_SUM;
       else if (!strcmp(v, "prod")) op = MPI_PROD;
       else if (!strcmp(v, "max")) op = MPI_MAX;
       else if (!strcmp(v, "min")) op = MPI_MIN;
-      else die("no MPI op for ", v);
+      else mb_die("no MPI op for ", v);
     } else if (!strcmp(a, "-r")) {
       root = atoi(v);
     } else if (!strcmp(a, "-n")) {
@@ -137,21 +102,21 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--json")) {
       json = v;
     } else {
-      die("unknown option ", a);
+      mb_die("unknown option ", a);
     }
   }
   if (json == NULL || iters < 1 || warmup < 0 || root < 0 || root >= nranks ||
       (factor < 2 && incr == 0) || minb == 0 || minb > maxb)
-    die("bad arguments (needs --json FILE; see the comment at the top of mpi_peer.c)", "");
+    mb_die("bad arguments (needs --json FILE; see the comment at the top of mpi_peer.c)", "");
   const MPI_Datatype dt = dtypes[di].type();
   const size_t e = dtypes[di].size, n = (size_t)nranks;
   char *send = malloc(maxb + 64), *recv = malloc(maxb + 64);
   double *times = malloc(sizeof(double) * 2 * (size_t)iters); /* starts, then ends */
-  if (!send || !recv || !times) die("out of memory", "");
+  if (!send || !recv || !times) mb_die("out of memory", "");
   memset(send, 1, maxb + 64);
   memset(recv, 0, maxb + 64);
   FILE *f = rank == 0 ? fopen(json, "w") : NULL;
-  if (rank == 0 && f == NULL) die("cannot write ", json);
+  if (rank == 0 && f == NULL) mb_die("cannot write ", json);
   if (f) {
     int len;
     char lib[MPI_MAX_LIBRARY_VERSION_STRING], host[MPI_MAX_PROCESSOR_NAME];
@@ -178,7 +143,7 @@ int main(int argc, char **argv) {
         const int is_root = rank == root;
         for (int it = -warmup; it < iters; it++) {
           if (it >= 0) MPI_Barrier(MPI_COMM_WORLD);
-          if (it >= 0) times[it] = now();
+          if (it >= 0) times[it] = mb_now();
           switch (c) {
             case AR: MPI_Allreduce(sb, recv, ic, dt, op, MPI_COMM_WORLD); break;
             case AG:
@@ -209,12 +174,9 @@ int main(int argc, char **argv) {
                            (rank - 1 + nranks) % nranks, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
               break;
           }
-          if (it >= 0) times[iters + it] = now();
+          if (it >= 0) times[iters + it] = mb_now();
         }
-        MPI_Allreduce(MPI_IN_PLACE, times, 2 * iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        for (int i = 0; i < iters; i++) times[i] = times[iters + i] - times[i];
-        qsort(times, (size_t)iters, sizeof *times, cmp);
-        const double sec = iters % 2 ? times[iters / 2] : (times[iters / 2 - 1] + times[iters / 2]) / 2;
+        const double sec = mb_median_iteration(times, iters);
         const double alg = (double)nbytes / 1e9 / sec;
         const double fac = c == AR ? 2.0 * (n - 1) / n : divided[c] ? (double)(n - 1) / n : 1.0;
         const int reduces = c == AR || c == RS || c == RED;

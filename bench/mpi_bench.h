@@ -1,0 +1,80 @@
+/*
+ * mpi_bench.h -- what the Open MPI programs of bench/ share (mpi_peer.c, mpi_paired.c): sizes on
+ * the command line, the clock, the timing rule's reduction over ranks, and a fatal error. Each
+ * includes it once, after setting mb_name and mb_rank.
+ */
+#ifndef MG_BENCH_MPI_BENCH_H
+#define MG_BENCH_MPI_BENCH_H
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *mb_name; /* the program, for messages */
+static int mb_rank;
+
+/* Says why on rank 0 and ends the job (every rank, or the one that failed alone). */
+static void mb_die(const char *msg, const char *arg) {
+  if (mb_rank == 0) fprintf(stderr, "%s: %s%s\n", mb_name, msg, arg);
+  MPI_Abort(MPI_COMM_WORLD, 2);
+  exit(2);
+}
+
+/* -c's comma-separated collectives ("all": every one) as indices into names[0..n): how many. */
+static int mb_parse_colls(const char *v, const char *const *names, int n, int *out) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", v);
+  int k = 0;
+  for (char *t = strtok(buf, ","); t != NULL; t = strtok(NULL, ",")) {
+    int c = 0;
+    while (c < n && strcmp(t, names[c])) c++;
+    if (c < n && k < n) {
+      out[k++] = c;
+    } else if (!strcmp(t, "all")) {
+      for (k = 0; k < n; k++) out[k] = k;
+    } else if (c == n) {
+      mb_die("unknown collective ", t);
+    }
+  }
+  return k;
+}
+
+/* "64", "4K", "16M", "1G": bytes. */
+static size_t mb_parse_size(const char *s) {
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*end == 'K' || *end == 'k') v <<= 10, end++;
+  else if (*end == 'M' || *end == 'm') v <<= 20, end++;
+  else if (*end == 'G' || *end == 'g') v <<= 30, end++;
+  if (end == s || *end) mb_die("not a size: ", s);
+  return (size_t)v;
+}
+
+static double mb_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int mb_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (sorted in place). */
+static double mb_median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, mb_cmp);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The timing rule, after each rank stored iteration i's start in t[i] and its end in t[n + i]:
+ * per iteration the last rank's end minus the last rank's start; their median, on every rank. */
+static double mb_median_iteration(double *t, int n) {
+  MPI_Allreduce(MPI_IN_PLACE, t, 2 * n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  for (int i = 0; i < n; i++) t[i] = t[n + i] - t[i];
+  return mb_median(t, n);
+}
+
+#endif
