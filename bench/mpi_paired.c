@@ -7,14 +7,17 @@
  * other, and the ratio is taken per turn.
  *
  * usage: mpirun -np N mpi_paired [-c coll[,coll...]] [-b min] [-e max] [-f factor] [-n iters]
- *                                [-w warmup] [-T turns] [--inplace 0|1|both]
+ *                                [-w warmup] [-T turns] [-B 0|1] [--inplace 0|1|both]
  * Collectives: all_reduce, all_gather, reduce_scatter, broadcast (float32, sum, root 0), sizes as
  * mgcomm bench and nccl-tests count them. Per size and placement, T turns (default 5), each timing
  * one library's loop and then the other's, the first alternating; a loop is w untimed and n timed
  * iterations, each timed one after MPI_Barrier, from the last rank's start to the last rank's end;
- * its time is the median iteration. Printed by rank 0: a markdown table of the medians over the
- * turns of each library's time and of the per-turn ratio mgcomm / MPI. Out of place, MPI's
- * broadcast is the root's copy of send into recv and then MPI_Bcast (bench/mpi_peer.c says why).
+ * its time is the median iteration (-B 1: see loop()). The buffers come from malloc, as a user's
+ * do (mgcomm bench's are page-aligned), which is how this program found the host backend's slow
+ * copies into them (src/backend/host/host_copy.h). Printed by rank 0: a markdown table of the
+ * medians over the turns of each library's time and of the per-turn ratio mgcomm / MPI. Out of
+ * place, MPI's broadcast is the root's copy of send into recv and then MPI_Bcast (mpi_peer.c says
+ * why).
  * Results are not checked (the tests check mgcomm's).
  * Built by host_vs_mpi.sh: mpicc -Iinclude bench/mpi_paired.c -L<build> -lmgcomm.
  */
