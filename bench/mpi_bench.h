@@ -28,15 +28,14 @@ static int mb_parse_colls(const char *v, const char *const *names, int n, int *o
   snprintf(buf, sizeof buf, "%s", v);
   int k = 0;
   for (char *t = strtok(buf, ","); t != NULL; t = strtok(NULL, ",")) {
+    if (!strcmp(t, "all")) {
+      for (k = 0; k < n; k++) out[k] = k;
+      continue;
+    }
     int c = 0;
     while (c < n && strcmp(t, names[c])) c++;
-    if (c < n && k < n) {
-      out[k++] = c;
-    } else if (!strcmp(t, "all")) {
-      for (k = 0; k < n; k++) out[k] = k;
-    } else if (c == n) {
-      mb_die("unknown collective ", t);
-    }
+    if (c == n) mb_die("unknown collective ", t);
+    if (k < n) out[k++] = c; /* a longer list keeps its first n */
   }
   return k;
 }
