@@ -5,7 +5,6 @@
  * docs/world.md; tools/mgcomm/trace.c reads it).
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include "core/comm.h"
 #include "base/log.h"
 #include "base/params.h"
+#include "base/spinlock.h"
 #include "core/trace.h"
 
 enum { MG__TR_ENQUEUED = 1, MG__TR_STARTED = 2, MG__TR_COMPLETED = 3, MG__TR_FAILED = 4 };
@@ -46,7 +46,7 @@ typedef struct mg__trace_ent {
 } mg__trace_ent_t;
 
 struct mg__trace {
-  pthread_mutex_t lock; /* a leaf: everything below; held for a few stores, or a copy of ent */
+  mg__spinlock_t lock;  /* a leaf: everything below; held for a few stores, or a copy of ent */
   uint32_t cap;
   uint64_t next_id;     /* entries made so far */
   uint64_t enq1, done1; /* collectives: last enqueued / completed sequence number + 1 */
@@ -66,7 +66,6 @@ mg_status_t mg__trace_create(mg_comm_t *comm, int entries) {
     return mg__error(MG_ERR_OUT_OF_MEMORY, "cannot allocate a flight recorder of %d entries",
                      entries);
   }
-  pthread_mutex_init(&t->lock, NULL);
   t->cap = (uint32_t)entries;
   t->ent = ent;
   comm->trace = t;
@@ -76,7 +75,6 @@ mg_status_t mg__trace_create(mg_comm_t *comm, int entries) {
 void mg__trace_destroy(mg_comm_t *comm) {
   mg__trace_t *t = comm->trace;
   if (t == NULL) return;
-  pthread_mutex_destroy(&t->lock);
   free(t->ent);
   free(t);
   comm->trace = NULL;
@@ -95,7 +93,7 @@ static mg__trace_ent_t *mg__tr_entry(mg__trace_t *t, const mg__op_t *op) {
 void mg__trace_enqueue(mg__op_t *op, int started, double now) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL) return;
-  pthread_mutex_lock(&t->lock);
+  mg__spin_lock(&t->lock);
   const uint64_t id = ++t->next_id;
   const uint32_t slot = (uint32_t)((id - 1) % t->cap);
   mg__trace_ent_t *e = &t->ent[slot];
@@ -112,7 +110,7 @@ void mg__trace_enqueue(mg__op_t *op, int started, double now) {
   e->state = started ? MG__TR_STARTED : MG__TR_ENQUEUED;
   e->status = MG_INPROGRESS;
   if (mg__opkind_is_collective(op->kind)) t->enq1 = op->seq + 1;
-  pthread_mutex_unlock(&t->lock);
+  mg__spin_unlock(&t->lock);
   op->trace_id = id;
   op->trace_slot = slot;
 }
@@ -121,20 +119,20 @@ void mg__trace_start(const mg__op_t *op) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL || op->trace_id == 0) return;
   double now = mg__now_coarse();
-  pthread_mutex_lock(&t->lock);
+  mg__spin_lock(&t->lock);
   mg__trace_ent_t *e = mg__tr_entry(t, op);
   if (e != NULL) {
     e->t_start = now;
     e->state = MG__TR_STARTED;
   }
-  pthread_mutex_unlock(&t->lock);
+  mg__spin_unlock(&t->lock);
 }
 
 void mg__trace_end(const mg__op_t *op) {
   mg__trace_t *t = op->comm->trace;
   if (t == NULL || op->trace_id == 0) return;
   double now = mg__now_coarse();
-  pthread_mutex_lock(&t->lock);
+  mg__spin_lock(&t->lock);
   mg__trace_ent_t *e = mg__tr_entry(t, op);
   if (e != NULL) {
     if (e->t_start == 0) e->t_start = now; /* failed before it started */
@@ -144,7 +142,7 @@ void mg__trace_end(const mg__op_t *op) {
   }
   if (op->status >= 0 && mg__opkind_is_collective(op->kind) && op->seq + 1 > t->done1)
     t->done1 = op->seq + 1;
-  pthread_mutex_unlock(&t->lock);
+  mg__spin_unlock(&t->lock);
 }
 
 /* ---- describing a stall ---------------------------------------------------------------------- */
@@ -181,7 +179,7 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
   mg__trace_t *t = comm->trace;
   mg__trace_ent_t pend = {0}, p2p = {0}, last = {0};
   if (t != NULL) {
-    pthread_mutex_lock(&t->lock);
+    mg__spin_lock(&t->lock);
     uint64_t first = t->next_id > t->cap ? t->next_id - t->cap + 1 : 1;
     for (uint64_t id = first; id <= t->next_id; id++) {
       mg__trace_ent_t *e = mg__tr_slot(t, id);
@@ -193,7 +191,7 @@ void mg__trace_describe(mg_comm_t *comm, char *buf, size_t len) {
         p2p = *e;
       }
     }
-    pthread_mutex_unlock(&t->lock);
+    mg__spin_unlock(&t->lock);
   }
   /* A backend whose operations finish on the device after they were issued (NCCL) marks them
    * completed when issued: what the device may still be running is then the last operation
@@ -329,13 +327,13 @@ mg__trace_snap_t *mg__trace_snapshot(mg_comm_t *comm, const char *reason) {
     for (int r = 0; r < comm->nranks; r++)
       s->peer_known[r] = mg__peer_progress(comm, r, &s->peers[r]) == MG_OK;
   }
-  pthread_mutex_lock(&t->lock);
+  mg__spin_lock(&t->lock);
   s->recorded = t->next_id;
   s->enq1 = t->enq1;
   s->done1 = t->done1;
   uint64_t first = t->next_id > t->cap ? t->next_id - t->cap + 1 : 1;
   for (uint64_t id = first; id <= t->next_id; id++) s->ent[s->n++] = *mg__tr_slot(t, id);
-  pthread_mutex_unlock(&t->lock);
+  mg__spin_unlock(&t->lock);
   return s;
 }
 

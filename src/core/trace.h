@@ -6,8 +6,8 @@
  *
  * An entry goes ENQUEUED (numbered, queued on a host stream) -> STARTED (handed to the backend)
  * -> COMPLETED or FAILED. On the host backend with a NULL stream the three happen in one call.
- * The ring's lock (a mutex) is a leaf: it is taken under comm->lock and comm->seq_lock, never the
- * other way.
+ * The ring's lock (a spinlock, base/spinlock.h) is a leaf: it is taken under comm->lock and
+ * comm->seq_lock, never the other way.
  */
 #ifndef MG_CORE_TRACE_H
 #define MG_CORE_TRACE_H

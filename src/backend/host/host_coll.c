@@ -36,6 +36,7 @@
 #include "backend/host/host_reduce.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/spinlock.h"
 #include "base/params.h"
 #include "core/dtype.h"
 #include "core/trace.h"
@@ -123,14 +124,6 @@ static const char *mg__desc(const mg__op_t *op, char *buf, size_t len) {
 }
 
 /* ---- waiting and failure ------------------------------------------------------------------ */
-
-static inline void mg__cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
 
 static void mg__publish(mg__hshm_t *s, _Atomic uint64_t *counter, uint64_t v) {
   atomic_store(counter, v); /* sequentially consistent: see mg__hshm_wake */

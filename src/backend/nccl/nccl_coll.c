@@ -35,17 +35,10 @@
 
 #include "backend/nccl/nccl.h"
 #include "base/clock.h"
+#include "base/spinlock.h"
 #include "core/trace.h"
 
 /* ---- waiting -------------------------------------------------------------------------------- */
-
-static inline void mg__nccl_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
 
 /* How long a wait spins, then yields, before it sleeps: NCCL's thread usually issues a group
  * within tens of microseconds, and sleeping that early would add the timer's slack (about
@@ -60,7 +53,7 @@ void mg__nccl_backoff(mg__nccl_backoff_t *b, double now) {
     b->sleep_ns = 20000;
   }
   if (now - b->start < MG__NCCL_SPIN_S) {
-    mg__nccl_relax(); /* one pause: a poll must see NCCL's answer within a fraction of a us */
+    mg__cpu_relax(); /* one pause: a poll must see NCCL's answer within a fraction of a us */
   } else if (now - b->start < MG__NCCL_YIELD_S) {
     sched_yield();
   } else {
