@@ -47,10 +47,12 @@
     "pipelined through it in chunks")                                                          \
   X(HOST_SMALL_BYTES, INT, "16384", 0, 1073741824.0, "",                                       \
     "Host backend: messages up to this size use the one-step low-latency algorithms")          \
-  X(HOST_DIRECT_BYTES, INT, "262144", 0, 1e18, "",                                           \
+  X(HOST_DIRECT_BYTES, INT, "-1", -1, 1e18, "",                                               \
     "Host backend: broadcast, gather, scatter, all_gather and all_to_all of at least this many "\
     "bytes per rank copy once, straight from the owner's buffer (process_vm_readv across "      \
-    "processes), instead of through the staging slots")                                        \
+    "processes), instead of through the staging slots; -1 = 2048 when the ranks are threads "   \
+    "of one process and the thread that creates the communicator may run on as many CPUs as "  \
+    "there are ranks, else 262144")                                                            \
   X(HOST_READV_MAX_BYTES, INT, "262144", 0, 1e18, "",                                         \
     "Host backend: between processes, a direct broadcast, all_gather or gather of which a rank " \
     "would read at least this many bytes (process_vm_readv) goes through the staging slots "   \

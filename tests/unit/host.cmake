@@ -13,7 +13,8 @@ mg_test(NAME host_coll_big_threads_4 EXE test_host_coll ARGS threads 4 big TIMEO
 mg_test(NAME host_coll_big_procs_2 EXE test_host_coll ARGS procs 2 big TIMEOUT 600 LABELS host)
 # Tiny staging slots: every message is pipelined through many steps and both buffers.
 mg_test(NAME host_coll_small_slots_3 EXE test_host_coll ARGS threads 3 TIMEOUT 600 LABELS host
-        ENV MGCOMM_HOST_SLOT_BYTES=4096 MGCOMM_HOST_SMALL_BYTES=64 MGCOMM_HOST_P2P_BYTES=4096)
+        ENV MGCOMM_HOST_SLOT_BYTES=4096 MGCOMM_HOST_SMALL_BYTES=64 MGCOMM_HOST_P2P_BYTES=4096
+            MGCOMM_HOST_DIRECT_BYTES=1000000000000)
 mg_test(NAME host_coll_small_slots_procs_4 EXE test_host_coll ARGS procs 4 TIMEOUT 600 LABELS host
         ENV MGCOMM_HOST_SLOT_BYTES=4096 MGCOMM_HOST_SMALL_BYTES=64 MGCOMM_HOST_P2P_BYTES=4096)
 # Communicator management.
@@ -37,6 +38,11 @@ mg_test(NAME host_readv_bound_procs_direct EXE host_readv_bound ARGS procs 65536
 mg_test(NAME host_readv_bound_procs_unbounded EXE host_readv_bound ARGS procs 1048576 direct
         LABELS host ENV MGCOMM_HOST_READV_MAX_BYTES=0)
 mg_test(NAME host_readv_bound_threads EXE host_readv_bound ARGS threads 1048576 direct LABELS host)
+# The default direct threshold: 2 KiB among threads with a CPU each, 256 KiB otherwise.
+mg_test(NAME host_direct_threads_small EXE host_readv_bound ARGS threads 4096 direct LABELS host)
+mg_test(NAME host_direct_threads_1cpu EXE host_readv_bound ARGS threads-1cpu 4096 staged
+        LABELS host)
+mg_test(NAME host_direct_procs_small EXE host_readv_bound ARGS procs 4096 staged LABELS host)
 # Two thread ranks on one CPU: a waiting rank that finds its peer on its CPU yields at once
 # (tests/unit/host_shared_cpu.c).
 mg_test(NAME host_shared_cpu SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_shared_cpu.c LABELS host

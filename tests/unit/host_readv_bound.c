@@ -1,13 +1,17 @@
 /*
- * host_readv_bound.c -- between processes, a direct broadcast that would make a rank read
- * MGCOMM_HOST_READV_MAX_BYTES or more with process_vm_readv goes through the staging pipeline;
- * below the bound, and among threads of one process, it stays direct.
+ * host_readv_bound.c -- which path a broadcast takes. Between processes, a direct broadcast that
+ * would make a rank read MGCOMM_HOST_READV_MAX_BYTES or more with process_vm_readv goes through
+ * the staging pipeline; below the bound, and among threads of one process, it stays direct. By
+ * default (MGCOMM_HOST_DIRECT_BYTES -1) the direct path starts at 2 KiB per rank among threads
+ * that may run on as many CPUs as there are ranks, else at 256 KiB.
  *
  * The direct path is the only one that publishes a rank's buffer address (daddr): after a
- * broadcast of `bytes`, the root's daddr says which path ran. Arguments: procs|threads bytes
- * expect (direct|staged). The result is checked too.
+ * broadcast of `bytes`, the root's daddr says which path ran. Arguments: procs|threads|
+ * threads-1cpu bytes expect (direct|staged); threads-1cpu binds the process to one CPU before
+ * the ranks start. The result is checked too.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -53,8 +57,20 @@ static void *run_rank(void *p) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) FAIL("usage: host_readv_bound procs|threads bytes direct|staged");
+  if (argc != 4) FAIL("usage: host_readv_bound procs|threads|threads-1cpu bytes direct|staged");
   const int procs = strcmp(argv[1], "procs") == 0;
+  cpu_set_t cpus;
+  ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
+  if (strcmp(argv[1], "threads-1cpu") == 0) {
+    int first = 0;
+    while (!CPU_ISSET(first, &cpus)) first++;
+    CPU_ZERO(&cpus);
+    CPU_SET(first, &cpus);
+    ASSERT_EQ(sched_setaffinity(0, sizeof cpus, &cpus), 0);
+  } else if (strcmp(argv[1], "threads") == 0 && strcmp(argv[3], "direct") == 0 &&
+             CPU_COUNT(&cpus) < N && getenv("MGCOMM_HOST_DIRECT_BYTES") == NULL) {
+    SKIP("%d thread ranks on %d CPU: the default threshold is 256 KiB here", N, CPU_COUNT(&cpus));
+  }
   arg_t a[N];
   mg_unique_id_t id;
   ASSERT_OK(mg_unique_id_create(MG_BACKEND_HOST, &id));

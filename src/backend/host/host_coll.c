@@ -451,10 +451,11 @@ static void mg__coll_start(mg__hx_t *x) {
    * 28 against 10; all_gather 1 MiB: 10.1 against 7.8), so these take it from
    * MGCOMM_HOST_READV_MAX_BYTES (256 KiB) read per rank; scatter and all_to_all, whose staged
    * form makes the owners copy every piece, stay direct (scatter of 4 MiB to 3 processes: 10.4
-   * direct against 4.3 GB/s). x->s->direct, x->s->processes and the thresholds (the creator's)
+   * direct against 4.3 GB/s). Between threads of one process the direct copy starts lower
+   * (host_shm.c, mg__sizes). x->s->direct, x->s->processes and the thresholds (the creator's)
    * are the same on every rank. */
-  if (directable && x->s->direct && c > 0 && c * x->es >= x->s->hdr->direct_bytes &&
-      !mg__readv_bound(x)) {
+  const uint64_t from = x->s->processes ? x->s->hdr->direct_bytes : x->s->hdr->direct_threads_bytes;
+  if (directable && x->s->direct && c > 0 && c * x->es >= from && !mg__readv_bound(x)) {
     x->alg = MG__ALG_DIRECT;
     x->E = c;
     x->set2 = MG__SET_NONE;

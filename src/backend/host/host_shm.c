@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,11 +90,32 @@ static void mg__bind(mg__hshm_t *s) {
   s->rings = s->base + l.rings;
 }
 
-/* The staging slot and channel sizes and the small-message threshold this process would create a
- * segment with; the other ranks adopt the creator's. */
+/* The CPUs the calling thread may run on, at least 1. */
+static int mg__thread_cpus(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1; /* unknown: the fewest */
+  const int n = CPU_COUNT(&set);
+  return n > 0 ? n : 1;
+}
+
+/* The staging slot and channel sizes and the size thresholds this process would create a segment
+ * with (n ranks; the thread that creates it calls this); the other ranks adopt the creator's.
+ *
+ * MGCOMM_HOST_DIRECT_BYTES -1: between threads of one process a direct copy is a memcpy, and from
+ * 2 KiB it beats the staged one, which makes every cache line of the data cross between CPUs
+ * twice (2 thread ranks on the 2-CPU development VM: broadcast 4-64 KiB 3-5x faster, gather,
+ * scatter and all_to_all 2-4x; bench/results/2026-11-24-host-vs-mpi-2core-threads.md). But it
+ * adds to the owner's call a wait for its readers, which costs a switch of the CPU where ranks
+ * outnumber CPUs (4 threads on 2 CPUs, or 2 under `taskset -c 0`: 1.3-2.8x slower below 256
+ * KiB); the CPUs counted are those the creating rank's thread may run on. Between processes the
+ * copy is a process_vm_readv, slower than the staged pipeline below 256 KiB. */
 static void mg__sizes(int n, size_t *slot, size_t *chan, size_t *small_out, size_t *direct_out,
-                      size_t *readv_max_out) {
-  *direct_out = (size_t)mg__param_int(MG_PARAM_HOST_DIRECT_BYTES);
+                      size_t *direct_threads_out, size_t *readv_max_out) {
+  const int64_t direct = mg__param_int(MG_PARAM_HOST_DIRECT_BYTES);
+  *direct_out = direct >= 0 ? (size_t)direct : 256 * 1024;
+  *direct_threads_out = direct >= 0              ? (size_t)direct
+                        : n <= mg__thread_cpus() ? 2048
+                                                 : *direct_out;
   *readv_max_out = (size_t)mg__param_int(MG_PARAM_HOST_READV_MAX_BYTES);
   size_t small = (size_t)mg__param_int(MG_PARAM_HOST_SMALL_BYTES);
   size_t sb = mg__round_up((size_t)mg__param_int(MG_PARAM_HOST_SLOT_BYTES), MG__PAGE);
@@ -239,8 +261,9 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   s->me = me;
   s->look = (me + 1) % nranks;
   s->mypid = getpid();
-  size_t slot_bytes, chan_bytes, small_bytes, direct_bytes, readv_max_bytes;
-  mg__sizes(nranks, &slot_bytes, &chan_bytes, &small_bytes, &direct_bytes, &readv_max_bytes);
+  size_t slot_bytes, chan_bytes, small_bytes, direct_bytes, direct_threads_bytes, readv_max_bytes;
+  mg__sizes(nranks, &slot_bytes, &chan_bytes, &small_bytes, &direct_bytes, &direct_threads_bytes,
+            &readv_max_bytes);
   mg__layout_t l;
   if (!mg__layout(nranks, slot_bytes, chan_bytes, &l))
     return mg__too_big(s, slot_bytes, chan_bytes, NULL, 0);
@@ -281,6 +304,7 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
     h->slot_bytes = slot_bytes;
     h->small_bytes = small_bytes;
     h->direct_bytes = direct_bytes;
+    h->direct_threads_bytes = direct_threads_bytes;
     h->readv_max_bytes = readv_max_bytes;
     h->chan_bytes = chan_bytes;
     h->seg_bytes = l.total;

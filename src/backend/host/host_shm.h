@@ -23,7 +23,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 9u
+#define MG__HSHM_VERSION 10u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -40,7 +40,8 @@ typedef struct mg__hshm_header {
   int32_t nranks;
   uint64_t slot_bytes;      /* bytes of one staging slot */
   uint64_t small_bytes;     /* all_reduce/reduce up to this size use the one-step algorithm */
-  uint64_t direct_bytes;    /* data collectives from this size per rank copy once, directly */
+  uint64_t direct_bytes;    /* data collectives from this size per rank copy once, directly, */
+  uint64_t direct_threads_bytes; /* or from this size when the ranks are threads of one process */
   uint64_t readv_max_bytes; /* ... unless ranks in different processes would read this many */
   uint64_t chan_bytes;      /* bytes of one send/recv ring */
   uint64_t seg_bytes;       /* size of the whole segment */
