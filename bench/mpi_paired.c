@@ -7,7 +7,7 @@
  * other, and the ratio is taken per turn.
  *
  * usage: mpirun -np N mpi_paired [-c coll[,coll...]] [-b min] [-e max] [-f factor] [-n iters]
- *                                [-w warmup] [-T turns] [-B 0|1] [--inplace 0|1|both]
+ *                                [-w warmup] [-T turns] [-B 0|1] [-t 0|1] [--inplace 0|1|both]
  * Collectives: all_reduce, all_gather, reduce_scatter, broadcast (float32, sum, root 0), sizes as
  * mgcomm bench and nccl-tests count them. Per size and placement, T turns (default 5), each timing
  * one library's loop and then the other's, the first alternating; a loop is w untimed and n timed
@@ -18,14 +18,22 @@
  * medians over the turns of each library's time and of the per-turn ratio mgcomm / MPI. Out of
  * place, MPI's broadcast is the root's copy of send into recv and then MPI_Bcast (mpi_peer.c says
  * why).
+ * -t 1: mgcomm's ranks are N threads of rank 0's process instead (its other processes sleep
+ * through mgcomm's turns, so that the threads have the CPUs the processes had), each with its own
+ * malloc'd buffers and not bound to a CPU (Open MPI binds its processes); the timing rule is the
+ * same, with a barrier of the threads for MPI's.
  * Results are not checked (the tests check mgcomm's).
  * Built by host_vs_mpi.sh: mpicc -Iinclude bench/mpi_paired.c -L<build> -lmgcomm.
  */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
 #include <mpi.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mgcomm.h"
 #include "mpi_bench.h"
@@ -36,33 +44,32 @@ static const char *const coll_names[NCOLL] = {"all_reduce", "all_gather", "reduc
 static const int divided[NCOLL] = {0, 1, 1, 0};
 
 static int rank, nranks;
-static mg_comm_t *comm;
 
-/* One call of collective c, count elements (per rank for the divided ones), through MPI (mg 0)
- * or mgcomm (mg 1); in place as each library spells it. */
-static void call(int mg, int c, int ip, float *send, float *recv, size_t count) {
+/* One call of collective c, count elements (per rank for the divided ones), by rank r through
+ * MPI (mg NULL) or its mgcomm communicator mg; in place as each library spells it. */
+static void call(mg_comm_t *mg, int r, int c, int ip, float *send, float *recv, size_t count) {
   const int ic = (int)count;
-  const size_t me = (size_t)rank * count;
+  const size_t me = (size_t)r * count;
   mg_status_t st = MG_OK;
   switch (c) {
     case AR:
-      if (mg) st = mg_all_reduce(ip ? recv : send, recv, count, MG_FLOAT32, MG_SUM, comm, NULL);
+      if (mg) st = mg_all_reduce(ip ? recv : send, recv, count, MG_FLOAT32, MG_SUM, mg, NULL);
       else MPI_Allreduce(ip ? MPI_IN_PLACE : send, recv, ic, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       break;
     case AG:
-      if (mg) st = mg_all_gather(ip ? recv + me : send, recv, count, MG_FLOAT32, comm, NULL);
+      if (mg) st = mg_all_gather(ip ? recv + me : send, recv, count, MG_FLOAT32, mg, NULL);
       else MPI_Allgather(ip ? MPI_IN_PLACE : send, ic, MPI_FLOAT, recv, ic, MPI_FLOAT,
                          MPI_COMM_WORLD);
       break;
     case RS: /* in place, MPI's input and mgcomm's are recv, all nranks pieces of it */
       if (mg) st = mg_reduce_scatter(ip ? recv : send, ip ? recv + me : recv, count, MG_FLOAT32,
-                                     MG_SUM, comm, NULL);
+                                     MG_SUM, mg, NULL);
       else MPI_Reduce_scatter_block(ip ? MPI_IN_PLACE : send, recv, ic, MPI_FLOAT, MPI_SUM,
                                     MPI_COMM_WORLD);
       break;
     default: /* BC */
       if (mg) {
-        st = mg_broadcast(ip ? recv : send, recv, count, MG_FLOAT32, 0, comm, NULL);
+        st = mg_broadcast(ip ? recv : send, recv, count, MG_FLOAT32, 0, mg, NULL);
       } else {
         if (!ip && rank == 0) memcpy(recv, send, count * sizeof *recv);
         MPI_Bcast(recv, ic, MPI_FLOAT, 0, MPI_COMM_WORLD);
@@ -74,27 +81,178 @@ static void call(int mg, int c, int ip, float *send, float *recv, size_t count) 
 
 static int back_to_back; /* -B 1 */
 
+/* What one loop runs (one library, one collective, size and placement). */
+typedef struct job {
+  int c, ip, iters, warmup;
+  size_t count;
+} job_t;
+
+/* One rank's loop: its timed calls' starts and ends in times[0..2 iters) (-B 1: the loop's time
+ * in times[0]); barrier() before each timed call (-B 1: once). */
+static void run_loop(mg_comm_t *mg, int r, const job_t *j, float *send, float *recv,
+                     double *times, void (*barrier)(void)) {
+  if (back_to_back) {
+    for (int it = 0; it < j->warmup; it++) call(mg, r, j->c, j->ip, send, recv, j->count);
+    barrier();
+    double t = mb_now();
+    for (int it = 0; it < j->iters; it++) call(mg, r, j->c, j->ip, send, recv, j->count);
+    times[0] = mb_now() - t;
+    return;
+  }
+  for (int it = -j->warmup; it < j->iters; it++) {
+    if (it >= 0) barrier();
+    if (it >= 0) times[it] = mb_now();
+    call(mg, r, j->c, j->ip, send, recv, j->count);
+    if (it >= 0) times[j->iters + it] = mb_now();
+  }
+}
+
+static void mpi_barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
+
+/* ---- -t 1: mgcomm's ranks as threads of rank 0's process ---- */
+
+typedef struct trank {
+  pthread_t tid;
+  int r;
+  mg_comm_t *comm;
+  float *send, *recv;
+  double *times; /* as run_loop's */
+} trank_t;
+
+static trank_t *tranks;
+static mg_unique_id_t tid_uid;
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_cv = PTHREAD_COND_INITIALIZER;
+static int pool_gen, pool_done, pool_quit; /* jobs posted; threads done with the last; the end */
+static job_t pool_job;
+
+/* The threads' barrier before each timed call: a spin on a generation count that gives the CPU
+ * away after 64 looks, as Open MPI's barrier does when ranks outnumber CPUs. */
+static atomic_uint tbar_count, tbar_gen;
+static void thread_barrier(void) {
+  const unsigned g = atomic_load(&tbar_gen);
+  if (atomic_fetch_add(&tbar_count, 1) == (unsigned)nranks - 1) {
+    atomic_store(&tbar_count, 0);
+    atomic_fetch_add(&tbar_gen, 1);
+    return;
+  }
+  for (unsigned i = 0; atomic_load(&tbar_gen) == g; i++)
+    if (i > 64) sched_yield();
+}
+
+static void *trank_main(void *arg) {
+  trank_t *t = arg;
+  cpu_set_t all; /* not bound: Open MPI bound this process to one CPU */
+  CPU_ZERO(&all);
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) CPU_SET(cpu, &all);
+  sched_setaffinity(0, sizeof all, &all); /* 0: this thread; the CPUs that exist are kept */
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_HOST;
+  if (mg_comm_init_rank(&cfg, nranks, &tid_uid, t->r, &t->comm) != MG_OK)
+    mb_die("mg_comm_init_rank (thread): ", mg_last_error());
+  for (int seen = 0;;) {
+    pthread_mutex_lock(&pool_lock);
+    while (pool_gen == seen && !pool_quit) pthread_cond_wait(&pool_cv, &pool_lock);
+    seen = pool_gen;
+    const int quit = pool_quit;
+    pthread_mutex_unlock(&pool_lock);
+    if (quit) break;
+    run_loop(t->comm, t->r, &pool_job, t->send, t->recv, t->times, thread_barrier);
+    pthread_mutex_lock(&pool_lock);
+    if (++pool_done == nranks) pthread_cond_broadcast(&pool_cv);
+    pthread_mutex_unlock(&pool_lock);
+  }
+  mg_comm_destroy(t->comm);
+  return NULL;
+}
+
+static void threads_start(size_t cap, int iters) {
+  if (mg_unique_id_create(MG_BACKEND_HOST, &tid_uid) != MG_OK)
+    mb_die("mg_unique_id_create: ", mg_last_error());
+  tranks = calloc((size_t)nranks, sizeof *tranks);
+  if (tranks == NULL) mb_die("out of memory", "");
+  for (int r = 0; r < nranks; r++) {
+    trank_t *t = &tranks[r];
+    t->r = r;
+    t->send = malloc(cap * sizeof(float));
+    t->recv = malloc(cap * sizeof(float));
+    t->times = malloc(sizeof(double) * 2 * (size_t)iters);
+    if (!t->send || !t->recv || !t->times) mb_die("out of memory", "");
+    for (size_t i = 0; i < cap; i++) t->send[i] = t->recv[i] = 1.0f;
+    if (pthread_create(&t->tid, NULL, trank_main, t) != 0) mb_die("pthread_create failed", "");
+  }
+}
+
+static void threads_stop(void) {
+  pthread_mutex_lock(&pool_lock);
+  pool_quit = 1;
+  pthread_cond_broadcast(&pool_cv);
+  pthread_mutex_unlock(&pool_lock);
+  for (int r = 0; r < nranks; r++) {
+    pthread_join(tranks[r].tid, NULL);
+    free(tranks[r].send);
+    free(tranks[r].recv);
+    free(tranks[r].times);
+  }
+  free(tranks);
+}
+
+/* Every process waits here asleep (Open MPI's barrier polls, which would take a CPU from the
+ * threads). */
+static void sleeping_barrier(void) {
+  MPI_Request rq;
+  MPI_Ibarrier(MPI_COMM_WORLD, &rq);
+  for (int done = 0;;) {
+    MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
+    if (done) break;
+    nanosleep(&(struct timespec){0, 50000}, NULL);
+  }
+}
+
+/* mgcomm's loop on the threads (rank 0; the others sleep), by the same rule as loop(). */
+static double threads_loop(const job_t *j) {
+  double t = 0;
+  if (rank == 0) {
+    pthread_mutex_lock(&pool_lock);
+    pool_job = *j;
+    pool_done = 0;
+    pool_gen++;
+    pthread_cond_broadcast(&pool_cv);
+    while (pool_done < nranks) pthread_cond_wait(&pool_cv, &pool_lock);
+    pthread_mutex_unlock(&pool_lock);
+    if (back_to_back) {
+      for (int r = 0; r < nranks; r++)
+        if (tranks[r].times[0] > t) t = tranks[r].times[0];
+      t /= j->iters;
+    } else {
+      double *v = tranks[0].times; /* per iteration: the last thread's end - the last start */
+      for (int it = 0; it < j->iters; it++) {
+        double s = 0, e = 0;
+        for (int r = 0; r < nranks; r++) {
+          if (tranks[r].times[it] > s) s = tranks[r].times[it];
+          if (tranks[r].times[j->iters + it] > e) e = tranks[r].times[j->iters + it];
+        }
+        v[it] = e - s;
+      }
+      t = mb_median(v, j->iters);
+    }
+  }
+  sleeping_barrier();
+  return t;
+}
+
+static int threads; /* -t 1 */
+static mg_comm_t *comm; /* this process's rank (-t 0) */
+
 /* One library's loop, in seconds per call: the median iteration, last start to last end; with
  * -B 1 the iterations run back to back after one barrier, and the loop's time is the slowest
  * rank's, divided by the iterations (as the OSU benchmarks time latency). */
-static double loop(int mg, int c, int ip, float *send, float *recv, size_t count, int iters,
-                   int warmup, double *times) {
-  if (back_to_back) {
-    for (int it = 0; it < warmup; it++) call(mg, c, ip, send, recv, count);
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t = mb_now();
-    for (int it = 0; it < iters; it++) call(mg, c, ip, send, recv, count);
-    t = mb_now() - t;
-    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return t / iters;
-  }
-  for (int it = -warmup; it < iters; it++) {
-    if (it >= 0) MPI_Barrier(MPI_COMM_WORLD);
-    if (it >= 0) times[it] = mb_now();
-    call(mg, c, ip, send, recv, count);
-    if (it >= 0) times[iters + it] = mb_now();
-  }
-  return mb_median_iteration(times, iters);
+static double loop(int mg, const job_t *j, float *send, float *recv, double *times) {
+  if (mg && threads) return threads_loop(j);
+  run_loop(mg ? comm : NULL, rank, j, send, recv, times, mpi_barrier);
+  if (!back_to_back) return mb_median_iteration(times, j->iters);
+  MPI_Allreduce(MPI_IN_PLACE, times, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return times[0] / j->iters;
 }
 
 int main(int argc, char **argv) {
@@ -123,6 +281,8 @@ int main(int argc, char **argv) {
       warmup = atoi(v);
     } else if (!strcmp(a, "-B")) {
       back_to_back = atoi(v) != 0;
+    } else if (!strcmp(a, "-t")) {
+      threads = atoi(v) != 0;
     } else if (!strcmp(a, "-T")) {
       turns = atoi(v);
     } else if (!strcmp(a, "--inplace")) {
@@ -135,17 +295,20 @@ int main(int argc, char **argv) {
       minb > maxb)
     mb_die("bad arguments (see the comment at the top of mpi_paired.c)", "");
 
-  mg_unique_id_t id;
-  if (rank == 0 && mg_unique_id_create(MG_BACKEND_HOST, &id) != MG_OK)
-    mb_die("mg_unique_id_create: ", mg_last_error());
-  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-  mg_config_t cfg = MG_CONFIG_INIT;
-  cfg.backend = MG_BACKEND_HOST;
-  if (mg_comm_init_rank(&cfg, nranks, &id, rank, &comm) != MG_OK)
-    mb_die("mg_comm_init_rank: ", mg_last_error());
-
   /* recv holds every rank's piece of the largest size; send as much (reduce_scatter's input). */
   const size_t cap = maxb / sizeof(float) + 16;
+  if (threads && rank == 0) {
+    threads_start(cap, iters);
+  } else if (!threads) {
+    mg_unique_id_t id;
+    if (rank == 0 && mg_unique_id_create(MG_BACKEND_HOST, &id) != MG_OK)
+      mb_die("mg_unique_id_create: ", mg_last_error());
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    mg_config_t cfg = MG_CONFIG_INIT;
+    cfg.backend = MG_BACKEND_HOST;
+    if (mg_comm_init_rank(&cfg, nranks, &id, rank, &comm) != MG_OK)
+      mb_die("mg_comm_init_rank: ", mg_last_error());
+  }
   float *send = malloc(cap * sizeof(float)), *recv = malloc(cap * sizeof(float));
   double *times = malloc(sizeof(double) * 2 * (size_t)iters);
   if (!send || !recv || !times) mb_die("out of memory", "");
@@ -168,7 +331,8 @@ int main(int argc, char **argv) {
         for (int k = 0; k < turns; k++) {
           for (int j = 0; j < 2; j++) {
             const int mg = (j + k) % 2; /* MPI first in even turns, mgcomm in odd ones */
-            t[mg][k] = loop(mg, c, ip, send, recv, count, iters, warmup, times);
+            const job_t j = {c, ip, iters, warmup, count};
+            t[mg][k] = loop(mg, &j, send, recv, times);
           }
           r[k] = t[1][k] / t[0][k];
         }
@@ -183,7 +347,8 @@ int main(int argc, char **argv) {
       }
     }
   }
-  mg_comm_destroy(comm);
+  if (threads && rank == 0) threads_stop();
+  if (!threads) mg_comm_destroy(comm);
   free(send);
   free(recv);
   free(times);

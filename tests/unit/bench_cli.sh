@@ -452,14 +452,19 @@ scripts)
     "^- thread ranks at least as fast as process ranks .*: \*\*\(met\|missed\)\*\* .*7"; do
     grep -q "$what" "$tmp/r.md" || fail "host_vs_mpi.sh: no line '$what': $(cat "$tmp/r.md")"
   done
-  # -I 1: both libraries in turn in one MPI program (bench/mpi_paired.c), both timing rules; not
-  # in a sanitized build ($BENCH_SANITIZED), whose libmgcomm.so needs the sanitizers' runtime
-  # loaded first.
-  for b2b in 0 1; do
+  # -I 1: both libraries in turn in one MPI program (bench/mpi_paired.c), both timing rules, and
+  # mgcomm's ranks as threads (-t 1); not in a sanitized build ($BENCH_SANITIZED), whose
+  # libmgcomm.so needs the sanitizers' runtime loaded first.
+  for opts in "-B 0" "-B 1" "-B 0 -t 1" "-B 1 -t 1"; do
     [ "${BENCH_SANITIZED:-0}" = 0 ] || break
-    "$root/bench/host_vs_mpi.sh" -I 1 -B $b2b -R 2 -c all_reduce,all_gather -b 8 -e 4K -f 8 \
+    # shellcheck disable=SC2086 # opts: two options
+    "$root/bench/host_vs_mpi.sh" -I 1 $opts -R 2 -c all_reduce,all_gather -b 8 -e 4K -f 8 \
       -n 3 -w 1 --inplace both -o "$tmp/p.md" >"$tmp/out" 2>&1 ||
-      fail "host_vs_mpi.sh -I 1 -B $b2b: exit $?: $(cat "$tmp/out")"
+      fail "host_vs_mpi.sh -I 1 $opts: exit $?: $(cat "$tmp/out")"
+    case "$opts" in
+    *"-t 1") grep -q "^# .*mgcomm's as threads" "$tmp/p.md" || fail "-t 1: $(cat "$tmp/p.md")" ;;
+    *) grep -q "^# .*mgcomm's as processes" "$tmp/p.md" || fail "$opts: $(cat "$tmp/p.md")" ;;
+    esac
     [ "$(grep -c '^| all_reduce | \(no\|yes\) | [0-9]* | [0-9.]* | [0-9.]* | [0-9.]* | ' "$tmp/p.md")" = 8 ] ||
       fail "host_vs_mpi.sh -I 1: $(cat "$tmp/p.md")"
     [ "$(grep -c '^| all_gather | ' "$tmp/p.md")" = 8 ] || fail "host_vs_mpi.sh -I 1: $(cat "$tmp/p.md")"
