@@ -106,7 +106,7 @@ static int mg__thread_cpus(void) {
  * twice (2 thread ranks on the 2-CPU development VM: broadcast 4-64 KiB 3-5x faster, gather,
  * scatter and all_to_all 2-4x; bench/results/2026-11-24-host-vs-mpi-2core-threads.md). But it
  * adds to the owner's call a wait for its readers, which costs a switch of the CPU where ranks
- * outnumber CPUs (4 threads on 2 CPUs, or 2 under `taskset -c 0`: 1.3-2.8x slower below 256
+ * outnumber CPUs (4 threads on 2 CPUs, or 2 under `taskset -c 0`: 1.3-3x slower below 256
  * KiB); the CPUs counted are those the creating rank's thread may run on. Between processes the
  * copy is a process_vm_readv, slower than the staged pipeline below 256 KiB. */
 static void mg__sizes(int n, size_t *slot, size_t *chan, size_t *small_out, size_t *direct_out,
