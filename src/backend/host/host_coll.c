@@ -370,11 +370,14 @@ static uint64_t mg__mail_key(const mg__op_t *op) {
   return k ^ (k >> 29);
 }
 
-/* Bytes of x's input that a rank mails (MG__ALG_MAIL): its whole send buffer (reduce_scatter's
- * holds every rank's piece, and each rank reduces its own from all the mails). */
+/* Bytes of x's input that a rank mails (MG__ALG_MAIL): its whole send buffer (reduce_scatter's,
+ * all_to_all's and scatter's hold every rank's piece, and each rank takes its own from the
+ * mails). The same on every rank, also where a rank mails no data (see mg__copy_in). */
 static size_t mg__mail_len(const mg__hx_t *x) {
   const size_t c = x->op->count * x->es;
-  return x->op->kind == MG_OPK_REDUCE_SCATTER ? c * (size_t)x->n : c;
+  const mg__opkind_t k = x->op->kind;
+  const int pieces = k == MG_OPK_REDUCE_SCATTER || k == MG_OPK_ALL_TO_ALL || k == MG_OPK_SCATTER;
+  return pieces ? c * (size_t)x->n : c;
 }
 
 /* 1 when x is a broadcast, all_gather or gather of ranks in several processes that would make a
@@ -396,10 +399,7 @@ static void mg__coll_start(mg__hx_t *x) {
   x->s0 = hc->step;
   x->set1 = MG__SET_ALL;
   x->set2 = MG__SET_NONE;
-  const int mailable = op->kind == MG_OPK_ALL_REDUCE || op->kind == MG_OPK_REDUCE ||
-                       op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER ||
-                       op->kind == MG_OPK_REDUCE_SCATTER;
-  if (mailable && mg__mail_len(x) <= MG__MAIL_BYTES) { /* the same choice on every rank */
+  if (op->kind != MG_OPK_ALL_TO_ALLV && mg__mail_len(x) <= MG__MAIL_BYTES) { /* alike on all */
     x->alg = MG__ALG_MAIL; /* one step, in which every rank waits for all (mg__set1) */
     x->E = c;
     x->nsteps = 1;
@@ -650,10 +650,11 @@ static void mg__copy_in(mg__hx_t *x) {
     return;
   }
   if (x->alg == MG__ALG_MAIL) {
-    /* Everybody mails (the key, which everybody compares); the non-roots of a broadcast, whose
-     * data nobody reads, nothing else. */
+    /* Everybody mails (the key, which everybody compares); the non-roots of a broadcast or a
+     * scatter, whose data nobody reads, nothing else. */
     mg__hshm_mail_t *m = mg__mail(x, x->me);
-    if (c > 0 && (op->kind != MG_OPK_BROADCAST || op->root == x->me))
+    const int from_root = op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_SCATTER;
+    if (c > 0 && (!from_root || op->root == x->me))
       mg__copy(m->data, mg__sb(x), mg__mail_len(x));
     atomic_store_explicit(&m->key, x->mail_key, memory_order_relaxed);
     atomic_store_explicit(&m->step1, x->s0 + x->k + 1, memory_order_release);
@@ -791,16 +792,22 @@ static void mg__copy_out(mg__hx_t *x) {
         mg__reduce(x, mg__rb(x), c);
         break;
       case MG_OPK_BROADCAST:
-        if (mg__rb(x) != mg__sb(x))
-          mg__copy(mg__rb(x), is_root ? mg__sb(x) : mg__mail(x, op->root)->data, c * es);
+      case MG_OPK_SCATTER: { /* the root's mail holds every piece of a scatter */
+        const size_t piece = op->kind == MG_OPK_SCATTER ? (size_t)me * c * es : 0;
+        const unsigned char *src = (is_root ? mg__sb(x) : mg__mail(x, op->root)->data) + piece;
+        if (mg__rb(x) != src) mg__copy(mg__rb(x), src, c * es);
         break;
-      default: /* all_gather */
+      }
+      default: { /* all_gather, gather (on the root), all_to_all (each mail's piece for me) */
+        if (op->kind == MG_OPK_GATHER && !is_root) break;
+        const size_t piece = op->kind == MG_OPK_ALL_TO_ALL ? (size_t)me * c * es : 0;
         for (int r = 0; r < n; r++) {
           unsigned char *dst = mg__rb(x) + (size_t)r * c * es;
-          if (r != me) mg__copy(dst, mg__mail(x, r)->data, c * es);
-          else if (dst != mg__sb(x)) mg__copy(dst, mg__sb(x), c * es);
+          const unsigned char *src = r != me ? mg__mail(x, r)->data + piece : mg__sb(x) + piece;
+          if (dst != src) mg__copy(dst, src, c * es);
         }
         break;
+      }
     }
     return;
   }
