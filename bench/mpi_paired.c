@@ -8,8 +8,11 @@
  *
  * usage: mpirun -np N mpi_paired [-c coll[,coll...]] [-b min] [-e max] [-f factor] [-n iters]
  *                                [-w warmup] [-T turns] [-B 0|1] [-t 0|1] [--inplace 0|1|both]
- * Collectives: all_reduce, all_gather, reduce_scatter, broadcast (float32, sum, root 0), sizes as
- * mgcomm bench and nccl-tests count them. Per size and placement, T turns (default 5), each timing
+ * Collectives (-c, default the first four; "all": every one): all_reduce, all_gather,
+ * reduce_scatter, broadcast, all_to_all, reduce, gather, scatter, sendrecv (to the next rank,
+ * from the one before; mgcomm's a send and a receive in one group), float32, sum, root 0, sizes
+ * as mgcomm bench and nccl-tests count them; all_to_all and sendrecv have no in-place form. Per
+ * size and placement, T turns (default 5), each timing
  * one library's loop and then the other's, the first alternating; a loop is w untimed and n timed
  * iterations, each timed one after MPI_Barrier, from the last rank's start to the last rank's end;
  * its time is the median iteration (-B 1: see loop()). The buffers come from malloc, as a user's
@@ -38,10 +41,12 @@
 #include "mgcomm.h"
 #include "mpi_bench.h"
 
-enum { AR, AG, RS, BC, NCOLL };
+enum { AR, AG, RS, A2A, BC, RED, GA, SC, SR, NCOLL };
 static const char *const coll_names[NCOLL] = {"all_reduce", "all_gather", "reduce_scatter",
-                                              "broadcast"};
-static const int divided[NCOLL] = {0, 1, 1, 0};
+                                              "all_to_all", "broadcast", "reduce", "gather",
+                                              "scatter", "sendrecv"};
+static const int divided[NCOLL] = {0, 1, 1, 1, 0, 0, 1, 1, 0};
+static const int has_inplace[NCOLL] = {1, 1, 1, 0, 1, 1, 1, 1, 0};
 
 static int rank, nranks;
 
@@ -67,12 +72,42 @@ static void call(mg_comm_t *mg, int r, int c, int ip, float *send, float *recv, 
       else MPI_Reduce_scatter_block(ip ? MPI_IN_PLACE : send, recv, ic, MPI_FLOAT, MPI_SUM,
                                     MPI_COMM_WORLD);
       break;
-    default: /* BC */
+    case A2A:
+      if (mg) st = mg_all_to_all(send, recv, count, MG_FLOAT32, mg, NULL);
+      else MPI_Alltoall(send, ic, MPI_FLOAT, recv, ic, MPI_FLOAT, MPI_COMM_WORLD);
+      break;
+    case BC:
       if (mg) {
         st = mg_broadcast(ip ? recv : send, recv, count, MG_FLOAT32, 0, mg, NULL);
       } else {
         if (!ip && rank == 0) memcpy(recv, send, count * sizeof *recv);
         MPI_Bcast(recv, ic, MPI_FLOAT, 0, MPI_COMM_WORLD);
+      }
+      break;
+    case RED: /* in place: send is recv on every rank (MPI: MPI_IN_PLACE on the root) */
+      if (mg) st = mg_reduce(ip ? recv : send, recv, count, MG_FLOAT32, MG_SUM, 0, mg, NULL);
+      else MPI_Reduce(ip && rank == 0 ? MPI_IN_PLACE : ip ? recv : send, recv, ic, MPI_FLOAT,
+                      MPI_SUM, 0, MPI_COMM_WORLD);
+      break;
+    case GA: /* in place on the root only (root 0: its piece is recv's first) */
+      if (mg) st = mg_gather(ip && r == 0 ? recv : send, recv, count, MG_FLOAT32, 0, mg, NULL);
+      else MPI_Gather(ip && rank == 0 ? MPI_IN_PLACE : send, ic, MPI_FLOAT, recv, ic, MPI_FLOAT,
+                      0, MPI_COMM_WORLD);
+      break;
+    case SC:
+      if (mg) st = mg_scatter(send, ip && r == 0 ? send : recv, count, MG_FLOAT32, 0, mg, NULL);
+      else MPI_Scatter(send, ic, MPI_FLOAT, ip && rank == 0 ? MPI_IN_PLACE : recv, ic, MPI_FLOAT,
+                       0, MPI_COMM_WORLD);
+      break;
+    default: /* SR: to the next rank, from the one before */
+      if (mg) {
+        mg_group_begin();
+        mg_send(send, count, MG_FLOAT32, (r + 1) % nranks, mg, NULL);
+        mg_recv(recv, count, MG_FLOAT32, (r - 1 + nranks) % nranks, mg, NULL);
+        st = mg_group_end();
+      } else {
+        MPI_Sendrecv(send, ic, MPI_FLOAT, (rank + 1) % nranks, 0, recv, ic, MPI_FLOAT,
+                     (rank - 1 + nranks) % nranks, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       }
       break;
   }
@@ -261,7 +296,7 @@ int main(int argc, char **argv) {
   mb_name = "mpi_paired";
   mb_rank = rank;
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  int colls[NCOLL] = {AR, AG, RS, BC}, ncolls = NCOLL, iters = 1000, warmup = 100, turns = 5;
+  int colls[NCOLL] = {AR, AG, RS, BC}, ncolls = 4, iters = 1000, warmup = 100, turns = 5;
   int modes = 3;
   size_t minb = 8, maxb = 4096, factor = 4;
   for (int i = 1; i < argc; i += 2) {
@@ -326,7 +361,7 @@ int main(int argc, char **argv) {
       const size_t count = divided[c] ? total / n : total;
       if (count == 0) continue;
       for (int ip = 0; ip < 2; ip++) {
-        if (!(modes & (1 << ip))) continue;
+        if (!(modes & (1 << ip)) || (ip && !has_inplace[c])) continue;
         double t[2][99], r[99];
         for (int k = 0; k < turns; k++) {
           for (int j = 0; j < 2; j++) {
