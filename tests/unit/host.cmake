@@ -23,6 +23,8 @@ mg_test(NAME host_comm_threads EXE test_host_comm SOURCES ${CMAKE_CURRENT_SOURCE
 mg_test(NAME host_comm_procs EXE test_host_comm ARGS procs LABELS host)
 # Bad input (contract 2).
 mg_test(NAME argcheck SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_argcheck.c LABELS host)
+# Groups of any size, and a failed one past the operations a group holds inline.
+mg_test(NAME group_many SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/group_many.c LABELS host)
 # The single-copy path from a low threshold, between threads and between processes.
 mg_test(NAME host_coll_direct_threads_3 EXE test_host_coll ARGS threads 3 TIMEOUT 600 LABELS host
         ENV MGCOMM_HOST_DIRECT_BYTES=1024 MGCOMM_HOST_SLOT_BYTES=4096)
