@@ -98,8 +98,8 @@ static int mg__thread_cpus(void) {
   return n > 0 ? n : 1;
 }
 
-/* The staging slot and channel sizes and the size thresholds this process would create a segment
- * with (n ranks; the thread that creates it calls this); the other ranks adopt the creator's.
+/* The staging slot and channel sizes and the size thresholds this thread would create a segment
+ * of n ranks with; the other ranks adopt the creator's.
  *
  * MGCOMM_HOST_DIRECT_BYTES -1: between threads of one process a direct copy is a memcpy, and from
  * 2 KiB it beats the staged one, which makes every cache line of the data cross between CPUs
