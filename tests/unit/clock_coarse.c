@@ -1,9 +1,15 @@
 /*
  * clock_coarse.c -- base/clock.h: a deadline taken on the coarse clock (mg__deadline_coarse, what
- * every call's deadline is) is never earlier than the one the precise clock would give, and not
+ * every call's deadline is) is not earlier than the one the precise clock would give, and not
  * later by more than three of the coarse clock's ticks; the coarse clock never runs ahead of the
  * precise one. 100000 samples, with 2000 sleeps among them (a CPU that slept has no tick: the
  * coarse clock is most behind just after waking).
+ *
+ * "Not earlier" holds while the kernel's tick comes at most two ticks late (clock.h). On a loaded
+ * machine it sometimes comes later: a CI run under ASan on the 2-CPU VM (2026-11-24) had one
+ * sample's deadline 4 us early (the coarse clock 8.004 ms behind, with a 4 ms tick). So a sample
+ * may be early by less than one tick, in at most 1% of the samples; one tick fewer in
+ * mg__deadline_coarse made 97% of them early on that VM.
  */
 #include <time.h>
 
@@ -15,14 +21,17 @@ int main(void) {
   ASSERT(clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0);
   const double tick = (double)res.tv_sec + (double)res.tv_nsec * 1e-9;
   int behind = 0; /* samples where the coarse clock was behind: the case that matters */
+  int early = 0;  /* samples whose coarse deadline came before the precise one (a late tick) */
   double most = 0;
   for (int i = 0; i < 100000; i++) {
     if (i % 50 == 0) nanosleep(&(struct timespec){0, 100000 + (i % 7) * 400000}, NULL);
     const double before = mg__now();
     const double d = mg__deadline_coarse(mg__now_coarse(), 2.5);
     const double after = mg__now();
-    if (d < before + 2.5)
-      FAIL("sample %d: the coarse deadline %.9f is before the precise one %.9f", i, d, before + 2.5);
+    if (d < before + 2.5 - tick)
+      FAIL("sample %d: the coarse deadline %.9f is before the precise one %.9f by more than a "
+           "tick", i, d, before + 2.5);
+    early += d < before + 2.5;
     if (d > after + 2.5 + 3 * tick)
       FAIL("sample %d: the coarse deadline %.9f is after the precise one %.9f by more than three "
            "ticks", i, d, after + 2.5);
@@ -32,7 +41,8 @@ int main(void) {
     if (p - c > most) most = p - c;
   }
   ASSERT(behind > 0); /* else the test proved nothing about the lag */
-  printf("clock_coarse: no deadline early; the coarse clock behind in %d of 100000 samples, by at "
-         "most %.6f s (tick %.6f s)\n", behind, most, tick);
+  if (early > 1000) FAIL("%d of 100000 coarse deadlines came before the precise ones", early);
+  printf("clock_coarse: %d of 100000 deadlines early (by less than a tick); the coarse clock "
+         "behind in %d samples, by at most %.6f s (tick %.6f s)\n", early, behind, most, tick);
   return 0;
 }
