@@ -1,7 +1,8 @@
 /*
- * mpi_bench.h -- what the Open MPI programs of bench/ share (mpi_peer.c, mpi_paired.c): sizes on
- * the command line, the clock, the timing rule's reduction over ranks, and a fatal error. Each
- * includes it once, after setting mb_name and mb_rank.
+ * mpi_bench.h -- what the Open MPI programs of bench/ share (mpi_peer.c, mpi_paired.c): the
+ * collectives and -c's list of them, sizes on the command line, the clock, the timing rule's
+ * reduction over ranks, and a fatal error. Each includes it once, after setting mb_name and
+ * mb_rank.
  */
 #ifndef MG_BENCH_MPI_BENCH_H
 #define MG_BENCH_MPI_BENCH_H
@@ -22,20 +23,29 @@ static void mb_die(const char *msg, const char *arg) {
   exit(2);
 }
 
-/* -c's comma-separated collectives ("all": every one) as indices into names[0..n): how many. */
-static int mb_parse_colls(const char *v, const char *const *names, int n, int *out) {
+/* The collectives both programs run: their names, whether a size counts every rank's piece (the
+ * count per rank is size / nranks), and whether they have an in-place form. */
+enum { AR, AG, RS, A2A, BC, RED, GA, SC, SR, NCOLL };
+static const char *const coll_names[NCOLL] = {"all_reduce", "all_gather", "reduce_scatter",
+                                              "all_to_all", "broadcast", "reduce", "gather",
+                                              "scatter", "sendrecv"};
+static const int divided[NCOLL] = {0, 1, 1, 1, 0, 0, 1, 1, 0};
+static const int has_inplace[NCOLL] = {1, 1, 1, 0, 1, 1, 1, 1, 0};
+
+/* -c's comma-separated collectives ("all": every one) as indices into coll_names: how many. */
+static int mb_parse_colls(const char *v, int *out) {
   char buf[256];
   snprintf(buf, sizeof buf, "%s", v);
   int k = 0;
   for (char *t = strtok(buf, ","); t != NULL; t = strtok(NULL, ",")) {
     if (!strcmp(t, "all")) {
-      for (k = 0; k < n; k++) out[k] = k;
+      for (k = 0; k < NCOLL; k++) out[k] = k;
       continue;
     }
     int c = 0;
-    while (c < n && strcmp(t, names[c])) c++;
-    if (c == n) mb_die("unknown collective ", t);
-    if (k < n) out[k++] = c; /* a longer list keeps its first n */
+    while (c < NCOLL && strcmp(t, coll_names[c])) c++;
+    if (c == NCOLL) mb_die("unknown collective ", t);
+    if (k < NCOLL) out[k++] = c; /* a longer list keeps its first NCOLL */
   }
   return k;
 }

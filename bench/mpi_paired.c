@@ -41,13 +41,6 @@
 #include "mgcomm.h"
 #include "mpi_bench.h"
 
-enum { AR, AG, RS, A2A, BC, RED, GA, SC, SR, NCOLL };
-static const char *const coll_names[NCOLL] = {"all_reduce", "all_gather", "reduce_scatter",
-                                              "all_to_all", "broadcast", "reduce", "gather",
-                                              "scatter", "sendrecv"};
-static const int divided[NCOLL] = {0, 1, 1, 1, 0, 0, 1, 1, 0};
-static const int has_inplace[NCOLL] = {1, 1, 1, 0, 1, 1, 1, 1, 0};
-
 static int rank, nranks;
 
 /* One call of collective c, count elements (per rank for the divided ones), by rank r through
@@ -303,7 +296,7 @@ int main(int argc, char **argv) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (v == NULL) mb_die("option without a value: ", a);
     if (!strcmp(a, "-c")) {
-      ncolls = mb_parse_colls(v, coll_names, NCOLL, colls);
+      ncolls = mb_parse_colls(v, colls);
     } else if (!strcmp(a, "-b")) {
       minb = mb_parse_size(v);
     } else if (!strcmp(a, "-e")) {

@@ -22,13 +22,6 @@
 
 #include "mpi_bench.h"
 
-enum { AR, AG, RS, A2A, BC, RED, GA, SC, SR, NCOLL };
-static const char *const coll_names[NCOLL] = {"all_reduce", "all_gather", "reduce_scatter",
-                                              "all_to_all", "broadcast", "reduce", "gather",
-                                              "scatter", "sendrecv"};
-static const int divided[NCOLL] = {0, 1, 1, 1, 0, 0, 1, 1, 0};
-static const int has_inplace[NCOLL] = {1, 1, 1, 0, 1, 1, 1, 1, 0};
-
 /* MPI's handles are not constants in every MPI: look them up at run time. */
 #define H(fn, handle) \
   static MPI_Datatype mpi_##fn(void) { return handle; }
@@ -71,7 +64,7 @@ int main(int argc, char **argv) {
     if (v == NULL) mb_die("option without a value: ", a);
     i++;
     if (!strcmp(a, "-c")) {
-      ncolls = mb_parse_colls(v, coll_names, NCOLL, colls);
+      ncolls = mb_parse_colls(v, colls);
     } else if (!strcmp(a, "-b")) {
       minb = mb_parse_size(v);
     } else if (!strcmp(a, "-e")) {
