@@ -26,10 +26,8 @@ static inline void mg__cpu_relax(void) {
 }
 
 typedef struct mg__spinlock {
-  atomic_int held;
+  atomic_int held; /* 0 (as calloc leaves it): free */
 } mg__spinlock_t;
-
-#define MG__SPINLOCK_INIT {0}
 
 static inline void mg__spin_lock(mg__spinlock_t *l) {
   unsigned tries = 0;
