@@ -137,14 +137,34 @@ static void run_loop(mg_comm_t *mg, int r, const job_t *j, float *send, float *r
 
 static void mpi_barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
 
+/* One rank's buffers: recv holds every rank's piece of the largest size (cap floats), send as
+ * much (reduce_scatter's input), times run_loop's. From malloc, as a user's are. */
+typedef struct bufs {
+  float *send, *recv;
+  double *times;
+} bufs_t;
+
+static bufs_t bufs_new(size_t cap, int iters) {
+  bufs_t b = {malloc(cap * sizeof(float)), malloc(cap * sizeof(float)),
+              malloc(sizeof(double) * 2 * (size_t)iters)};
+  if (!b.send || !b.recv || !b.times) mb_die("out of memory", "");
+  for (size_t i = 0; i < cap; i++) b.send[i] = b.recv[i] = 1.0f;
+  return b;
+}
+
+static void bufs_free(bufs_t *b) {
+  free(b->send);
+  free(b->recv);
+  free(b->times);
+}
+
 /* ---- -t 1: mgcomm's ranks as threads of rank 0's process ---- */
 
 typedef struct trank {
   pthread_t tid;
   int r;
   mg_comm_t *comm;
-  float *send, *recv;
-  double *times; /* as run_loop's */
+  bufs_t b;
 } trank_t;
 
 static trank_t *tranks;
@@ -185,7 +205,7 @@ static void *trank_main(void *arg) {
     const int quit = pool_quit;
     pthread_mutex_unlock(&pool_lock);
     if (quit) break;
-    run_loop(t->comm, t->r, &pool_job, t->send, t->recv, t->times, thread_barrier);
+    run_loop(t->comm, t->r, &pool_job, t->b.send, t->b.recv, t->b.times, thread_barrier);
     pthread_mutex_lock(&pool_lock);
     if (++pool_done == nranks) pthread_cond_broadcast(&pool_cv);
     pthread_mutex_unlock(&pool_lock);
@@ -202,11 +222,7 @@ static void threads_start(size_t cap, int iters) {
   for (int r = 0; r < nranks; r++) {
     trank_t *t = &tranks[r];
     t->r = r;
-    t->send = malloc(cap * sizeof(float));
-    t->recv = malloc(cap * sizeof(float));
-    t->times = malloc(sizeof(double) * 2 * (size_t)iters);
-    if (!t->send || !t->recv || !t->times) mb_die("out of memory", "");
-    for (size_t i = 0; i < cap; i++) t->send[i] = t->recv[i] = 1.0f;
+    t->b = bufs_new(cap, iters);
     if (pthread_create(&t->tid, NULL, trank_main, t) != 0) mb_die("pthread_create failed", "");
   }
 }
@@ -218,9 +234,7 @@ static void threads_stop(void) {
   pthread_mutex_unlock(&pool_lock);
   for (int r = 0; r < nranks; r++) {
     pthread_join(tranks[r].tid, NULL);
-    free(tranks[r].send);
-    free(tranks[r].recv);
-    free(tranks[r].times);
+    bufs_free(&tranks[r].b);
   }
   free(tranks);
 }
@@ -250,15 +264,15 @@ static double threads_loop(const job_t *j) {
     pthread_mutex_unlock(&pool_lock);
     if (back_to_back) {
       for (int r = 0; r < nranks; r++)
-        if (tranks[r].times[0] > t) t = tranks[r].times[0];
+        if (tranks[r].b.times[0] > t) t = tranks[r].b.times[0];
       t /= j->iters;
     } else {
-      double *v = tranks[0].times; /* per iteration: the last thread's end - the last start */
+      double *v = tranks[0].b.times; /* per iteration: the last thread's end - the last start */
       for (int it = 0; it < j->iters; it++) {
         double s = 0, e = 0;
         for (int r = 0; r < nranks; r++) {
-          if (tranks[r].times[it] > s) s = tranks[r].times[it];
-          if (tranks[r].times[j->iters + it] > e) e = tranks[r].times[j->iters + it];
+          if (tranks[r].b.times[it] > s) s = tranks[r].b.times[it];
+          if (tranks[r].b.times[j->iters + it] > e) e = tranks[r].b.times[j->iters + it];
         }
         v[it] = e - s;
       }
@@ -323,8 +337,7 @@ int main(int argc, char **argv) {
       minb > maxb)
     mb_die("bad arguments (see the comment at the top of mpi_paired.c)", "");
 
-  /* recv holds every rank's piece of the largest size; send as much (reduce_scatter's input). */
-  const size_t cap = maxb / sizeof(float) + 16;
+  const size_t cap = maxb / sizeof(float) + 16; /* the buffers' floats (bufs_new) */
   if (threads && rank == 0) {
     threads_start(cap, iters);
   } else if (!threads) {
@@ -337,10 +350,7 @@ int main(int argc, char **argv) {
     if (mg_comm_init_rank(&cfg, nranks, &id, rank, &comm) != MG_OK)
       mb_die("mg_comm_init_rank: ", mg_last_error());
   }
-  float *send = malloc(cap * sizeof(float)), *recv = malloc(cap * sizeof(float));
-  double *times = malloc(sizeof(double) * 2 * (size_t)iters);
-  if (!send || !recv || !times) mb_die("out of memory", "");
-  for (size_t i = 0; i < cap; i++) send[i] = recv[i] = 1.0f;
+  bufs_t b = bufs_new(cap, iters);
 
   if (rank == 0) {
     printf("| collective | in place | size (B) | MPI µs | mgcomm µs | mgcomm / MPI (median of "
@@ -360,7 +370,7 @@ int main(int argc, char **argv) {
           for (int j = 0; j < 2; j++) {
             const int mg = (j + k) % 2; /* MPI first in even turns, mgcomm in odd ones */
             const job_t j = {c, ip, iters, warmup, count};
-            t[mg][k] = loop(mg, &j, send, recv, times);
+            t[mg][k] = loop(mg, &j, b.send, b.recv, b.times);
           }
           r[k] = t[1][k] / t[0][k];
         }
@@ -377,9 +387,7 @@ int main(int argc, char **argv) {
   }
   if (threads && rank == 0) threads_stop();
   if (!threads) mg_comm_destroy(comm);
-  free(send);
-  free(recv);
-  free(times);
+  bufs_free(&b);
   MPI_Finalize();
   return 0;
 }
