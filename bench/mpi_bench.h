@@ -1,8 +1,8 @@
 /*
  * mpi_bench.h -- what the Open MPI programs of bench/ share (mpi_peer.c, mpi_paired.c): the
- * collectives and -c's list of them, sizes on the command line, the clock, the timing rule's
- * reduction over ranks, and a fatal error. Each includes it once, after setting mb_name and
- * mb_rank.
+ * collectives, -c's list of them and their MPI calls, sizes on the command line, the clock, the
+ * timing rule's reduction over ranks, and a fatal error. Each includes it once, after setting
+ * mb_name and mb_rank.
  */
 #ifndef MG_BENCH_MPI_BENCH_H
 #define MG_BENCH_MPI_BENCH_H
@@ -48,6 +48,43 @@ static int mb_parse_colls(const char *v, int *out) {
     if (k < NCOLL) out[k++] = c; /* a longer list keeps its first NCOLL */
   }
   return k;
+}
+
+/* One call of collective c through MPI, on MPI_COMM_WORLD: count elements of dt (es bytes each;
+ * per rank for the divided ones), reduction op, root; in place as MPI spells it when ip. Out of
+ * place, broadcast is the root's copy of send into recv and then MPI_Bcast, which has one
+ * buffer. sendrecv goes to the next rank and comes from the one before. */
+static void mb_mpi_call(int c, int ip, void *send, void *recv, size_t count, MPI_Datatype dt,
+                        size_t es, MPI_Op op, int root) {
+  const int ic = (int)count, is_root = mb_rank == root;
+  int n;
+  switch (c) {
+    case AR: MPI_Allreduce(ip ? MPI_IN_PLACE : send, recv, ic, dt, op, MPI_COMM_WORLD); break;
+    case AG: MPI_Allgather(ip ? MPI_IN_PLACE : send, ic, dt, recv, ic, dt, MPI_COMM_WORLD); break;
+    case RS:
+      MPI_Reduce_scatter_block(ip ? MPI_IN_PLACE : send, recv, ic, dt, op, MPI_COMM_WORLD);
+      break;
+    case A2A: MPI_Alltoall(send, ic, dt, recv, ic, dt, MPI_COMM_WORLD); break;
+    case BC:
+      if (!ip && is_root) memcpy(recv, send, count * es);
+      MPI_Bcast(recv, ic, dt, root, MPI_COMM_WORLD);
+      break;
+    case RED:
+      MPI_Reduce(ip && is_root ? MPI_IN_PLACE : ip ? recv : send, recv, ic, dt, op, root,
+                 MPI_COMM_WORLD);
+      break;
+    case GA:
+      MPI_Gather(ip && is_root ? MPI_IN_PLACE : send, ic, dt, recv, ic, dt, root, MPI_COMM_WORLD);
+      break;
+    case SC:
+      MPI_Scatter(send, ic, dt, ip && is_root ? MPI_IN_PLACE : recv, ic, dt, root, MPI_COMM_WORLD);
+      break;
+    default: /* SR */
+      MPI_Comm_size(MPI_COMM_WORLD, &n);
+      MPI_Sendrecv(send, ic, dt, (mb_rank + 1) % n, 0, recv, ic, dt, (mb_rank - 1 + n) % n, 0,
+                   MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      break;
+  }
 }
 
 /* "64", "4K", "16M", "1G": bytes. */

@@ -44,64 +44,38 @@
 static int rank, nranks;
 
 /* One call of collective c, count elements (per rank for the divided ones), by rank r through
- * MPI (mg NULL) or its mgcomm communicator mg; in place as each library spells it. */
+ * MPI (mg NULL: mb_mpi_call) or its mgcomm communicator mg; in place as each library spells it.
+ * float32, sum, root 0. */
 static void call(mg_comm_t *mg, int r, int c, int ip, float *send, float *recv, size_t count) {
-  const int ic = (int)count;
+  if (mg == NULL) {
+    mb_mpi_call(c, ip, send, recv, count, MPI_FLOAT, sizeof(float), MPI_SUM, 0);
+    return;
+  }
   const size_t me = (size_t)r * count;
-  mg_status_t st = MG_OK;
+  mg_status_t st;
   switch (c) {
-    case AR:
-      if (mg) st = mg_all_reduce(ip ? recv : send, recv, count, MG_FLOAT32, MG_SUM, mg, NULL);
-      else MPI_Allreduce(ip ? MPI_IN_PLACE : send, recv, ic, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    case AR: st = mg_all_reduce(ip ? recv : send, recv, count, MG_FLOAT32, MG_SUM, mg, NULL); break;
+    case AG: st = mg_all_gather(ip ? recv + me : send, recv, count, MG_FLOAT32, mg, NULL); break;
+    case RS: /* in place, the input is recv, all nranks pieces of it */
+      st = mg_reduce_scatter(ip ? recv : send, ip ? recv + me : recv, count, MG_FLOAT32, MG_SUM,
+                             mg, NULL);
       break;
-    case AG:
-      if (mg) st = mg_all_gather(ip ? recv + me : send, recv, count, MG_FLOAT32, mg, NULL);
-      else MPI_Allgather(ip ? MPI_IN_PLACE : send, ic, MPI_FLOAT, recv, ic, MPI_FLOAT,
-                         MPI_COMM_WORLD);
-      break;
-    case RS: /* in place, MPI's input and mgcomm's are recv, all nranks pieces of it */
-      if (mg) st = mg_reduce_scatter(ip ? recv : send, ip ? recv + me : recv, count, MG_FLOAT32,
-                                     MG_SUM, mg, NULL);
-      else MPI_Reduce_scatter_block(ip ? MPI_IN_PLACE : send, recv, ic, MPI_FLOAT, MPI_SUM,
-                                    MPI_COMM_WORLD);
-      break;
-    case A2A:
-      if (mg) st = mg_all_to_all(send, recv, count, MG_FLOAT32, mg, NULL);
-      else MPI_Alltoall(send, ic, MPI_FLOAT, recv, ic, MPI_FLOAT, MPI_COMM_WORLD);
-      break;
-    case BC:
-      if (mg) {
-        st = mg_broadcast(ip ? recv : send, recv, count, MG_FLOAT32, 0, mg, NULL);
-      } else {
-        if (!ip && rank == 0) memcpy(recv, send, count * sizeof *recv);
-        MPI_Bcast(recv, ic, MPI_FLOAT, 0, MPI_COMM_WORLD);
-      }
-      break;
-    case RED: /* in place: send is recv on every rank (MPI: MPI_IN_PLACE on the root) */
-      if (mg) st = mg_reduce(ip ? recv : send, recv, count, MG_FLOAT32, MG_SUM, 0, mg, NULL);
-      else MPI_Reduce(ip && rank == 0 ? MPI_IN_PLACE : ip ? recv : send, recv, ic, MPI_FLOAT,
-                      MPI_SUM, 0, MPI_COMM_WORLD);
+    case A2A: st = mg_all_to_all(send, recv, count, MG_FLOAT32, mg, NULL); break;
+    case BC: st = mg_broadcast(ip ? recv : send, recv, count, MG_FLOAT32, 0, mg, NULL); break;
+    case RED: /* in place: send is recv on every rank */
+      st = mg_reduce(ip ? recv : send, recv, count, MG_FLOAT32, MG_SUM, 0, mg, NULL);
       break;
     case GA: /* in place on the root only (root 0: its piece is recv's first) */
-      if (mg) st = mg_gather(ip && r == 0 ? recv : send, recv, count, MG_FLOAT32, 0, mg, NULL);
-      else MPI_Gather(ip && rank == 0 ? MPI_IN_PLACE : send, ic, MPI_FLOAT, recv, ic, MPI_FLOAT,
-                      0, MPI_COMM_WORLD);
+      st = mg_gather(ip && r == 0 ? recv : send, recv, count, MG_FLOAT32, 0, mg, NULL);
       break;
     case SC:
-      if (mg) st = mg_scatter(send, ip && r == 0 ? send : recv, count, MG_FLOAT32, 0, mg, NULL);
-      else MPI_Scatter(send, ic, MPI_FLOAT, ip && rank == 0 ? MPI_IN_PLACE : recv, ic, MPI_FLOAT,
-                       0, MPI_COMM_WORLD);
+      st = mg_scatter(send, ip && r == 0 ? send : recv, count, MG_FLOAT32, 0, mg, NULL);
       break;
-    default: /* SR: to the next rank, from the one before */
-      if (mg) {
-        mg_group_begin();
-        mg_send(send, count, MG_FLOAT32, (r + 1) % nranks, mg, NULL);
-        mg_recv(recv, count, MG_FLOAT32, (r - 1 + nranks) % nranks, mg, NULL);
-        st = mg_group_end();
-      } else {
-        MPI_Sendrecv(send, ic, MPI_FLOAT, (rank + 1) % nranks, 0, recv, ic, MPI_FLOAT,
-                     (rank - 1 + nranks) % nranks, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      }
+    default: /* SR: to the next rank, from the one before, in one group */
+      mg_group_begin();
+      mg_send(send, count, MG_FLOAT32, (r + 1) % nranks, mg, NULL);
+      mg_recv(recv, count, MG_FLOAT32, (r - 1 + nranks) % nranks, mg, NULL);
+      st = mg_group_end();
       break;
   }
   if (st != MG_OK) mb_die("mgcomm: ", mg_last_error());

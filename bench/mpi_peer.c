@@ -129,44 +129,12 @@ int main(int argc, char **argv) {
       const size_t count = divided[c] ? part : total;
       const size_t nbytes = divided[c] ? part * n * e : total * e; /* the size column, and
                                                                         what algbw counts */
-      const int ic = (int)count;
       for (int ip = 0; ip < 2; ip++) {
         if (!(modes & (1 << ip)) || (ip && !has_inplace[c])) continue;
-        void *sb = ip ? MPI_IN_PLACE : send;
-        const int is_root = rank == root;
         for (int it = -warmup; it < iters; it++) {
           if (it >= 0) MPI_Barrier(MPI_COMM_WORLD);
           if (it >= 0) times[it] = mb_now();
-          switch (c) {
-            case AR: MPI_Allreduce(sb, recv, ic, dt, op, MPI_COMM_WORLD); break;
-            case AG:
-              MPI_Allgather(ip ? MPI_IN_PLACE : send, ic, dt, recv, ic, dt, MPI_COMM_WORLD);
-              break;
-            case RS:
-              MPI_Reduce_scatter_block(ip ? MPI_IN_PLACE : send, recv, ic, dt, op, MPI_COMM_WORLD);
-              break;
-            case A2A: MPI_Alltoall(send, ic, dt, recv, ic, dt, MPI_COMM_WORLD); break;
-            case BC:
-              if (!ip && is_root) memcpy(recv, send, nbytes);
-              MPI_Bcast(recv, ic, dt, root, MPI_COMM_WORLD);
-              break;
-            case RED:
-              MPI_Reduce(ip && is_root ? MPI_IN_PLACE : ip ? recv : send, recv, ic, dt, op, root,
-                         MPI_COMM_WORLD);
-              break;
-            case GA:
-              MPI_Gather(ip && is_root ? MPI_IN_PLACE : send, ic, dt, recv, ic, dt, root,
-                         MPI_COMM_WORLD);
-              break;
-            case SC:
-              MPI_Scatter(send, ic, dt, ip && is_root ? MPI_IN_PLACE : recv, ic, dt, root,
-                          MPI_COMM_WORLD);
-              break;
-            case SR:
-              MPI_Sendrecv(send, ic, dt, (rank + 1) % nranks, 0, recv, ic, dt,
-                           (rank - 1 + nranks) % nranks, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-              break;
-          }
+          mb_mpi_call(c, ip, send, recv, count, dt, e, op, root);
           if (it >= 0) times[iters + it] = mb_now();
         }
         const double sec = mb_median_iteration(times, iters);
