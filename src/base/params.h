@@ -52,13 +52,15 @@
     "bytes per rank copy once, straight from the owner's buffer (process_vm_readv across "      \
     "processes), instead of through the staging slots; -1 = 2048 when the ranks are threads "   \
     "of one process and the thread that creates the communicator may run on as many CPUs as "  \
-    "there are ranks, else 262144")                                                            \
+    "there are ranks, else 262144. Between threads of one process a send of at least this "    \
+    "many bytes, and at least 65536, is read by its receiver straight from the send buffer")    \
   X(HOST_READV_MAX_BYTES, INT, "262144", 0, 1e18, "",                                         \
     "Host backend: between processes, a direct broadcast, all_gather or gather of which a rank " \
     "would read at least this many bytes (process_vm_readv) goes through the staging slots "   \
     "instead, where the owner's and the readers' copies overlap; 0: no bound")                 \
   X(HOST_P2P_BYTES, INT, "262144", 4096, 1073741824.0, "",                                     \
-    "Host backend: bytes of each send/recv channel between two ranks")                         \
+    "Host backend: bytes of each send/recv channel between two ranks (the ring of the "       \
+    "messages that are not lent: see HOST_DIRECT_BYTES)")                                      \
   X(HOST_SPIN_US, INT, "50", 0, 1000000, "",                                                   \
     "Host backend: microseconds a waiting rank spins before it sleeps on a futex")             \
   X(CHECK_POINTERS, INT, "1", 0, 1, "",                                                        \

@@ -94,6 +94,7 @@ typedef struct mg__hx {
   uint64_t mail_key;    /* MAIL: mg__mail_key of the operation, which every rank compares */
   /* send/recv */
   size_t bytes, moved;
+  int lend;             /* a send whose receiver copies it from the send buffer (phase 0, 1) */
   double next_check;    /* time of the next liveness check */
   int look;             /* collectives: the first peer whose process the next check reads */
 } mg__hx_t;
@@ -257,6 +258,7 @@ static int mg__coll_timeout(mg__hx_t *x) {
 }
 
 static int mg__coll_match(mg__hx_t *x);
+static int mg__lent_busy(const mg__hx_t *x);
 
 /* A collective in the mails that every rank posted, but not every one mailed: some rank is in
  * another collective (one too large for the mails), whose rank fails it at once as mismatched;
@@ -277,7 +279,7 @@ static int mg__mail_mismatch(mg__hx_t *x) {
 static int mg__hx_check(mg__hx_t *x, double now) {
   char d[192], why[160];
   const int stop = atomic_load(&x->comm->aborting);
-  if (stop) {
+  if (stop && !mg__lent_busy(x)) {
     mg__error(MG_ERR_ABORTED, "%s: the communicator was %s", mg__desc(x->op, d, sizeof d),
               stop == MG__STOP_REVOKE ? "revoked" : "aborted");
     return mg__hx_fail(x, MG_ERR_ABORTED, x->me);
@@ -296,8 +298,13 @@ static int mg__hx_check(mg__hx_t *x, double now) {
   }
   if (now > x->op->deadline) {
     if (mg__opkind_is_collective(x->op->kind)) return mg__coll_timeout(x);
-    mg__error(MG_ERR_TIMED_OUT, "%s timed out after %g s with %zu of %zu bytes moved",
-              mg__desc(x->op, d, sizeof d), x->comm->timeout_s, x->moved, x->bytes);
+    if (x->lend)
+      mg__error(MG_ERR_TIMED_OUT, "%s timed out after %g s: rank %d did not take the message "
+                "from this rank's buffer", mg__desc(x->op, d, sizeof d), x->comm->timeout_s,
+                x->op->root);
+    else
+      mg__error(MG_ERR_TIMED_OUT, "%s timed out after %g s with %zu of %zu bytes moved",
+                mg__desc(x->op, d, sizeof d), x->comm->timeout_s, x->moved, x->bytes);
     return mg__hx_fail(x, MG_ERR_TIMED_OUT, MG__CAUSE_TIMEOUT);
   }
   if (x->started) {
@@ -985,15 +992,99 @@ static int mg__coll_progress(mg__hx_t *x) {
 
 /* ---- send/recv ------------------------------------------------------------------------------ */
 
-/* Moves as many bytes as the ring allows. 1: progress, 0: blocked, -1: failed. The sender
- * settles the message's outcome before it publishes its last bytes, so that a receiver that has
- * them all finds it decided; the receiver looks at the decision (in the line of the head it
- * reads anyway) before it copies anything out. */
+/* Lent messages. Between two threads of one process, a message of 64 KiB or more (or of
+ * direct_threads_bytes, when larger: host_shm.c) does not go through the ring, where the sender
+ * copies it in and the receiver out, so that every cache line of it crosses between the CPUs
+ * twice: the sender publishes its buffer (address and size, then lent_seq) and waits; the
+ * receiver claims the message by settling its outcome (success), copies it straight from the
+ * sender's buffer and publishes copied_seq, which ends the send. Once claimed, the send waits for
+ * that copy whatever happens (an abort included), so that its buffer is never given back while
+ * it is read; the copy is a memcpy of the other thread, which waits on nothing. The receiver
+ * compares the sizes, which the ring cannot (it takes bytes as a stream). Such a send waits for
+ * its receive, as a large MPI message does: sends and receives that depend on each other must be
+ * in one group (mgcomm.h). Not below 64 KiB: a send that waits for its receive costs a CPU switch
+ * when the two threads share a CPU, as new threads often do for a while (2 thread ranks, 2 and
+ * 8 KiB: 5 us per sendrecv against 1-3 through the ring), while through the ring such messages
+ * took at most 0.7x Open MPI's time already (bench/results/2026-11-24-host-p2p-lent.md). */
+#define MG__LEND_MIN ((uint64_t)64 << 10)
+static int mg__p2p_lends(const mg__hx_t *x) {
+  const mg__hshm_t *s = x->s;
+  const uint64_t from = s->hdr->direct_threads_bytes > MG__LEND_MIN ? s->hdr->direct_threads_bytes
+                                                                    : MG__LEND_MIN;
+  return x->op->kind == MG_OPK_SEND && x->bytes >= from &&
+         atomic_load_explicit(&s->ranks[x->op->root].pid, memory_order_relaxed) == s->mypid;
+}
+
+/* The sender of a lent message: phase 0, publish; 1, wait for the receiver's copy. */
+static int mg__p2p_lend(mg__hx_t *x, mg__hshm_chan_t *ch) {
+  const uint64_t id = x->key + 1;
+  int progressed = 0;
+  if (x->phase == 0) {
+    if (mg__hx_doomed(x) < 0) return -1;
+    atomic_store_explicit(&ch->lent_addr, (uint64_t)(uintptr_t)x->op->send, memory_order_relaxed);
+    atomic_store_explicit(&ch->lent_bytes, x->bytes, memory_order_relaxed);
+    MG__TSAN_RELEASE(x->op->send);
+    mg__publish(x->s, &ch->lent_seq, id);
+    x->phase = 1;
+    progressed = 1;
+  }
+  if (atomic_load_explicit(&ch->copied_seq, memory_order_acquire) < id) return progressed;
+  MG__TSAN_ACQUIRE(x->op->send);
+  if (mg__hx_succeed(x) < 0) return -1; /* a load: the receiver decided */
+  x->moved = x->bytes;
+  x->op->status = MG_OK;
+  x->done = 1;
+  return 1;
+}
+
+/* 1 while the receiver copies out of a message this rank lent: it claimed it, and the send may
+ * not end before the copy does. */
+static int mg__lent_busy(const mg__hx_t *x) {
+  if (x->op->kind != MG_OPK_SEND || x->phase != 1 || x->done) return 0;
+  const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
+  const int c = mg__hdec_cmp(w, x->key);
+  return c > 0 || (c == 0 && mg__hdec_status(w) == MG_OK);
+}
+
+/* The receiver of a lent message, published as id in ch: claim, compare, copy, acknowledge. */
+static int mg__p2p_take(mg__hx_t *x, mg__hshm_chan_t *ch, uint64_t id) {
+  const uint64_t bytes = atomic_load_explicit(&ch->lent_bytes, memory_order_relaxed);
+  const uint64_t from = atomic_load_explicit(&ch->lent_addr, memory_order_relaxed);
+  if (bytes != x->bytes) {
+    char d[160];
+    mg__error(MG_ERR_INVALID_USAGE, "%s: rank %d sends %llu bytes, this receive expects %zu; a "
+              "send and its receive must have the same count and dtype",
+              mg__desc(x->op, d, sizeof d), x->op->root, (unsigned long long)bytes, x->bytes);
+    return mg__hx_fail(x, MG_ERR_INVALID_USAGE, x->me);
+  }
+  if (mg__hx_succeed(x) < 0) return -1;
+  /* Test builds: "host.lent_copy" holds the claimed copy for the rule's code in milliseconds,
+   * so that a test can abort the sender while its buffer is being read. */
+  const int hold_ms = MG_FAULT_POINT("host.lent_copy");
+  if (hold_ms > 0) usleep((useconds_t)hold_ms * 1000);
+  MG__TSAN_ACQUIRE(from);
+  mg__copy(x->op->recv, (const void *)(uintptr_t)from, x->bytes);
+  MG__TSAN_RELEASE(from);
+  mg__publish(x->s, &ch->copied_seq, id);
+  x->moved = x->bytes;
+  x->op->status = MG_OK;
+  x->done = 1;
+  return 1;
+}
+
+/* Moves as many bytes as the ring allows (or a lent message). 1: progress, 0: blocked, -1:
+ * failed. The sender settles the message's outcome before it publishes its last bytes, so that a
+ * receiver that has them all finds it decided; the receiver looks at the decision (in the line of
+ * the head it reads anyway) before it copies anything out. */
 static int mg__p2p_progress(mg__hx_t *x) {
   const mg__op_t *op = x->op;
   const int send = op->kind == MG_OPK_SEND;
   const int src = send ? x->me : op->root, dst = send ? op->root : x->me;
   mg__hshm_chan_t *ch = mg__hshm_chan(x->s, src, dst);
+  if (send && x->lend) return mg__p2p_lend(x, ch);
+  if (!send && x->moved == 0 &&
+      atomic_load_explicit(&ch->lent_seq, memory_order_acquire) == x->key + 1)
+    return mg__p2p_take(x, ch, x->key + 1);
   unsigned char *ring = mg__hshm_ring(x->s, src, dst);
   const uint64_t cap = x->s->hdr->chan_bytes;
   int progressed = 0;
@@ -1068,6 +1159,7 @@ static int mg__hx_start(mg__hx_t *x) {
     const int send = x->op->kind == MG_OPK_SEND;
     x->dec = &mg__hshm_chan(x->s, send ? x->me : x->op->root, send ? x->op->root : x->me)->decision;
     x->key = x->op->seq;
+    x->lend = mg__p2p_lends(x);
   }
   x->started = 1;
   /* Test builds: "host.fail" fails the operation as a broken transport would, with the rule's

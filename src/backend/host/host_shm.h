@@ -23,7 +23,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 10u
+#define MG__HSHM_VERSION 11u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -120,14 +120,22 @@ _Static_assert(sizeof(mg__hshm_rank_t) == 64 * (5 + 2 * MG__MAIL_LINES),
                "rank block is whole cache lines");
 
 /* Cursors of the ring from rank s to rank d (bytes written / read since the start), and the
- * outcome of the pair's messages (mg__hdec_*) in the line that the receiver reads anyway. */
+ * outcome of the pair's messages (mg__hdec_*) in the line that the receiver reads anyway. A
+ * message that d copies straight from s's buffer (host_coll.c, "lent messages") is described
+ * in the same line and acknowledged in the tail's. */
 typedef struct mg__hshm_chan {
   _Atomic uint64_t head; /* written by s */
   _Atomic uint64_t decision; /* settled by s or d, once per message */
-  char pad0_[48];
+  _Atomic uint64_t lent_seq; /* written by s: 1 + the sequence number of the message it lends, */
+  _Atomic uint64_t lent_addr; /* stored after its buffer's address */
+  _Atomic uint64_t lent_bytes; /* and size */
+  char pad0_[24];
   _Atomic uint64_t tail; /* written by d */
-  char pad1_[56];
+  _Atomic uint64_t copied_seq; /* written by d: 1 + the sequence number of the last lent message
+                                * it copied out */
+  char pad1_[48];
 } mg__hshm_chan_t;
+_Static_assert(sizeof(mg__hshm_chan_t) == 128, "a channel is two cache lines");
 
 /* One rank's mapping of a segment. */
 typedef struct mg__hshm {
