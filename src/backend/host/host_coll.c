@@ -1005,7 +1005,7 @@ static int mg__coll_progress(mg__hx_t *x) {
  * in one group (mgcomm.h). Not below 64 KiB: a send that waits for its receive costs a CPU switch
  * when the two threads share a CPU, as new threads often do for a while (2 thread ranks, 2 and
  * 8 KiB: 5 us per sendrecv against 1-3 through the ring), while through the ring such messages
- * took at most 0.7x Open MPI's time already (bench/results/2026-11-24-host-p2p-lent.md). */
+ * took at most 0.6x Open MPI's time already (bench/results/2026-11-24-host-p2p-lent.md). */
 #define MG__LEND_MIN ((uint64_t)64 << 10)
 static int mg__p2p_lends(const mg__hx_t *x) {
   const mg__hshm_t *s = x->s;
