@@ -161,6 +161,15 @@ static void *abort_later(void *p) {
   return NULL;
 }
 
+#ifdef MGCOMM_TESTING
+/* hold: the abort comes once the receiver has claimed the message and holds its copy. */
+static void *abort_in_hold(void *p) {
+  while (mg__fault_fired("host.lent_copy") == 0) usleep(1000);
+  ASSERT_OK(mg_comm_abort(p));
+  return NULL;
+}
+#endif
+
 static void late_case(int aborted) {
   mg_comm_t *comms[N];
   comms_new(aborted ? 60 : 0.3, comms);
@@ -211,7 +220,7 @@ int main(void) {
   for (int r = 0; r < N; r++) a[r] = (arg_t){comms[r], r, MG_OK, "", NULL, 0};
   ASSERT_OK(mg__fault_set("host.lent_copy", 1, 300, 1));
   pthread_t ab;
-  ASSERT_EQ(pthread_create(&ab, NULL, abort_later, comms[0]), 0); /* 200 ms into the copy's hold */
+  ASSERT_EQ(pthread_create(&ab, NULL, abort_in_hold, comms[0]), 0);
   run_ranks(a, hold_rank);
   ASSERT_EQ(pthread_join(ab, NULL), 0);
   ASSERT_EQ(mg__fault_fired("host.lent_copy"), 1);
