@@ -15,7 +15,8 @@
  * size and placement, T turns (default 5), each timing
  * one library's loop and then the other's, the first alternating; a loop is w untimed and n timed
  * iterations, each timed one after MPI_Barrier, from the last rank's start to the last rank's end;
- * its time is the median iteration (-B 1: see loop()). The buffers come from malloc, as a user's
+ * its time is the median iteration (-B 1: see loop()). Before the first size, untimed turns of
+ * it for 0.2 s (settle()). The buffers come from malloc, as a user's
  * do (mgcomm bench's are page-aligned), which is how this program found the host backend's slow
  * copies into them (src/backend/host/host_copy.h). Printed by rank 0: a markdown table of the
  * medians over the turns of each library's time and of the per-turn ratio mgcomm / MPI. Out of
@@ -271,6 +272,20 @@ static double loop(int mg, const job_t *j, float *send, float *recv, double *tim
   return times[0] / j->iters;
 }
 
+/* Untimed turns of job j, both libraries, until 0.2 s have passed (rank 0's clock decides for
+ * all), before anything is timed: what follows start-up (new threads sharing a CPU for a while,
+ * freshly touched buffers) made the first size's first turns up to 6x slower with 16 MiB buffers
+ * (-t 1, sendrecv of 1 KiB: 5x in three turns of three, 1.0-1.2x with 64 KiB buffers). */
+static void settle(const job_t *j, bufs_t *b) {
+  const double t0 = MPI_Wtime();
+  for (int more = 1; more;) {
+    loop(0, j, b->send, b->recv, b->times);
+    loop(1, j, b->send, b->recv, b->times);
+    more = MPI_Wtime() - t0 < 0.2;
+    MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  }
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -330,6 +345,11 @@ int main(int argc, char **argv) {
     printf("| collective | in place | size (B) | MPI µs | mgcomm µs | mgcomm / MPI (median of "
            "%d turns) | turns' ratios, min - max |\n", turns);
     printf("| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+  }
+  {
+    const size_t total = minb / sizeof(float);
+    const job_t first = {colls[0], 0, iters, warmup, divided[colls[0]] ? total / nranks : total};
+    settle(&first, &b);
   }
   for (int ci = 0; ci < ncolls; ci++) {
     const int c = colls[ci];

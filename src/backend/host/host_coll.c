@@ -992,26 +992,20 @@ static int mg__coll_progress(mg__hx_t *x) {
 
 /* ---- send/recv ------------------------------------------------------------------------------ */
 
-/* Lent messages. Between two threads of one process, a message of 64 KiB or more (or of
- * direct_threads_bytes, when larger: host_shm.c) does not go through the ring, where the sender
- * copies it in and the receiver out, so that every cache line of it crosses between the CPUs
- * twice: the sender publishes its buffer (address and size, then lent_seq) and waits; the
- * receiver claims the message by settling its outcome (success), copies it straight from the
- * sender's buffer and publishes copied_seq, which ends the send. Once claimed, the send waits for
- * that copy whatever happens (an abort included), so that its buffer is never given back while
- * it is read; the copy is a memcpy of the other thread, which waits on nothing. The receiver
- * compares the sizes, which the ring cannot (it takes bytes as a stream). Such a send waits for
- * its receive, as a large MPI message does: sends and receives that depend on each other must be
- * in one group (mgcomm.h). Not below 64 KiB: a send that waits for its receive costs a CPU switch
- * when the two threads share a CPU, as new threads often do for a while (2 thread ranks, 2 and
- * 8 KiB: 5 us per sendrecv against 1-3 through the ring), while through the ring such messages
- * took at most 0.6x Open MPI's time already (bench/results/2026-11-24-host-p2p-lent.md). */
-#define MG__LEND_MIN ((uint64_t)64 << 10)
+/* Lent messages. Between two threads of one process, a message of direct_threads_bytes or more
+ * (host_shm.c: 2 KiB when the ranks have a CPU each, as for the direct collectives) does not go
+ * through the ring, where the sender copies it in and the receiver out, so that every cache line
+ * of it crosses between the CPUs twice: the sender publishes its buffer (address and size, then
+ * lent_seq) and waits; the receiver claims the message by settling its outcome (success), copies
+ * it straight from the sender's buffer and publishes copied_seq, which ends the send. Once
+ * claimed, the send waits for that copy whatever happens (an abort included), so that its buffer
+ * is never given back while it is read; the copy is a memcpy of the other thread, which waits on
+ * nothing. The receiver compares the sizes, which the ring cannot (it takes bytes as a stream).
+ * Such a send waits for its receive, as a large MPI message does: sends and receives that depend
+ * on each other must be in one group (mgcomm.h). */
 static int mg__p2p_lends(const mg__hx_t *x) {
   const mg__hshm_t *s = x->s;
-  const uint64_t from = s->hdr->direct_threads_bytes > MG__LEND_MIN ? s->hdr->direct_threads_bytes
-                                                                    : MG__LEND_MIN;
-  return x->op->kind == MG_OPK_SEND && x->bytes >= from &&
+  return x->op->kind == MG_OPK_SEND && x->bytes > 0 && x->bytes >= s->hdr->direct_threads_bytes &&
          atomic_load_explicit(&s->ranks[x->op->root].pid, memory_order_relaxed) == s->mypid;
 }
 
