@@ -273,9 +273,9 @@ static double loop(int mg, const job_t *j, float *send, float *recv, double *tim
 }
 
 /* Untimed turns of job j, both libraries, until 0.2 s have passed (rank 0's clock decides for
- * all), before anything is timed: what follows start-up (new threads sharing a CPU for a while,
- * freshly touched buffers) made the first size's first turns up to 6x slower with 16 MiB buffers
- * (-t 1, sendrecv of 1 KiB: 5x in three turns of three, 1.0-1.2x with 64 KiB buffers). */
+ * all), before anything is timed. Without them the first size's first turns after start-up ran
+ * up to 6x slower with 16 MiB buffers (-t 1, sendrecv of 1 KiB: 5x in three turns of three,
+ * 1.0-1.2x with 64 KiB buffers; nine turns: only the first ones); the cause was not isolated. */
 static void settle(const job_t *j, bufs_t *b) {
   const double t0 = MPI_Wtime();
   for (int more = 1; more;) {
