@@ -162,6 +162,13 @@ static uint64_t mg__settle(mg__hx_t *x, mg_status_t want) {
   }
 }
 
+/* 1 when the decision word w says that x succeeded (a word deciding a later operation of the
+ * lane stands for "x succeeded"). */
+static int mg__hdec_succeeded(const mg__hx_t *x, uint64_t w) {
+  const int c = mg__hdec_cmp(w, x->key);
+  return c > 0 || (c == 0 && mg__hdec_status(w) == MG_OK);
+}
+
 /* x ends with MG_ERR_REMOTE because w decided that it failed on another rank first: the
  * message names that rank and what happened there. */
 static int mg__hx_remote(mg__hx_t *x, uint64_t w) {
@@ -197,13 +204,11 @@ static int mg__hx_remote(mg__hx_t *x, uint64_t w) {
 static int mg__hx_doomed(mg__hx_t *x) {
   if (x->settled) return 0;
   const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
-  const int c = mg__hdec_cmp(w, x->key);
-  if (c < 0) return 0;
-  if (c > 0 || mg__hdec_status(w) == MG_OK) {
+  if (mg__hdec_succeeded(x, w)) {
     x->settled = 1;
     return 0;
   }
-  return mg__hx_remote(x, w);
+  return mg__hdec_cmp(w, x->key) < 0 ? 0 : mg__hx_remote(x, w);
 }
 
 /* x has what it needs to succeed, and every rank has posted what any rank needs of it. 0: it is
@@ -309,12 +314,11 @@ static int mg__hx_check(mg__hx_t *x, double now) {
   }
   if (x->started) {
     const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
-    const int c = mg__hdec_cmp(w, x->key);
-    if (c > 0 || (c == 0 && mg__hdec_status(w) == MG_OK)) {
+    if (mg__hdec_succeeded(x, w)) {
       x->settled = 1; /* nothing left to ask of the peers: see the peer loop below */
       return 0;
     }
-    if (c == 0 && mg__hdec_status(w) != MG_ERR_TIMED_OUT)
+    if (mg__hdec_cmp(w, x->key) == 0 && mg__hdec_status(w) != MG_ERR_TIMED_OUT)
       return mg__mail_mismatch(x) < 0 ? -1 : mg__hx_remote(x, w);
   }
   if (x->next_check == 0) {
@@ -336,12 +340,12 @@ static int mg__hx_check(mg__hx_t *x, double now) {
       if (ps < 0) {
         /* A rank whose operation returned may leave at once (destroy, finalize, exit): it
          * settled the decision before it returned, and an operation decided to have succeeded
-         * has everything it needs in the segment (a direct copy is decided only once every
-         * reader is done). So a rank seen gone is a failure only if, looked at after seeing it
-         * gone, the operation is not decided yet. */
+         * has everything it needs in the segment (a direct collective is decided only once every
+         * reader is done; a lent message's sender stays until its receiver's copy is). So a rank
+         * seen gone is a failure only if, looked at after seeing it gone, the operation is not
+         * decided yet. */
         const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
-        const int c = x->started ? mg__hdec_cmp(w, x->key) : -1;
-        if (c > 0 || (c == 0 && mg__hdec_status(w) == MG_OK)) {
+        if (x->started && mg__hdec_succeeded(x, w)) {
           x->settled = 1;
           return 0;
         }
@@ -1034,10 +1038,8 @@ static int mg__p2p_lend(mg__hx_t *x, mg__hshm_chan_t *ch) {
 /* 1 while the receiver copies out of a message this rank lent: it claimed it, and the send may
  * not end before the copy does. */
 static int mg__lent_busy(const mg__hx_t *x) {
-  if (x->op->kind != MG_OPK_SEND || x->phase != 1 || x->done) return 0;
-  const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
-  const int c = mg__hdec_cmp(w, x->key);
-  return c > 0 || (c == 0 && mg__hdec_status(w) == MG_OK);
+  return x->lend && x->phase == 1 && !x->done &&
+         mg__hdec_succeeded(x, atomic_load_explicit(x->dec, memory_order_acquire));
 }
 
 /* The receiver of a lent message, published as id in ch: claim, compare, copy, acknowledge. */
