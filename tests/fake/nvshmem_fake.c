@@ -17,6 +17,7 @@
  * A barrier that waits 30 s aborts the process (a test bug).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -79,9 +80,15 @@ static void barrier(void) {
 }
 
 EXPORT int nvshmemx_get_uniqueid(uid_t_ *id) {
+  /* A new name: an id that no rank initialised with is never unlinked, and a later process with
+   * the same pid (random() starts alike in every process) would find its name taken. */
   char name[64];
-  snprintf(name, sizeof name, "/mgfake-%d-%ld", (int)getpid(), (long)random());
-  int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+  int fd = -1;
+  for (int tries = 0; fd < 0 && tries < 1000; tries++) {
+    snprintf(name, sizeof name, "/mgfake-%d-%ld", (int)getpid(), (long)random());
+    fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 && errno != EEXIST) return 1;
+  }
   if (fd < 0) return 1;
   int rc = ftruncate(fd, (off_t)SEG_BYTES);
   close(fd);
