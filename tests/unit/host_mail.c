@@ -8,6 +8,12 @@
  * writes there: after each collective, each rank's mail of the collective's step says which path
  * ran (a scatter's non-root mails its key alone). 2 thread ranks, root 0; the results are
  * checked too.
+ *
+ * The mails decide their collectives themselves (host_shm.h, mg__hmail_poison): 200 mailed
+ * all_reduces leave the communicator's decision word as it was; and when rank 0 times out of an
+ * all_reduce that rank 1 has not called yet, rank 1's step word holds rank 0's poison (that
+ * step, MG_ERR_TIMED_OUT, rank 0), so that rank 1, coming late, fails MG_ERR_REMOTE naming
+ * rank 0 without touching its buffer.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -96,21 +102,74 @@ static void *run_rank(void *p) {
   return NULL;
 }
 
+static pthread_barrier_t bar;
+
+/* 200 mailed all_reduces between two looks at the decision word, which no rank writes in them. */
+static void *run_decided(void *p) {
+  arg_t *a = p;
+  const _Atomic uint64_t *dec = &mg__hcomm(a->comm)->shm.hdr->decision;
+  float x = 1, y = 0;
+  pthread_barrier_wait(&bar);
+  const uint64_t before = atomic_load(dec);
+  pthread_barrier_wait(&bar);
+  for (int i = 0; i < 200; i++)
+    ASSERT_OK(mg_all_reduce(&x, &y, 1, MG_FLOAT32, MG_SUM, a->comm, NULL));
+  pthread_barrier_wait(&bar);
+  if (atomic_load(dec) != before)
+    FAIL("rank %d: mailed all_reduces wrote the decision word (%#llx -> %#llx)", a->rank,
+         (unsigned long long)before, (unsigned long long)atomic_load(dec));
+  return NULL;
+}
+
+/* Rank 0 times out of an all_reduce before rank 1 calls it. */
+static void *run_late(void *p) {
+  arg_t *a = p;
+  mg__hcomm_t *hc = mg__hcomm(a->comm);
+  const uint64_t s = hc->step;
+  float x = 1, y = -7;
+  if (a->rank == 0) {
+    ASSERT_EQ(mg_all_reduce(&x, &y, 1, MG_FLOAT32, MG_SUM, a->comm, NULL), MG_ERR_TIMED_OUT);
+    pthread_barrier_wait(&bar);
+    return NULL;
+  }
+  pthread_barrier_wait(&bar);
+  const uint64_t w = atomic_load(&hc->shm.ranks[1].mail[s & 1].step1);
+  if (!(w & MG__HMAIL_POISON) || mg__hmail_cmp(w, s) != 0 ||
+      mg__hdec_status(w) != MG_ERR_TIMED_OUT || mg__hdec_who(w) != 0)
+    FAIL("rank 1's step word after rank 0 timed out of step %llu: %#llx, not rank 0's poison",
+         (unsigned long long)s, (unsigned long long)w);
+  ASSERT_EQ(mg_all_reduce(&x, &y, 1, MG_FLOAT32, MG_SUM, a->comm, NULL), MG_ERR_REMOTE);
+  ASSERT(strstr(mg_last_error(), "rank 0 timed out") != NULL);
+  ASSERT(y == -7);
+  return NULL;
+}
+
+static void run_ranks(mg_comm_t **comms, void *(*fn)(void *)) {
+  arg_t a[N];
+  pthread_t t[N];
+  for (int r = 0; r < N; r++) {
+    a[r] = (arg_t){comms[r], r};
+    ASSERT_EQ(pthread_create(&t[r], NULL, fn, &a[r]), 0);
+  }
+  for (int r = 0; r < N; r++) ASSERT_EQ(pthread_join(t[r], NULL), 0);
+}
+
 int main(void) {
   mg_config_t cfg = MG_CONFIG_INIT;
   cfg.backend = MG_BACKEND_HOST;
   cfg.timeout_s = 60;
   mg_comm_t *comms[N];
   ASSERT_OK(mg_comm_init_all(&cfg, N, NULL, comms));
-  arg_t a[N];
-  pthread_t t[N];
-  for (int r = 0; r < N; r++) {
-    a[r] = (arg_t){comms[r], r};
-    ASSERT_EQ(pthread_create(&t[r], NULL, run_rank, &a[r]), 0);
-  }
-  for (int r = 0; r < N; r++) ASSERT_EQ(pthread_join(t[r], NULL), 0);
+  ASSERT_EQ(pthread_barrier_init(&bar, NULL, N), 0);
+  run_ranks(comms, run_rank);
+  run_ranks(comms, run_decided);
   for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
+  cfg.timeout_s = 0.2;
+  ASSERT_OK(mg_comm_init_all(&cfg, N, NULL, comms));
+  run_ranks(comms, run_late);
+  for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
+  pthread_barrier_destroy(&bar);
   printf("host_mail: all_reduce, reduce_scatter, all_to_all, gather and scatter up to %d bytes "
-         "go through the mails\n", MG__MAIL_BYTES);
+         "go through the mails, which decide them\n", MG__MAIL_BYTES);
   return 0;
 }

@@ -162,6 +162,8 @@ static uint64_t mg__settle(mg__hx_t *x, mg_status_t want) {
   }
 }
 
+static uint64_t mg__mail_fail(mg__hx_t *x, mg_status_t st);
+
 /* 1 when the decision word w says that x succeeded (a word deciding a later operation of the
  * lane stands for "x succeeded"). */
 static int mg__hdec_succeeded(const mg__hx_t *x, uint64_t w) {
@@ -215,6 +217,10 @@ static int mg__hx_doomed(mg__hx_t *x) {
  * decided that x succeeded; -1: it failed first elsewhere, and x fails naming where. */
 static int mg__hx_succeed(mg__hx_t *x) {
   if (x->settled) return 0;
+  if (x->alg == MG__ALG_MAIL) { /* every rank posted its mail: none can be poisoned any more */
+    x->settled = 1;
+    return 0;
+  }
   const uint64_t w = mg__settle(x, MG_OK);
   if (mg__hdec_status(w) != MG_OK) return mg__hx_remote(x, w);
   x->settled = 1;
@@ -231,7 +237,13 @@ static int mg__hx_fail(mg__hx_t *x, mg_status_t st, int culprit) {
   /* First the cause, which the ranks that find the decision read (a timeout blames nobody). */
   if (st != MG_ERR_TIMED_OUT) mg__hshm_fail(x->s, culprit);
   if (x->started) {
-    const uint64_t w = mg__settle(x, st);
+    uint64_t w;
+    if (x->alg != MG__ALG_MAIL)
+      w = mg__settle(x, st);
+    else if (st == MG_ERR_INVALID_USAGE) /* mismatched: every rank compares the same mails */
+      w = mg__hdec_word(x->key, st, x->me);
+    else
+      w = mg__mail_fail(x, st);
     const int who = mg__hdec_who(w);
     if (mg__hdec_status(w) == MG_OK) {
       if (st == MG_ERR_TIMED_OUT) {
@@ -264,6 +276,7 @@ static int mg__coll_timeout(mg__hx_t *x) {
 
 static int mg__coll_match(mg__hx_t *x);
 static int mg__lent_busy(const mg__hx_t *x);
+static int mg__hx_decided_ok(const mg__hx_t *x);
 
 /* A collective in the mails that every rank posted, but not every one mailed: some rank is in
  * another collective (one too large for the mails), whose rank fails it at once as mismatched;
@@ -313,12 +326,14 @@ static int mg__hx_check(mg__hx_t *x, double now) {
     return mg__hx_fail(x, MG_ERR_TIMED_OUT, MG__CAUSE_TIMEOUT);
   }
   if (x->started) {
-    const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
-    if (mg__hdec_succeeded(x, w)) {
+    if (mg__hx_decided_ok(x)) {
       x->settled = 1; /* nothing left to ask of the peers: see the peer loop below */
       return 0;
     }
-    if (mg__hdec_cmp(w, x->key) == 0 && mg__hdec_status(w) != MG_ERR_TIMED_OUT)
+    /* Loaded after that look, the word may say by now that x succeeded: the next pass ends it. */
+    const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
+    const mg_status_t ws = mg__hdec_status(w);
+    if (mg__hdec_cmp(w, x->key) == 0 && ws != MG_OK && ws != MG_ERR_TIMED_OUT)
       return mg__mail_mismatch(x) < 0 ? -1 : mg__hx_remote(x, w);
   }
   if (x->next_check == 0) {
@@ -344,8 +359,7 @@ static int mg__hx_check(mg__hx_t *x, double now) {
          * reader is done; a lent message's sender stays until its receiver's copy is). So a rank
          * seen gone is a failure only if, looked at after seeing it gone, the operation is not
          * decided yet. */
-        const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
-        if (x->started && mg__hdec_succeeded(x, w)) {
+        if (x->started && mg__hx_decided_ok(x)) {
           x->settled = 1;
           return 0;
         }
@@ -492,11 +506,73 @@ static inline mg__hshm_mail_t *mg__mail(const mg__hx_t *x, int r) {
   return &x->s->ranks[r].mail[(x->s0 + x->k) & 1];
 }
 
-/* Phase 1 of a mail step (the collective's only one): 1 when every rank has mailed it. */
-static int mg__mail_ready(const mg__hx_t *x, uint64_t step1) {
+/* Mails decide their collective themselves (host_shm.h, mg__hmail_poison): it succeeded once
+ * every rank's mail holds its step s, with no write to the shared decision word, whose line one
+ * rank would otherwise take and every other read at every small collective (5-15% of an 8-64
+ * byte collective's time, 2 ranks on the 2-CPU VM, docs/design.md). A mail's step word says
+ * that its rank posted s when it holds s + 1, or a poison of a later step (whose rank had seen
+ * every rank post s). */
+static int mg__mail_posted(uint64_t w, uint64_t s) {
+  return (w & MG__HMAIL_POISON) ? mg__hmail_cmp(w, s) > 0 : w >= s + 1;
+}
+
+/* Posts this rank's mail of step s, its data and key in place: the step word goes from its
+ * previous step to s + 1, unless a rank that failed the collective poisoned it first; then x
+ * fails (-1), naming that rank. Only this rank stores anything but a poison there. The posted
+ * counter goes first (mismatches: a rank in another collective of this step waits for it), and
+ * the compare-and-swap, sequentially consistent, orders both before the look for sleepers
+ * (mg__hshm_wake): one locked instruction where mg__publish would add a second. */
+static int mg__mail_post(mg__hx_t *x, uint64_t s) {
+  _Atomic uint64_t *w = &mg__mail(x, x->me)->step1;
+  atomic_store_explicit(&x->s->ranks[x->me].posted, s + 1, memory_order_release);
+  uint64_t old = atomic_load_explicit(w, memory_order_relaxed);
+  if ((old & MG__HMAIL_POISON) || !atomic_compare_exchange_strong(w, &old, s + 1))
+    return mg__hx_remote(x, old);
+  mg__hshm_wake(x->s);
+  return 0;
+}
+
+/* Phase 1 of a mail step (the collective's only one): 1 when every rank has mailed it, 0 not yet,
+ * -1 when x failed: a rank that failed it poisoned a mail (a poison of a timeout is waited out,
+ * as a timeout in the decision word is: this rank keeps to its own deadline and names the rank
+ * that is really missing). */
+static int mg__mail_ready(mg__hx_t *x, uint64_t s) {
   for (int r = 0; r < x->n; r++) {
     if (r == x->me) continue;
-    if (atomic_load_explicit(&mg__mail(x, r)->step1, memory_order_acquire) < step1) return 0;
+    const uint64_t w = atomic_load_explicit(&mg__mail(x, r)->step1, memory_order_acquire);
+    if (mg__mail_posted(w, s)) continue;
+    if (!(w & MG__HMAIL_POISON) || mg__hdec_status(w) == MG_ERR_TIMED_OUT) return 0;
+    return mg__mail_mismatch(x) < 0 ? -1 : mg__hx_remote(x, w);
+  }
+  return 1;
+}
+
+/* x, in the mails, failed on this rank with st: poisons every mail that does not hold its step,
+ * so that its rank cannot post it. Returns the word that decides x: "succeeded" when every rank
+ * had posted after all (no rank can fail it any more), else the decision word, which this rank
+ * settles too for the ranks that look there (a rank in another collective at this step). */
+static uint64_t mg__mail_fail(mg__hx_t *x, mg_status_t st) {
+  const uint64_t s = x->s0, poison = mg__hmail_poison(s, st, x->me);
+  int failed = 0;
+  for (int r = 0; r < x->n; r++) {
+    _Atomic uint64_t *w = &mg__mail(x, r)->step1;
+    uint64_t v = atomic_load(w);
+    while (!mg__mail_posted(v, s) && !(v & MG__HMAIL_POISON) &&
+           !atomic_compare_exchange_weak(w, &v, poison)) {
+    }
+    failed |= !mg__mail_posted(v, s); /* poisoned now, or before */
+  }
+  return failed ? mg__settle(x, st) : mg__hdec_word(x->key, MG_OK, -1);
+}
+
+/* 1 when x is decided to have succeeded: every rank posted its mails, or its decision word (or
+ * a later one of its lane) says so. */
+static int mg__hx_decided_ok(const mg__hx_t *x) {
+  if (x->alg != MG__ALG_MAIL)
+    return mg__hdec_succeeded(x, atomic_load_explicit(x->dec, memory_order_acquire));
+  for (int r = 0; r < x->n; r++) {
+    const uint64_t w = atomic_load_explicit(&mg__mail(x, r)->step1, memory_order_acquire);
+    if (!mg__mail_posted(w, x->s0)) return 0;
   }
   return 1;
 }
@@ -667,8 +743,7 @@ static void mg__copy_in(mg__hx_t *x) {
     const int from_root = op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_SCATTER;
     if (c > 0 && (!from_root || op->root == x->me))
       mg__copy(m->data, mg__sb(x), mg__mail_len(x));
-    atomic_store_explicit(&m->key, x->mail_key, memory_order_relaxed);
-    atomic_store_explicit(&m->step1, x->s0 + x->k + 1, memory_order_release);
+    atomic_store_explicit(&m->key, x->mail_key, memory_order_relaxed); /* mg__mail_post */
     return;
   }
   if (c == 0 && op->kind != MG_OPK_ALL_TO_ALLV) return; /* nothing but the post */
@@ -926,14 +1001,18 @@ static int mg__coll_progress(mg__hx_t *x) {
     int step_done = 0;
     if (x->phase == 0) {
       mg__copy_in(x);
-      mg__publish(x->s, &mine->posted, s + 1);
+      if (x->alg != MG__ALG_MAIL)
+        mg__publish(x->s, &mine->posted, s + 1);
+      else if (mg__mail_post(x, s) < 0)
+        return -1;
       x->phase = 1;
       progressed = 1;
     }
     if (x->phase == 1) {
       const int set = mg__set1(x);
-      if (x->alg == MG__ALG_MAIL ? !mg__mail_ready(x, s + 1) : !MG__READY(x, set, posted, s + 1))
-        return progressed;
+      const int ready =
+          x->alg == MG__ALG_MAIL ? mg__mail_ready(x, s) : MG__READY(x, set, posted, s + 1);
+      if (ready <= 0) return ready < 0 ? -1 : progressed;
       if (set == MG__SET_ALL && hc->all_released < s) hc->all_released = s;
       if (x->k == 0 && mg__coll_match(x) < 0) return -1;
       progressed = 1;

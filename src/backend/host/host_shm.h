@@ -23,7 +23,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 11u
+#define MG__HSHM_VERSION 12u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -74,7 +74,8 @@ typedef struct mg__hshm_desc {
 #define MG__MAIL_BYTES (64 * MG__MAIL_LINES - 16)
 #define MG__MAIL_LINE0_BYTES 48 /* of them in the first line */
 typedef struct mg__hshm_mail {
-  _Atomic uint64_t step1; /* step + 1 whose data this mail holds; stored last (release) */
+  _Atomic uint64_t step1; /* step + 1 whose data this mail holds, set last (compare-and-swap);
+                             or a poison (mg__hmail_poison), which its rank cannot replace */
   _Atomic uint64_t key;   /* hash of the collective's sequence number and shape */
   unsigned char data[MG__MAIL_BYTES];
 } mg__hshm_mail_t;
@@ -269,6 +270,22 @@ static inline mg_status_t mg__hdec_status(uint64_t w) {
   return (mg_status_t) - (int)((w >> 16) & 0xff);
 }
 static inline int mg__hdec_who(uint64_t w) { return (int)(w & 0xffff) - 1; }
+
+/* A collective in the mails (host_coll.c, "mails") is decided by the mails' step words, not by
+ * the decision word: it succeeded once every rank's mail holds its step, and a rank that fails
+ * it first replaces every step word that does not yet (its rank's previous step) with a poison,
+ * which that rank then cannot post over. A poison has bit 63 set, the step it decides + 1
+ * (modulo 2^39) in bits 62..24, and a decision word's status and rank below. */
+#define MG__HMAIL_POISON (1ull << 63)
+static inline uint64_t mg__hmail_poison(uint64_t step, mg_status_t st, int who) {
+  return MG__HMAIL_POISON | (((step + 1) & 0x7fffffffffull) << 24) |
+         (mg__hdec_word(0, st, who) & 0xffffff);
+}
+/* For a poison p: < 0 it decides a step before `step`, 0 `step` itself, > 0 a later one. */
+static inline int mg__hmail_cmp(uint64_t p, uint64_t step) {
+  uint64_t d = (((p >> 24) & 0x7fffffffffull) - (step + 1)) & 0x7fffffffffull;
+  return d == 0 ? 0 : d < (1ull << 38) ? 1 : -1;
+}
 
 /* Copies bytes from address `from` in rank r's memory to dst: memcpy for a rank of this
  * process, process_vm_readv for another process. MG_OK, or MG_ERR_REMOTE naming the rank. */
