@@ -23,37 +23,57 @@ static void mb_die(const char *msg, const char *arg) {
   exit(2);
 }
 
-/* The collectives both programs run: their names, whether a size counts every rank's piece (the
- * count per rank is size / nranks), and whether they have an in-place form. */
-enum { AR, AG, RS, A2A, BC, RED, GA, SC, SR, NCOLL };
+/* The collectives of the programs: their names, whether a size counts every rank's piece (the
+ * count per rank is size / nranks), and whether they have an in-place form. The first
+ * MB_NCOLL_BENCH are those of mgcomm bench, which mpi_peer.c is compared with; all_to_allv
+ * (every count alike) only mpi_paired.c runs. */
+enum { AR, AG, RS, A2A, BC, RED, GA, SC, SR, A2AV, NCOLL };
+#define MB_NCOLL_BENCH A2AV
 static const char *const coll_names[NCOLL] = {"all_reduce", "all_gather", "reduce_scatter",
                                               "all_to_all", "broadcast", "reduce", "gather",
-                                              "scatter", "sendrecv"};
-static const int divided[NCOLL] = {0, 1, 1, 1, 0, 0, 1, 1, 0};
-static const int has_inplace[NCOLL] = {1, 1, 1, 0, 1, 1, 1, 1, 0};
+                                              "scatter", "sendrecv", "all_to_allv"};
+static const int divided[NCOLL] = {0, 1, 1, 1, 0, 0, 1, 1, 0, 1};
+static const int has_inplace[NCOLL] = {1, 1, 1, 0, 1, 1, 1, 1, 0, 0};
 
-/* -c's comma-separated collectives ("all": every one) as indices into coll_names: how many. */
-static int mb_parse_colls(const char *v, int *out) {
+/* -c's comma-separated collectives ("all": every one) among the first ncoll of coll_names, as
+ * indices into it: how many. */
+static int mb_parse_colls(const char *v, int *out, int ncoll) {
   char buf[256];
   snprintf(buf, sizeof buf, "%s", v);
   int k = 0;
   for (char *t = strtok(buf, ","); t != NULL; t = strtok(NULL, ",")) {
     if (!strcmp(t, "all")) {
-      for (k = 0; k < NCOLL; k++) out[k] = k;
+      for (k = 0; k < ncoll; k++) out[k] = k;
       continue;
     }
     int c = 0;
-    while (c < NCOLL && strcmp(t, coll_names[c])) c++;
-    if (c == NCOLL) mb_die("unknown collective ", t);
-    if (k < NCOLL) out[k++] = c; /* a longer list keeps its first NCOLL */
+    while (c < ncoll && strcmp(t, coll_names[c])) c++;
+    if (c == ncoll) mb_die("unknown collective ", t);
+    if (k < ncoll) out[k++] = c; /* a longer list keeps its first ncoll */
   }
   return k;
+}
+
+/* all_to_allv's counts and displacements of `count` elements to and from each rank: MPI's
+ * (ints) and mgcomm's (size_t), 64 ranks at most. */
+enum { MB_V_MAX = 64 };
+static int mb_vc[MB_V_MAX], mb_vd[MB_V_MAX];
+static size_t mb_vcz[MB_V_MAX], mb_vdz[MB_V_MAX];
+static inline void mb_v_fill(size_t count) { /* inline: mpi_peer.c has no use for it */
+  int n;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (n > MB_V_MAX) mb_die("all_to_allv: too many ranks", "");
+  for (int r = 0; r < n; r++) {
+    mb_vcz[r] = count, mb_vdz[r] = (size_t)r * count;
+    mb_vc[r] = (int)count, mb_vd[r] = r * (int)count;
+  }
 }
 
 /* One call of collective c through MPI, on MPI_COMM_WORLD: count elements of dt (es bytes each;
  * per rank for the divided ones), reduction op, root; in place as MPI spells it when ip. Out of
  * place, broadcast is the root's copy of send into recv and then MPI_Bcast, which has one
- * buffer. sendrecv goes to the next rank and comes from the one before. */
+ * buffer. sendrecv goes to the next rank and comes from the one before. all_to_allv uses
+ * mb_v_fill's arrays, filled for count before the loop. */
 static void mb_mpi_call(int c, int ip, void *send, void *recv, size_t count, MPI_Datatype dt,
                         size_t es, MPI_Op op, int root) {
   const int ic = (int)count, is_root = mb_rank == root;
@@ -65,6 +85,7 @@ static void mb_mpi_call(int c, int ip, void *send, void *recv, size_t count, MPI
       MPI_Reduce_scatter_block(ip ? MPI_IN_PLACE : send, recv, ic, dt, op, MPI_COMM_WORLD);
       break;
     case A2A: MPI_Alltoall(send, ic, dt, recv, ic, dt, MPI_COMM_WORLD); break;
+    case A2AV: MPI_Alltoallv(send, mb_vc, mb_vd, dt, recv, mb_vc, mb_vd, dt, MPI_COMM_WORLD); break;
     case BC:
       if (!ip && is_root) memcpy(recv, send, count * es);
       MPI_Bcast(recv, ic, dt, root, MPI_COMM_WORLD);

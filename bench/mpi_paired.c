@@ -10,8 +10,9 @@
  *                                [-w warmup] [-T turns] [-B 0|1] [-t 0|1] [--inplace 0|1|both]
  * Collectives (-c, default the first four; "all": every one): all_reduce, all_gather,
  * reduce_scatter, broadcast, all_to_all, reduce, gather, scatter, sendrecv (to the next rank,
- * from the one before; mgcomm's a send and a receive in one group), float32, sum, root 0, sizes
- * as mgcomm bench and nccl-tests count them; all_to_all and sendrecv have no in-place form. Per
+ * from the one before; mgcomm's a send and a receive in one group), all_to_allv (every count
+ * alike, so the same data as all_to_all), float32, sum, root 0, sizes as mgcomm bench and
+ * nccl-tests count them; all_to_all, all_to_allv and sendrecv have no in-place form. Per
  * size and placement, T turns (default 5), each timing
  * one library's loop and then the other's, the first alternating; a loop is w untimed and n timed
  * iterations, each timed one after MPI_Barrier, from the last rank's start to the last rank's end;
@@ -62,6 +63,9 @@ static void call(mg_comm_t *mg, int r, int c, int ip, float *send, float *recv, 
                              mg, NULL);
       break;
     case A2A: st = mg_all_to_all(send, recv, count, MG_FLOAT32, mg, NULL); break;
+    case A2AV: /* every count alike: mb_v_fill's */
+      st = mg_all_to_allv(send, mb_vcz, mb_vdz, recv, mb_vcz, mb_vdz, MG_FLOAT32, mg, NULL);
+      break;
     case BC: st = mg_broadcast(ip ? recv : send, recv, count, MG_FLOAT32, 0, mg, NULL); break;
     case RED: /* in place: send is recv on every rank */
       st = mg_reduce(ip ? recv : send, recv, count, MG_FLOAT32, MG_SUM, 0, mg, NULL);
@@ -265,6 +269,7 @@ static mg_comm_t *comm; /* this process's rank (-t 0) */
  * -B 1 the iterations run back to back after one barrier, and the loop's time is the slowest
  * rank's, divided by the iterations (as the OSU benchmarks time latency). */
 static double loop(int mg, const job_t *j, float *send, float *recv, double *times) {
+  if (j->c == A2AV) mb_v_fill(j->count);
   if (mg && threads) return threads_loop(j);
   run_loop(mg ? comm : NULL, rank, j, send, recv, times, mpi_barrier);
   if (!back_to_back) return mb_median_iteration(times, j->iters);
@@ -299,7 +304,7 @@ int main(int argc, char **argv) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (v == NULL) mb_die("option without a value: ", a);
     if (!strcmp(a, "-c")) {
-      ncolls = mb_parse_colls(v, colls);
+      ncolls = mb_parse_colls(v, colls, NCOLL);
     } else if (!strcmp(a, "-b")) {
       minb = mb_parse_size(v);
     } else if (!strcmp(a, "-e")) {

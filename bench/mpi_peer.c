@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
     if (v == NULL) mb_die("option without a value: ", a);
     i++;
     if (!strcmp(a, "-c")) {
-      ncolls = mb_parse_colls(v, colls);
+      ncolls = mb_parse_colls(v, colls, MB_NCOLL_BENCH);
     } else if (!strcmp(a, "-b")) {
       minb = mb_parse_size(v);
     } else if (!strcmp(a, "-e")) {
