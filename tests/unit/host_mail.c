@@ -10,7 +10,8 @@
  * checked too.
  *
  * The mails decide their collectives themselves (host_shm.h, mg__hmail_poison): 200 mailed
- * all_reduces leave the communicator's decision word as it was; and when rank 0 times out of an
+ * all_reduces leave the communicator's decision word as it was, until the one at step
+ * MG__HDEC_REFRESH settles it (so that it never falls far behind); and when rank 0 times out of an
  * all_reduce that rank 1 has not called yet, rank 1's step word holds rank 0's poison (that
  * step, MG_ERR_TIMED_OUT, rank 0), so that rank 1, coming late, fails MG_ERR_REMOTE naming
  * rank 0 without touching its buffer.
@@ -104,13 +105,16 @@ static void *run_rank(void *p) {
 
 static pthread_barrier_t bar;
 
-/* 200 mailed all_reduces between two looks at the decision word, which no rank writes in them. */
+/* 200 mailed all_reduces between two looks at the decision word, which no rank writes in them;
+ * then more, up to past step MG__HDEC_REFRESH (1024 in test builds), whose collective settles
+ * it. */
 static void *run_decided(void *p) {
   arg_t *a = p;
   const _Atomic uint64_t *dec = &mg__hcomm(a->comm)->shm.hdr->decision;
   float x = 1, y = 0;
   pthread_barrier_wait(&bar);
   const uint64_t before = atomic_load(dec);
+  ASSERT(mg__hcomm(a->comm)->step + 200 < MG__HDEC_REFRESH);
   pthread_barrier_wait(&bar);
   for (int i = 0; i < 200; i++)
     ASSERT_OK(mg_all_reduce(&x, &y, 1, MG_FLOAT32, MG_SUM, a->comm, NULL));
@@ -118,6 +122,13 @@ static void *run_decided(void *p) {
   if (atomic_load(dec) != before)
     FAIL("rank %d: mailed all_reduces wrote the decision word (%#llx -> %#llx)", a->rank,
          (unsigned long long)before, (unsigned long long)atomic_load(dec));
+  while (mg__hcomm(a->comm)->step <= MG__HDEC_REFRESH)
+    ASSERT_OK(mg_all_reduce(&x, &y, 1, MG_FLOAT32, MG_SUM, a->comm, NULL));
+  pthread_barrier_wait(&bar);
+  const uint64_t w = atomic_load(dec);
+  if (mg__hdec_cmp(w, MG__HDEC_REFRESH) != 0 || mg__hdec_status(w) != MG_OK)
+    FAIL("rank %d: after step %llu the decision word is %#llx, not its success", a->rank,
+         (unsigned long long)MG__HDEC_REFRESH, (unsigned long long)w);
   return NULL;
 }
 

@@ -217,7 +217,11 @@ static int mg__hx_doomed(mg__hx_t *x) {
  * decided that x succeeded; -1: it failed first elsewhere, and x fails naming where. */
 static int mg__hx_succeed(mg__hx_t *x) {
   if (x->settled) return 0;
-  if (x->alg == MG__ALG_MAIL) { /* every rank posted its mail: none can be poisoned any more */
+  if (x->alg == MG__ALG_MAIL) {
+    /* Every rank posted its mail: none can be poisoned any more. The shared word is settled
+     * too at every MG__HDEC_REFRESH-th step, so that a long run of mailed collectives never
+     * leaves it 2^39 keys behind (host_shm.h). */
+    if ((x->key & (MG__HDEC_REFRESH - 1)) == 0) (void)mg__settle(x, MG_OK);
     x->settled = 1;
     return 0;
   }
@@ -230,8 +234,9 @@ static int mg__hx_succeed(mg__hx_t *x) {
 /* x met failure st (message already set), caused by rank culprit (this rank, or another whose
  * failure it saw). Unless x was decided already, this decides that it failed, for every rank.
  * A timeout of an operation decided to have succeeded does not fail it: x goes on (0), since
- * everything it waits for was posted. An abort of this rank's communicator fails x all the
- * same; other failures keep their own status and message. -1: x failed. */
+ * everything it waits for was posted; in the mails nothing but an abort does (a peer seen gone
+ * after it posted: every input is in the segment). An abort of this rank's communicator fails x
+ * all the same; other failures keep their own status and message. -1: x failed. */
 static int mg__hx_fail(mg__hx_t *x, mg_status_t st, int culprit) {
   char note[MG__ERROR_LEN];
   /* First the cause, which the ranks that find the decision read (a timeout blames nobody). */
@@ -246,7 +251,7 @@ static int mg__hx_fail(mg__hx_t *x, mg_status_t st, int culprit) {
       w = mg__mail_fail(x, st);
     const int who = mg__hdec_who(w);
     if (mg__hdec_status(w) == MG_OK) {
-      if (st == MG_ERR_TIMED_OUT) {
+      if (st == MG_ERR_TIMED_OUT || (x->alg == MG__ALG_MAIL && st != MG_ERR_ABORTED)) {
         x->settled = 1;
         return 0;
       }
@@ -519,7 +524,8 @@ static int mg__mail_posted(uint64_t w, uint64_t s) {
 /* Posts this rank's mail of step s, its data and key in place: the step word goes from its
  * previous step to s + 1, unless a rank that failed the collective poisoned it first; then x
  * fails (-1), naming that rank. Only this rank stores anything but a poison there. The posted
- * counter goes first (mismatches: a rank in another collective of this step waits for it), and
+ * counter goes first (mismatches: a rank in another collective of this step waits for it; a
+ * post refused by a poison leaves it said, as for a rank that failed after posting), and
  * the compare-and-swap, sequentially consistent, orders both before the look for sleepers
  * (mg__hshm_wake): one locked instruction where mg__publish would add a second. */
 static int mg__mail_post(mg__hx_t *x, uint64_t s) {
@@ -562,7 +568,10 @@ static uint64_t mg__mail_fail(mg__hx_t *x, mg_status_t st) {
     }
     failed |= !mg__mail_posted(v, s); /* poisoned now, or before */
   }
-  return failed ? mg__settle(x, st) : mg__hdec_word(x->key, MG_OK, -1);
+  if (!failed) return mg__hdec_word(x->key, MG_OK, -1);
+  const uint64_t w = mg__settle(x, st);
+  mg__hshm_wake(x->s); /* the ranks asleep in mg__mail_ready, should another have settled */
+  return w;
 }
 
 /* 1 when x is decided to have succeeded: every rank posted its mails, or its decision word (or

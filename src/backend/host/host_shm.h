@@ -250,12 +250,19 @@ void mg__hshm_fail(mg__hshm_t *s, int culprit);
  * succeeded.
  *   bits 63..24  the operation's key + 1, modulo 2^40 (a collective's first step; a message's
  *                sequence number on its pair): operations of a lane in flight together are
- *                far fewer than 2^39 keys apart
+ *                far fewer than 2^39 keys apart, and so is the word from the key of the
+ *                operation that reads it (collectives in the mails, which do not settle the
+ *                word, settle it once every MG__HDEC_REFRESH steps)
  *   bits 23..16  minus its status (0: it succeeded)
  *   bits 15..0   the rank that failed it first, + 1 (0: none)
  * The rank that failed it first published its cause (mg__hshm_fail) before it settled, unless
  * it timed out. */
 #define MG__HDEC_MAX_RANKS 65535
+#ifdef MGCOMM_TESTING
+#define MG__HDEC_REFRESH (1ull << 10) /* test builds: reached in a test (host_mail) */
+#else
+#define MG__HDEC_REFRESH (1ull << 28)
+#endif
 static inline uint64_t mg__hdec_word(uint64_t key, mg_status_t st, int who) {
   return (((key + 1) & 0xffffffffffull) << 24) | ((uint64_t)(uint8_t)(-(int)st) << 16) |
          (uint64_t)(uint16_t)(who + 1);
