@@ -242,13 +242,7 @@ static int mg__hx_fail(mg__hx_t *x, mg_status_t st, int culprit) {
   /* First the cause, which the ranks that find the decision read (a timeout blames nobody). */
   if (st != MG_ERR_TIMED_OUT) mg__hshm_fail(x->s, culprit);
   if (x->started) {
-    uint64_t w;
-    if (x->alg != MG__ALG_MAIL)
-      w = mg__settle(x, st);
-    else if (st == MG_ERR_INVALID_USAGE) /* mismatched: every rank compares the same mails */
-      w = mg__hdec_word(x->key, st, x->me);
-    else
-      w = mg__mail_fail(x, st);
+    const uint64_t w = x->alg == MG__ALG_MAIL ? mg__mail_fail(x, st) : mg__settle(x, st);
     const int who = mg__hdec_who(w);
     if (mg__hdec_status(w) == MG_OK) {
       if (st == MG_ERR_TIMED_OUT || (x->alg == MG__ALG_MAIL && st != MG_ERR_ABORTED)) {
@@ -330,15 +324,13 @@ static int mg__hx_check(mg__hx_t *x, double now) {
                 mg__desc(x->op, d, sizeof d), x->comm->timeout_s, x->moved, x->bytes);
     return mg__hx_fail(x, MG_ERR_TIMED_OUT, MG__CAUSE_TIMEOUT);
   }
-  if (x->started) {
-    if (mg__hx_decided_ok(x)) {
+  if (x->started) { /* the mails' own outcome: mg__mail_ready, at every pass */
+    const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
+    if (mg__hdec_succeeded(x, w)) {
       x->settled = 1; /* nothing left to ask of the peers: see the peer loop below */
       return 0;
     }
-    /* Loaded after that look, the word may say by now that x succeeded: the next pass ends it. */
-    const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
-    const mg_status_t ws = mg__hdec_status(w);
-    if (mg__hdec_cmp(w, x->key) == 0 && ws != MG_OK && ws != MG_ERR_TIMED_OUT)
+    if (mg__hdec_cmp(w, x->key) == 0 && mg__hdec_status(w) != MG_ERR_TIMED_OUT)
       return mg__mail_mismatch(x) < 0 ? -1 : mg__hx_remote(x, w);
   }
   if (x->next_check == 0) {
@@ -553,11 +545,13 @@ static int mg__mail_ready(mg__hx_t *x, uint64_t s) {
   return 1;
 }
 
-/* x, in the mails, failed on this rank with st: poisons every mail that does not hold its step,
- * so that its rank cannot post it. Returns the word that decides x: "succeeded" when every rank
+/* x, in the mails, failed on this rank with st (other than a mismatch): poisons every mail that
+ * does not hold its step, so that its rank cannot post it. Returns the word that decides x: "succeeded" when every rank
  * had posted after all (no rank can fail it any more), else the decision word, which this rank
  * settles too for the ranks that look there (a rank in another collective at this step). */
 static uint64_t mg__mail_fail(mg__hx_t *x, mg_status_t st) {
+  /* Mismatched: every rank compares the same mails and refuses alike; nothing to decide. */
+  if (st == MG_ERR_INVALID_USAGE) return mg__hdec_word(x->key, st, x->me);
   const uint64_t s = x->s0, poison = mg__hmail_poison(s, st, x->me);
   int failed = 0;
   for (int r = 0; r < x->n; r++) {
