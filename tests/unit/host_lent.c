@@ -15,7 +15,13 @@
  *          receive posted after that fails and writes nothing (ASan sees any read of the buffer);
  *  hold    (test builds) the sender's communicator aborted while its receiver copies, which the
  *          fault point host.lent_copy holds for 300 ms: the send ends only after the copy, and
- *          both ranks succeed.
+ *          both ranks succeed;
+ *  drain   (test builds) the same for a direct collective (all_gather of 256 KiB, each rank
+ *          copying from the other's send buffer): the fault point host.direct_read holds the
+ *          reads of the rank that reaches it first, and the other rank's communicator is
+ *          aborted meanwhile. The aborted rank fails MG_ERR_ABORTED only once the reads of its
+ *          buffer are over (the reader's claim is clear when it returns), then frees the buffer
+ *          (ASan sees a read after that); the reader fails MG_ERR_REMOTE.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -37,6 +43,7 @@ typedef struct {
   char err[512];          /* and its message */
   atomic_int *gate;       /* late: the receiver posts once the sender has returned */
   uint64_t copied_at_end; /* hold: copied_seq of the lane when the send returned */
+  uint64_t peer_reading;  /* drain: the peer's claim on direct reads when this rank returned */
 } arg_t;
 
 static unsigned char pat(int rank, int msg, size_t i) {
@@ -169,13 +176,42 @@ static void *abort_in_hold(void *p) {
   ASSERT_OK(mg_comm_abort(p));
   return NULL;
 }
+
+static void *drain_rank(void *p) {
+  arg_t *a = p;
+  const size_t bytes = 256 * KIB;
+  unsigned char *send = malloc(bytes), *recv = malloc(N * bytes);
+  ASSERT(send != NULL && recv != NULL);
+  for (size_t i = 0; i < bytes; i++) send[i] = pat(a->rank, 0, i);
+  a->st = mg_all_gather(send, recv, bytes, MG_UINT8, a->comm, NULL);
+  snprintf(a->err, sizeof a->err, "%s", mg_last_error());
+  a->peer_reading = atomic_load(&mg__hcomm(a->comm)->shm.ranks[1 - a->rank].reading);
+  memset(send, 0, bytes); /* what a read still running would see */
+  free(send);             /* and then an unmapped buffer (malloc maps 256 KiB on its own) */
+  free(recv);
+  return NULL;
+}
+
+/* drain: once the fault point holds a rank's reads (the other rank's quick reads are long over
+ * 50 ms later), the other rank's communicator is aborted. */
+static void *abort_in_read(void *p) {
+  mg_comm_t **comms = p;
+  while (mg__fault_fired("host.direct_read") == 0) usleep(1000);
+  usleep(50 * 1000);
+  int holder = -1;
+  for (int r = 0; r < N; r++)
+    if (atomic_load(&mg__hcomm(comms[r])->shm.ranks[r].reading) != 0) holder = r;
+  ASSERT(holder >= 0);
+  ASSERT_OK(mg_comm_abort(comms[1 - holder]));
+  return NULL;
+}
 #endif
 
 static void late_case(int aborted) {
   mg_comm_t *comms[N];
   comms_new(aborted ? 60 : 0.3, comms);
   atomic_int gate = 0;
-  arg_t a[N] = {{comms[0], 0, MG_OK, "", &gate, 0}, {comms[1], 1, MG_OK, "", &gate, 0}};
+  arg_t a[N] = {{comms[0], 0, MG_OK, "", &gate, 0, 0}, {comms[1], 1, MG_OK, "", &gate, 0, 0}};
   pthread_t ab;
   if (aborted) ASSERT_EQ(pthread_create(&ab, NULL, abort_later, comms[0]), 0);
   run_ranks(a, late_rank);
@@ -197,13 +233,13 @@ int main(void) {
   arg_t a[N];
 
   comms_new(60, comms);
-  for (int r = 0; r < N; r++) a[r] = (arg_t){comms[r], r, MG_OK, "", NULL, 0};
+  for (int r = 0; r < N; r++) a[r] = (arg_t){comms[r], r, MG_OK, "", NULL, 0, 0};
   run_ranks(a, order_rank);
   for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
   printf("order: 4 KiB and 256 KiB lent, 1 KiB, 100 B and 4 KiB - 4 through the ring\n");
 
   comms_new(60, comms);
-  for (int r = 0; r < N; r++) a[r] = (arg_t){comms[r], r, MG_OK, "", NULL, 0};
+  for (int r = 0; r < N; r++) a[r] = (arg_t){comms[r], r, MG_OK, "", NULL, 0, 0};
   run_ranks(a, sizes_rank);
   ASSERT_EQ(a[1].st, MG_ERR_INVALID_USAGE);
   ASSERT_CONTAINS(a[1].err, "rank 0 sends 131072 bytes, this receive expects 65536");
@@ -218,7 +254,7 @@ int main(void) {
 
 #ifdef MGCOMM_TESTING
   comms_new(60, comms);
-  for (int r = 0; r < N; r++) a[r] = (arg_t){comms[r], r, MG_OK, "", NULL, 0};
+  for (int r = 0; r < N; r++) a[r] = (arg_t){comms[r], r, MG_OK, "", NULL, 0, 0};
   ASSERT_OK(mg__fault_set("host.lent_copy", 1, 300, 1));
   pthread_t ab;
   ASSERT_EQ(pthread_create(&ab, NULL, abort_in_hold, comms[0]), 0);
@@ -230,6 +266,23 @@ int main(void) {
   ASSERT_OK(a[1].st);
   ASSERT_OK(a[0].st);
   printf("hold: an abort during the receiver's copy; the send ended after it, both succeeded\n");
+  for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
+
+  comms_new(60, comms);
+  for (int r = 0; r < N; r++) a[r] = (arg_t){comms[r], r, MG_OK, "", NULL, 0, 0};
+  ASSERT_OK(mg__fault_set("host.direct_read", 1, 300, 1));
+  ASSERT_EQ(pthread_create(&ab, NULL, abort_in_read, comms), 0);
+  run_ranks(a, drain_rank);
+  ASSERT_EQ(pthread_join(ab, NULL), 0);
+  ASSERT_EQ(mg__fault_fired("host.direct_read"), 1);
+  mg__fault_clear(NULL);
+  const int owner = a[0].st == MG_ERR_ABORTED ? 0 : 1, reader = 1 - owner;
+  ASSERT_EQ(a[owner].st, MG_ERR_ABORTED);
+  ASSERT_EQ(a[owner].peer_reading, 0); /* it returned after the reads of its buffer */
+  ASSERT_EQ(a[reader].st, MG_ERR_REMOTE);
+  ASSERT_CONTAINS(a[reader].err, "aborted");
+  printf("drain: rank %d aborted while rank %d read its buffer: it returned after the reads "
+         "(%s); the reader: %s\n", owner, reader, a[owner].err, a[reader].err);
   for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
 #endif
   return 0;

@@ -205,7 +205,7 @@ static int mg__hx_remote(mg__hx_t *x, uint64_t w) {
  * fails (naming where) and -1, so that nothing is written after the failure is known. */
 static int mg__hx_doomed(mg__hx_t *x) {
   if (x->settled) return 0;
-  const uint64_t w = atomic_load_explicit(x->dec, memory_order_acquire);
+  const uint64_t w = atomic_load(x->dec); /* sequentially consistent: see mg__direct_drain */
   if (mg__hdec_succeeded(x, w)) {
     x->settled = 1;
     return 0;
@@ -1021,11 +1021,21 @@ static int mg__coll_progress(mg__hx_t *x) {
       progressed = 1;
       const int last = x->k + 1 == x->nsteps;
       if (x->alg == MG__ALG_DIRECT) {
-        if (mg__hx_doomed(x) < 0) return -1;
+        /* The claim, then the look at the decision (mg__direct_drain says why). */
+        atomic_store(&mine->reading, s + 1);
+        if (mg__hx_doomed(x) < 0) {
+          atomic_store_explicit(&mine->reading, 0, memory_order_release);
+          return -1;
+        }
+        /* Test builds: "host.direct_read" holds this rank's reads for the rule's code in
+         * milliseconds, so that a test can fail an owner while its buffer is being read. */
+        const int hold_ms = MG_FAULT_POINT("host.direct_read");
+        if (hold_ms > 0) usleep((useconds_t)hold_ms * 1000);
         for (int r = 0; r < x->n; r++) MG__TSAN_ACQUIRE(atomic_load(&x->s->ranks[r].daddr));
         int from = x->me;
         mg_status_t st = mg__direct_out(x, &from);
         for (int r = 0; r < x->n; r++) MG__TSAN_RELEASE(atomic_load(&x->s->ranks[r].daddr));
+        atomic_store_explicit(&mine->reading, 0, memory_order_release);
         if (st < 0) {
           /* The owner's process is gone, most often because it failed on its own read of a
            * rank that died first (and exited): name the first culprit, as the liveness checks
@@ -1074,6 +1084,25 @@ static int mg__coll_progress(mg__hx_t *x) {
       progressed = 1;
     }
   }
+}
+
+/* A direct collective that failed after publishing its buffer: readers in this process may still
+ * be copying out of it, since a failure (an abort, a timeout, a peer's) can be decided while
+ * they read. It returns only once none is, so that its caller may free the buffer. A reader
+ * claims its reads (`reading`) before it looks at the decision, and this looks at the claims
+ * after the failure was decided, all four accesses sequentially consistent (the decision's
+ * compare-and-swap, and mg__hx_doomed's load): a reader that claims later finds the failure and
+ * reads nothing. The wait is for memcpy calls, which wait on nothing. Readers in
+ * other processes copy with process_vm_readv, which a freed buffer only makes fail. */
+static void mg__direct_drain(const mg__hx_t *x) {
+  const uint64_t claim = x->s0 + x->k + 1;
+  for (int r = 0; r < x->n; r++) {
+    const mg__hshm_rank_t *rb = &x->s->ranks[r];
+    if (r == x->me || atomic_load_explicit(&rb->pid, memory_order_relaxed) != x->s->mypid)
+      continue;
+    while (atomic_load(&rb->reading) == claim) sched_yield();
+  }
+  MG__TSAN_ACQUIRE(x->op->send); /* the readers released it when done */
 }
 
 /* ---- send/recv ------------------------------------------------------------------------------ */
@@ -1413,6 +1442,9 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     mg__hshm_sleep_end(sleep_on);
   }
   for (int i = 0; i < n; i++) {
+    if (xs[i].op->status < 0 && mg__opkind_is_collective(xs[i].op->kind) &&
+        xs[i].alg == MG__ALG_DIRECT && xs[i].phase >= 1)
+      mg__direct_drain(&xs[i]);
     if (xs[i].in != xs[i].in_inline) free(xs[i].in);
     free(xs[i].scal);
   }

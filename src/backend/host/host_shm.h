@@ -23,7 +23,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 12u
+#define MG__HSHM_VERSION 13u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -115,7 +115,9 @@ typedef struct mg__hshm_rank {
   _Atomic uint64_t probe_addr;
   _Atomic int32_t direct_ok; /* 0: not probed yet, 1: reads every peer, 2: cannot */
   _Atomic int32_t cpu;       /* 1 + the CPU the rank last began to wait on (host_coll.c); 0: none */
-  char pad2_[64 - 24];
+  _Atomic uint64_t reading;  /* 1 + the direct step in which this rank reads its peers' buffers
+                                now (stored before it looks at the decision); 0 when it does not */
+  char pad2_[64 - 32];
 } mg__hshm_rank_t;
 _Static_assert(sizeof(mg__hshm_rank_t) == 64 * (5 + 2 * MG__MAIL_LINES),
                "rank block is whole cache lines");
