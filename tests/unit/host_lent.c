@@ -16,12 +16,13 @@
  *  hold    (test builds) the sender's communicator aborted while its receiver copies, which the
  *          fault point host.lent_copy holds for 300 ms: the send ends only after the copy, and
  *          both ranks succeed;
- *  drain   (test builds) the same for a direct collective (all_gather of 256 KiB, each rank
- *          copying from the other's send buffer): the fault point host.direct_read holds the
- *          reads of the rank that reaches it first, and the other rank's communicator is
- *          aborted meanwhile. The aborted rank fails MG_ERR_ABORTED only once the reads of its
- *          buffer are over (the reader's claim is clear when it returns), then frees the buffer
- *          (ASan sees a read after that); the reader fails MG_ERR_REMOTE.
+ *  drain   (test builds) the same for collectives whose readers copy from the owners' send
+ *          buffers: a direct all_gather of 256 KiB, and an all_to_allv whose ranks lend their
+ *          256 KiB pieces. The fault point host.direct_read holds the reads of the rank that
+ *          reaches it first, and the other rank's communicator is aborted meanwhile. The aborted
+ *          rank fails MG_ERR_ABORTED only once the reads of its buffer are over (the reader's
+ *          claim is clear when it returns), then frees the buffer (ASan sees a read after that);
+ *          the reader fails MG_ERR_REMOTE.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -177,13 +178,21 @@ static void *abort_in_hold(void *p) {
   return NULL;
 }
 
+static int drain_a2av; /* drain: all_to_allv rather than all_gather */
+
 static void *drain_rank(void *p) {
   arg_t *a = p;
   const size_t bytes = 256 * KIB;
   unsigned char *send = malloc(bytes), *recv = malloc(N * bytes);
   ASSERT(send != NULL && recv != NULL);
   for (size_t i = 0; i < bytes; i++) send[i] = pat(a->rank, 0, i);
-  a->st = mg_all_gather(send, recv, bytes, MG_UINT8, a->comm, NULL);
+  if (drain_a2av) { /* all of send to the peer, nothing to itself */
+    size_t counts[N] = {0}, displs[N] = {0};
+    counts[1 - a->rank] = bytes;
+    a->st = mg_all_to_allv(send, counts, displs, recv, counts, displs, MG_UINT8, a->comm, NULL);
+  } else {
+    a->st = mg_all_gather(send, recv, bytes, MG_UINT8, a->comm, NULL);
+  }
   snprintf(a->err, sizeof a->err, "%s", mg_last_error());
   a->peer_reading = atomic_load(&mg__hcomm(a->comm)->shm.ranks[1 - a->rank].reading);
   memset(send, 0, bytes); /* what a read still running would see */
@@ -268,22 +277,25 @@ int main(void) {
   printf("hold: an abort during the receiver's copy; the send ended after it, both succeeded\n");
   for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
 
-  comms_new(60, comms);
-  for (int r = 0; r < N; r++) a[r] = (arg_t){comms[r], r, MG_OK, "", NULL, 0, 0};
-  ASSERT_OK(mg__fault_set("host.direct_read", 1, 300, 1));
-  ASSERT_EQ(pthread_create(&ab, NULL, abort_in_read, comms), 0);
-  run_ranks(a, drain_rank);
-  ASSERT_EQ(pthread_join(ab, NULL), 0);
-  ASSERT_EQ(mg__fault_fired("host.direct_read"), 1);
-  mg__fault_clear(NULL);
-  const int owner = a[0].st == MG_ERR_ABORTED ? 0 : 1, reader = 1 - owner;
-  ASSERT_EQ(a[owner].st, MG_ERR_ABORTED);
-  ASSERT_EQ(a[owner].peer_reading, 0); /* it returned after the reads of its buffer */
-  ASSERT_EQ(a[reader].st, MG_ERR_REMOTE);
-  ASSERT_CONTAINS(a[reader].err, "aborted");
-  printf("drain: rank %d aborted while rank %d read its buffer: it returned after the reads "
-         "(%s); the reader: %s\n", owner, reader, a[owner].err, a[reader].err);
-  for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
+  for (drain_a2av = 0; drain_a2av < 2; drain_a2av++) {
+    comms_new(60, comms);
+    for (int r = 0; r < N; r++) a[r] = (arg_t){comms[r], r, MG_OK, "", NULL, 0, 0};
+    ASSERT_OK(mg__fault_set("host.direct_read", 1, 300, 1));
+    ASSERT_EQ(pthread_create(&ab, NULL, abort_in_read, comms), 0);
+    run_ranks(a, drain_rank);
+    ASSERT_EQ(pthread_join(ab, NULL), 0);
+    ASSERT_EQ(mg__fault_fired("host.direct_read"), 1);
+    mg__fault_clear(NULL);
+    const int owner = a[0].st == MG_ERR_ABORTED ? 0 : 1, reader = 1 - owner;
+    ASSERT_EQ(a[owner].st, MG_ERR_ABORTED);
+    ASSERT_EQ(a[owner].peer_reading, 0); /* it returned after the reads of its buffer */
+    ASSERT_EQ(a[reader].st, MG_ERR_REMOTE);
+    ASSERT_CONTAINS(a[reader].err, "aborted");
+    printf("drain (%s): rank %d aborted while rank %d read its buffer: it returned after the "
+           "reads (%s); the reader: %s\n", drain_a2av ? "all_to_allv" : "all_gather", owner,
+           reader, a[owner].err, a[reader].err);
+    for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
+  }
 #endif
   return 0;
 }

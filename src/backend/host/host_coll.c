@@ -88,13 +88,18 @@ typedef struct mg__hx {
   int phase;            /* 0: copy in; 1: wait for posted; 2: wait for reduced */
   int announced;        /* the collective's descriptor is published */
   size_t E;             /* elements per step (or per peer piece) */
-  const void **in;      /* nranks source pointers for reductions */
+  const void **in;      /* nranks source pointers for reductions; all_to_allv: each rank's lent
+                         * send buffer, NULL where it stages (read at the first step's match) */
   const void *in_inline[16];
   unsigned char *scal;  /* PreMulSum: each rank's scalar, 8 bytes per rank (malloc'd) */
   uint64_t mail_key;    /* MAIL: mg__mail_key of the operation, which every rank compares */
   /* send/recv */
   size_t bytes, moved;
   int lend;             /* a send whose receiver copies it from the send buffer (phase 0, 1) */
+  int published;        /* collectives: peers may copy out of send (direct, lent all_to_allv) */
+  int a2av_lend;        /* all_to_allv: this rank lends its pieces (the readers copy them from
+                         * send in step 0) instead of staging them */
+  int a2av_lent;        /* all_to_allv: some rank lends (known after step 0's posts) */
   double next_check;    /* time of the next liveness check */
   int look;             /* collectives: the first peer whose process the next check reads */
 } mg__hx_t;
@@ -412,6 +417,19 @@ static int mg__readv_bound(const mg__hx_t *x) {
   return x->s->processes && max > 0 && pieces * x->op->count * x->es >= max;
 }
 
+/* all_to_allv between threads of one process: whether this rank lends its pieces (its readers
+ * copy them straight from its send buffer in step 0, as a direct all_to_all's do) rather than
+ * staging them through its slot, step by step. Each rank chooses by its own largest piece, with
+ * the direct collectives' threshold, and says which in daddr (mg__copy_in): the counts differ
+ * between ranks and are known to the others only after step 0. */
+static int mg__a2av_lends(const mg__hx_t *x) {
+  if (!x->s->direct || x->s->processes) return 0;
+  size_t most = 0;
+  for (int p = 0; p < x->n; p++)
+    if (p != x->me && x->op->v[p] > most) most = x->op->v[p];
+  return most > 0 && most * x->es >= x->s->hdr->direct_threads_bytes;
+}
+
 /* Chooses the algorithm and step count of a collective, and publishes what it is. */
 static void mg__coll_start(mg__hx_t *x) {
   mg__op_t *op = x->op;
@@ -482,8 +500,10 @@ static void mg__coll_start(mg__hx_t *x) {
     x->E = c;
     x->set2 = MG__SET_NONE;
   }
-  if (op->kind == MG_OPK_ALL_TO_ALLV)
-    x->nsteps = UINT64_MAX; /* everybody's largest count decides, known after step 0 */
+  if (op->kind == MG_OPK_ALL_TO_ALLV) {
+    x->nsteps = UINT64_MAX; /* the stagers' largest count decides, known after step 0 */
+    x->a2av_lend = mg__a2av_lends(x);
+  }
   else /* at least one step, in which every rank compares the others' arguments with its own */
     x->nsteps = c == 0 ? 1 : (c + x->E - 1) / x->E;
 }
@@ -586,7 +606,11 @@ static int mg__hx_decided_ok(const mg__hx_t *x) {
 static void mg__coll_announce(mg__hx_t *x) {
   const mg__op_t *op = x->op;
   uint64_t count = op->count;
+  mg__hshm_desc_t *d = &x->s->ranks[x->me].desc[x->s0 & 1];
   if (op->kind == MG_OPK_ALL_TO_ALLV) {
+    atomic_store_explicit(&d->lent, x->a2av_lend ? (uint64_t)(uintptr_t)op->send : 0,
+                          memory_order_relaxed);
+    atomic_store_explicit(&d->vaddr, (uint64_t)(uintptr_t)op->v, memory_order_relaxed);
     _Atomic uint64_t *vc = mg__hshm_vcounts(x->s, x->me, x->s0);
     const size_t *rc = op->v + 2 * (size_t)x->n;
     count = 0;
@@ -596,7 +620,6 @@ static void mg__coll_announce(mg__hx_t *x) {
       atomic_store_explicit(&vc[x->n + p], rc[p], memory_order_relaxed);
     }
   }
-  mg__hshm_desc_t *d = &x->s->ranks[x->me].desc[x->s0 & 1];
   if (op->redop.premul) { /* as the scalar reads now: at the start of the call */
     uint64_t scalar = 0;
     memcpy(&scalar,
@@ -706,10 +729,14 @@ static int mg__coll_match(mg__hx_t *x) {
   }
   if (op->kind == MG_OPK_ALL_TO_ALLV) {
     if (mg__a2av_match(x) < 0) return -1;
-    uint64_t mx = 0;
+    uint64_t mx = 0; /* the largest piece staged: the lenders' go in step 0 */
     for (int r = 0; r < x->n; r++) {
-      uint64_t v = atomic_load(&x->s->ranks[r].desc[x->s0 & 1].count);
-      if (v > mx) mx = v;
+      const mg__hshm_desc_t *pd = &x->s->ranks[r].desc[x->s0 & 1];
+      const uint64_t lent = atomic_load_explicit(&pd->lent, memory_order_relaxed);
+      x->in[r] = (const void *)(uintptr_t)lent;
+      x->a2av_lent |= lent != 0;
+      uint64_t v = atomic_load(&pd->count);
+      if (lent == 0 && v > mx) mx = v;
     }
     x->nsteps = mx == 0 ? 1 : (mx + x->E - 1) / x->E;
   }
@@ -737,6 +764,7 @@ static void mg__copy_in(mg__hx_t *x) {
     MG__TSAN_RELEASE(op->send);
     atomic_store_explicit(&x->s->ranks[x->me].daddr, (uint64_t)(uintptr_t)op->send,
                           memory_order_relaxed);
+    x->published = 1;
     return;
   }
   if (x->alg == MG__ALG_MAIL) {
@@ -785,6 +813,11 @@ static void mg__copy_in(mg__hx_t *x) {
       break;
     }
     case MG_OPK_ALL_TO_ALLV: {
+      if (x->a2av_lend) { /* its readers copy from send, announced (mg__coll_announce) */
+        if (x->k == 0) MG__TSAN_RELEASE(op->send);
+        x->published = 1;
+        break;
+      }
       const size_t *sc = op->v, *sd = op->v + x->n;
       for (int j = 0; j < x->n; j++)
         if (j != x->me)
@@ -959,6 +992,16 @@ static void mg__copy_out(mg__hx_t *x) {
             mg__copy(mg__rb(x) + rd[me] * es, mg__sb(x) + op->v[n + me] * es, rc[me] * es);
           continue;
         }
+        const unsigned char *lent = x->in[r];
+        if (lent != NULL) { /* all of it in step 0, from r's buffer at r's displacement for me */
+          if (x->k > 0) continue;
+          const size_t *v = (const size_t *)(uintptr_t)atomic_load_explicit(
+              &x->s->ranks[r].desc[x->s0 & 1].vaddr, memory_order_relaxed);
+          MG__TSAN_ACQUIRE(lent);
+          mg__copy(mg__rb(x) + rd[r] * es, lent + v[n + me] * es, rc[r] * es);
+          MG__TSAN_RELEASE(lent);
+          continue;
+        }
         mg__copy(mg__rb(x) + (rd[r] + off) * es, mg__slot(x, r) + (size_t)me * E * es,
                mg__step_len(rc[r], E, x->k) * es);
       }
@@ -970,6 +1013,7 @@ static void mg__copy_out(mg__hx_t *x) {
 }
 
 static void mg__coll_finish(mg__hx_t *x) {
+  if (x->published) MG__TSAN_ACQUIRE(x->op->send); /* its readers released it when done */
   /* Test builds: "host.corrupt" flips the first byte this rank wrote, so that checkers can
    * prove they notice a wrong result. */
   if (x->op->recv != NULL && x->op->count > 0 && MG_FAULT_POINT("host.corrupt"))
@@ -978,6 +1022,23 @@ static void mg__coll_finish(mg__hx_t *x) {
   mg__hcomm(x->comm)->step = x->s0 + x->k;
   x->op->status = MG_OK;
   x->done = 1;
+}
+
+/* Before a step's reads from the peers' own buffers (direct, or lent by all_to_allv): the claim
+ * on them, then the look at the decision (mg__direct_drain says why). 0, or -1 (claim withdrawn)
+ * when x failed. */
+static int mg__claim_reads(mg__hx_t *x, uint64_t s) {
+  _Atomic uint64_t *reading = &x->s->ranks[x->me].reading;
+  atomic_store(reading, s + 1);
+  if (mg__hx_doomed(x) < 0) {
+    atomic_store_explicit(reading, 0, memory_order_release);
+    return -1;
+  }
+  /* Test builds: "host.direct_read" holds this rank's reads for the rule's code in
+   * milliseconds, so that a test can fail an owner while its buffer is being read. */
+  const int hold_ms = MG_FAULT_POINT("host.direct_read");
+  if (hold_ms > 0) usleep((useconds_t)hold_ms * 1000);
+  return 0;
 }
 
 /* Advances a collective as far as it can go without waiting. 1: progress, 0: blocked, -1: failed.
@@ -1021,16 +1082,7 @@ static int mg__coll_progress(mg__hx_t *x) {
       progressed = 1;
       const int last = x->k + 1 == x->nsteps;
       if (x->alg == MG__ALG_DIRECT) {
-        /* The claim, then the look at the decision (mg__direct_drain says why). */
-        atomic_store(&mine->reading, s + 1);
-        if (mg__hx_doomed(x) < 0) {
-          atomic_store_explicit(&mine->reading, 0, memory_order_release);
-          return -1;
-        }
-        /* Test builds: "host.direct_read" holds this rank's reads for the rule's code in
-         * milliseconds, so that a test can fail an owner while its buffer is being read. */
-        const int hold_ms = MG_FAULT_POINT("host.direct_read");
-        if (hold_ms > 0) usleep((useconds_t)hold_ms * 1000);
+        if (mg__claim_reads(x, s) < 0) return -1;
         for (int r = 0; r < x->n; r++) MG__TSAN_ACQUIRE(atomic_load(&x->s->ranks[r].daddr));
         int from = x->me;
         mg_status_t st = mg__direct_out(x, &from);
@@ -1058,10 +1110,19 @@ static int mg__coll_progress(mg__hx_t *x) {
         mg__publish(x->s, &mine->reduced, s + 1);
         x->phase = 2;
       } else {
-        if ((last ? mg__hx_succeed(x) : mg__hx_doomed(x)) < 0) return -1;
+        /* Reads from lenders' buffers (all_to_allv's step 0) are claimed as a direct step's
+         * are, and a collective of one step with such reads is decided only once every reader
+         * is done, as a direct one is (phase 3). */
+        const int lent = x->a2av_lent && x->k == 0;
+        if ((lent ? mg__claim_reads(x, s) : last ? mg__hx_succeed(x) : mg__hx_doomed(x)) < 0)
+          return -1;
         mg__copy_out(x);
+        if (lent) atomic_store_explicit(&mine->reading, 0, memory_order_release);
         mg__publish(x->s, &mine->released, s + 1);
-        step_done = 1;
+        if (lent && last)
+          x->phase = 3;
+        else
+          step_done = 1;
       }
     }
     if (x->phase == 2) {
@@ -1086,8 +1147,8 @@ static int mg__coll_progress(mg__hx_t *x) {
   }
 }
 
-/* A direct collective that failed after publishing its buffer: readers in this process may still
- * be copying out of it, since a failure (an abort, a timeout, a peer's) can be decided while
+/* A collective that failed after publishing its buffer (direct, or an all_to_allv that lends
+ * it): readers in this process may still be copying out of it, since a failure (an abort, a timeout, a peer's) can be decided while
  * they read. It returns only once none is, so that its caller may free the buffer. A reader
  * claims its reads (`reading`) before it looks at the decision, and this looks at the claims
  * after the failure was decided, all four accesses sequentially consistent (the decision's
@@ -1095,7 +1156,7 @@ static int mg__coll_progress(mg__hx_t *x) {
  * reads nothing. The wait is for memcpy calls, which wait on nothing. Readers in
  * other processes copy with process_vm_readv, which a freed buffer only makes fail. */
 static void mg__direct_drain(const mg__hx_t *x) {
-  const uint64_t claim = x->s0 + x->k + 1;
+  const uint64_t claim = x->s0 + 1; /* the readers' copies from it are all in the first step */
   for (int r = 0; r < x->n; r++) {
     const mg__hshm_rank_t *rb = &x->s->ranks[r];
     if (r == x->me || atomic_load_explicit(&rb->pid, memory_order_relaxed) != x->s->mypid)
@@ -1442,9 +1503,7 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     mg__hshm_sleep_end(sleep_on);
   }
   for (int i = 0; i < n; i++) {
-    if (xs[i].op->status < 0 && mg__opkind_is_collective(xs[i].op->kind) &&
-        xs[i].alg == MG__ALG_DIRECT && xs[i].phase >= 1)
-      mg__direct_drain(&xs[i]);
+    if (xs[i].op->status < 0 && xs[i].published) mg__direct_drain(&xs[i]);
     if (xs[i].in != xs[i].in_inline) free(xs[i].in);
     free(xs[i].scal);
   }

@@ -23,7 +23,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 13u
+#define MG__HSHM_VERSION 14u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -64,6 +64,9 @@ typedef struct mg__hshm_desc {
   _Atomic int32_t dtype;
   _Atomic int32_t root;
   _Atomic int32_t redop;  /* built-in op, or -1 for a custom one */
+  _Atomic uint64_t lent;  /* all_to_allv between threads: the send buffer from which the others
+                             copy their pieces (host_coll.c, mg__a2av_lends), 0 if staged */
+  _Atomic uint64_t vaddr; /* with lent: the address of the rank's counts and displacements */
 } mg__hshm_desc_t;
 
 /* The data of a small collective (MG__MAIL_BYTES at most per rank), its step and a key of the
@@ -104,7 +107,7 @@ typedef struct mg__hshm_rank {
    * for the flight recorder and timeout messages. seq1 is stored last, and read first and again
    * last by readers, who retry when it changed in between. */
   mg__hshm_desc_t enq;
-  char pad_[256 - 176];
+  char pad_[256 - 224];
   /* Small collectives: the mail of step s is mail[s & 1] (reused, like the slots, only once
    * every rank has finished step s - 2). */
   mg__hshm_mail_t mail[2];
