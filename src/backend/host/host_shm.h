@@ -23,7 +23,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 14u
+#define MG__HSHM_VERSION 15u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -54,9 +54,10 @@ typedef struct mg__hshm_header {
   _Alignas(64) _Atomic uint64_t decision;
 } mg__hshm_header_t;
 
-/* A collective as a rank announces it before its first step (matching and the flight recorder). */
+/* A collective as a rank announces it before its first step (matching and the flight recorder),
+ * in a cache line of its own: a peer reads it in one miss. */
 typedef struct mg__hshm_desc {
-  _Atomic uint64_t seq1;  /* sequence number + 1; stored last */
+  _Alignas(64) _Atomic uint64_t seq1; /* sequence number + 1; stored last */
   _Atomic uint64_t count; /* all_to_allv: the rank's largest per-peer send count */
   _Atomic uint64_t scalar; /* PreMulSum: the bytes of this rank's scalar (its dtype), which
                               multiplies this rank's input on every rank */
@@ -68,6 +69,7 @@ typedef struct mg__hshm_desc {
                              copy their pieces (host_coll.c, mg__a2av_lends), 0 if staged */
   _Atomic uint64_t vaddr; /* with lent: the address of the rank's counts and displacements */
 } mg__hshm_desc_t;
+_Static_assert(sizeof(mg__hshm_desc_t) == 64, "an announcement is a cache line");
 
 /* The data of a small collective (MG__MAIL_BYTES at most per rank), its step and a key of the
  * collective, in MG__MAIL_LINES cache lines. The first holds the step, the key and the first 48
@@ -94,20 +96,19 @@ typedef struct mg__hshm_rank {
   _Atomic int32_t state;     /* MG__HRANK_* */
   _Atomic int32_t pid;       /* process of the rank */
   uint64_t starttime;        /* the process's start time (/proc), to tell a reused pid */
-  /* The collective whose first step is s goes in desc[s & 1]: when a rank checks the
-   * collective it starts at step s, a peer may already have announced the next one (at step
-   * s + 1, after a one-step collective), but never the one after. */
-  mg__hshm_desc_t desc[2];
   _Atomic uint64_t done_seq; /* sequence number + 1 of the last collective completed */
   _Atomic int32_t cause;     /* MG__HRANK_FAILED: the rank whose failure caused it (itself if it
                                 timed out or aborted), so that survivors name the first culprit */
   _Atomic int32_t exited;    /* 1: its process called exit() with the communicator still there
                                 (stored before a state of LEFT): told from a death by a signal */
+  /* The collective whose first step is s goes in desc[s & 1]: when a rank checks the
+   * collective it starts at step s, a peer may already have announced the next one (at step
+   * s + 1, after a one-step collective), but never the one after. */
+  mg__hshm_desc_t desc[2];
   /* The last collective the rank enqueued (numbered: it may still be queued on a host stream),
    * for the flight recorder and timeout messages. seq1 is stored last, and read first and again
    * last by readers, who retry when it changed in between. */
   mg__hshm_desc_t enq;
-  char pad_[256 - 224];
   /* Small collectives: the mail of step s is mail[s & 1] (reused, like the slots, only once
    * every rank has finished step s - 2). */
   mg__hshm_mail_t mail[2];
