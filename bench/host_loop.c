@@ -4,8 +4,9 @@
  * (bench/results/2026-11-24-host-vs-mpi-2core-small.md); run two builds alternately, many times
  * (the VM's speed drifts by up to 1.7x within minutes).
  *   cc -O2 -Iinclude bench/host_loop.c -o host_loop -L<build> -lmgcomm -Wl,-rpath,<build> -lpthread
- *   ./host_loop [ranks (2)] [calls (200000)] [all_reduce|broadcast|all_gather] [count (2)]
- * float32, sum, root 0; count is per rank (all_gather's send count); PIN=1 binds rank r to CPU
+ *   ./host_loop [ranks (2)] [calls (200000)] [all_reduce|broadcast|all_gather|sendrecv] [count (2)]
+ * float32, sum, root 0; count is per rank (all_gather's send count; sendrecv: a send to the
+ * next rank and a receive from the one before, in one group); PIN=1 binds rank r to CPU
  * r % 2. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -52,6 +53,12 @@ static void *run_rank(void *arg) {
         st = mg_broadcast(send, recv, count, MG_FLOAT32, 0, comms[r], NULL);
       else if (strcmp(coll, "all_gather") == 0)
         st = mg_all_gather(send, recv, count, MG_FLOAT32, comms[r], NULL);
+      else if (strcmp(coll, "sendrecv") == 0) {
+        mg_group_begin();
+        mg_send(send, count, MG_FLOAT32, (r + 1) % nranks, comms[r], NULL);
+        mg_recv(recv, count, MG_FLOAT32, (r + nranks - 1) % nranks, comms[r], NULL);
+        st = mg_group_end();
+      }
       else
         st = mg_all_reduce(send, recv, count, MG_FLOAT32, MG_SUM, comms[r], NULL);
       if (st != MG_OK) {
