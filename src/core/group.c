@@ -235,10 +235,13 @@ static mg_status_t mg__dispatch(mg__op_t **ops, int n) {
 }
 
 /* mg__dispatch for the operations of a group, recorded while their communicators could still be
- * destroyed: each is entered (comm.h) for the launch, or nothing is posted. */
+ * destroyed: each is entered (comm.h) for the launch, or nothing is posted. A run of operations
+ * on one communicator (a send and a receive) enters it once. */
 static mg_status_t mg__dispatch_entered(mg__op_t **ops, int n) {
   int entered = 0;
-  while (entered < n && mg__comm_hold(ops[entered]->comm)) entered++;
+  while (entered < n && ((entered > 0 && ops[entered]->comm == ops[entered - 1]->comm) ||
+                         mg__comm_hold(ops[entered]->comm)))
+    entered++;
   mg_status_t st;
   if (entered < n)
     st = mg__error(MG_ERR_INVALID_USAGE,
@@ -247,7 +250,8 @@ static mg_status_t mg__dispatch_entered(mg__op_t **ops, int n) {
                    (void *)ops[entered]->comm, entered, mg__opkind_name(ops[entered]->kind));
   else
     st = mg__dispatch(ops, n);
-  for (int i = 0; i < entered; i++) mg__comm_leave(ops[i]->comm);
+  for (int i = 0; i < entered; i++)
+    if (i == 0 || ops[i]->comm != ops[i - 1]->comm) mg__comm_leave(ops[i]->comm);
   return st;
 }
 
@@ -277,13 +281,13 @@ static int mg__group_grow(mg__group_t *g) {
 }
 
 mg_status_t mg__post_checked(mg__op_t *op, const char *fn) {
-  if (mg__grp.depth == 0) {
+  mg__group_t *g = &mg__grp; /* one lookup of the thread-local (a call in a shared library) */
+  if (g->depth == 0) {
     mg__op_t *one = op;
     mg_status_t st = mg__dispatch(&one, 1);
     mg__op_release(op);
     return st;
   }
-  mg__group_t *g = &mg__grp;
   mg__op_t *copy = NULL;
   if (g->n < g->cap || mg__group_grow(g) == 0)
     copy = g->n < MG__GROUP_INLINE ? &g->inline_ops[g->n] : malloc(sizeof *copy);
@@ -297,29 +301,30 @@ mg_status_t mg__post_checked(mg__op_t *op, const char *fn) {
 }
 
 mg_status_t mg_group_begin(void) {
-  if (mg__grp.depth == 0) mg__grp.err = MG_OK;
-  mg__grp.depth++;
+  mg__group_t *g = &mg__grp;
+  if (g->depth == 0) g->err = MG_OK;
+  g->depth++;
   return MG_OK;
 }
 
 mg_status_t mg_group_end(void) {
-  if (mg__grp.depth == 0)
+  mg__group_t *g = &mg__grp;
+  if (g->depth == 0)
     return mg__error(MG_ERR_INVALID_USAGE, "mg_group_end: no group is open on this thread");
-  if (--mg__grp.depth > 0) return MG_OK;
-  mg_status_t st = mg__grp.err;
+  if (--g->depth > 0) return MG_OK;
+  mg_status_t st = g->err;
   if (st < 0)
-    mg__error(st, "mg_group_end: nothing was posted; the group's first error was: %s",
-              mg__grp.errmsg);
+    mg__error(st, "mg_group_end: nothing was posted; the group's first error was: %s", g->errmsg);
   else
-    st = mg__dispatch_entered(mg__grp.ops, mg__grp.n);
-  for (int i = 0; i < mg__grp.n; i++) {
-    mg__op_release(mg__grp.ops[i]);
-    if (i >= MG__GROUP_INLINE) free(mg__grp.ops[i]);
+    st = mg__dispatch_entered(g->ops, g->n);
+  for (int i = 0; i < g->n; i++) {
+    mg__op_release(g->ops[i]);
+    if (i >= MG__GROUP_INLINE) free(g->ops[i]);
   }
   /* Nothing stays behind: a thread may end right after its group (no destructor would run). */
-  if (mg__grp.ops != mg__grp.inline_ptrs) free(mg__grp.ops);
-  mg__grp.ops = NULL;
-  mg__grp.n = mg__grp.cap = 0;
-  mg__grp.err = MG_OK;
+  if (g->ops != g->inline_ptrs) free(g->ops);
+  g->ops = NULL;
+  g->n = g->cap = 0;
+  g->err = MG_OK;
   return st;
 }
