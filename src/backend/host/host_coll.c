@@ -420,8 +420,8 @@ static int mg__readv_bound(const mg__hx_t *x) {
 /* all_to_allv between threads of one process: whether this rank lends its pieces (its readers
  * copy them straight from its send buffer in step 0, as a direct all_to_all's do) rather than
  * staging them through its slot, step by step. Each rank chooses by its own largest piece, with
- * the direct collectives' threshold, and says which in daddr (mg__copy_in): the counts differ
- * between ranks and are known to the others only after step 0. */
+ * the direct collectives' threshold, and says which in its announcement (desc.lent): the counts
+ * differ between ranks and are known to the others only after step 0. */
 static int mg__a2av_lends(const mg__hx_t *x) {
   if (!x->s->direct || x->s->processes) return 0;
   size_t most = 0;
@@ -503,9 +503,9 @@ static void mg__coll_start(mg__hx_t *x) {
   if (op->kind == MG_OPK_ALL_TO_ALLV) {
     x->nsteps = UINT64_MAX; /* the stagers' largest count decides, known after step 0 */
     x->a2av_lend = mg__a2av_lends(x);
-  }
-  else /* at least one step, in which every rank compares the others' arguments with its own */
+  } else { /* at least one step, in which every rank compares the others' arguments with its own */
     x->nsteps = c == 0 ? 1 : (c + x->E - 1) / x->E;
+  }
 }
 
 /* Whom phase 1 of step k waits for: every rank in the first step, where the announcements are
@@ -1148,13 +1148,14 @@ static int mg__coll_progress(mg__hx_t *x) {
 }
 
 /* A collective that failed after publishing its buffer (direct, or an all_to_allv that lends
- * it): readers in this process may still be copying out of it, since a failure (an abort, a timeout, a peer's) can be decided while
- * they read. It returns only once none is, so that its caller may free the buffer. A reader
- * claims its reads (`reading`) before it looks at the decision, and this looks at the claims
- * after the failure was decided, all four accesses sequentially consistent (the decision's
- * compare-and-swap, and mg__hx_doomed's load): a reader that claims later finds the failure and
- * reads nothing. The wait is for memcpy calls, which wait on nothing. Readers in
- * other processes copy with process_vm_readv, which a freed buffer only makes fail. */
+ * it): readers in this process may still be copying out of it, since a failure (an abort, a
+ * timeout, a peer's) can be decided while they read. It returns only once none is, so that its
+ * caller may free the buffer. A reader claims its reads (`reading`) before it looks at the
+ * decision, and this looks at the claims after the failure was decided, all four accesses
+ * sequentially consistent (the decision's compare-and-swap, and mg__hx_doomed's load): a reader
+ * that claims later finds the failure and reads nothing. The wait is for memcpy calls, which
+ * wait on nothing. Readers in other processes copy with process_vm_readv, which a freed buffer
+ * only makes fail. */
 static void mg__direct_drain(const mg__hx_t *x) {
   const uint64_t claim = x->s0 + 1; /* the readers' copies from it are all in the first step */
   for (int r = 0; r < x->n; r++) {
