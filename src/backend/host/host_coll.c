@@ -25,6 +25,7 @@
  *
  * Divisions: execution state; waiting and failure; collectives; send/recv; the engine.
  */
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1389,6 +1390,29 @@ static int mg__shares_cpu(const mg__hx_t *x) {
   return 0;
 }
 
+/* Idle passes after which a waiting rank gives its CPU away at every pass (mg__host_launch). */
+#define MG__YIELD_AFTER 64u
+
+/* 1 when the calling thread may run on one CPU only (bound, as mpirun and Slurm bind ranks). No
+ * peer can then be waiting for this CPU, unless one is bound to it too or was placed on it
+ * unbound, which mg__shares_cpu sees once that peer waited here; a yield can only hand the CPU to
+ * another program, for a whole time slice. With one busy program beside 2 processes bound to
+ * the 2-CPU VM's CPUs, yielding made an in-place broadcast of 128 KiB take 4 ms instead of 15
+ * us, and the 2-8 MiB collectives 1.5-14x Open MPI's time, where Open MPI (which polls) lost
+ * little (bench/results/2026-11-25-host-busy-neighbour.md). */
+static int mg__bound_to_one_cpu(double now) {
+  static _Thread_local struct {
+    double at; /* when this thread last asked (a system call: at most once a second) */
+    int bound;
+  } seen = {-1, 0};
+  if (seen.at < 0 || now - seen.at > 1.0) {
+    cpu_set_t set;
+    seen.bound = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1;
+    seen.at = now;
+  }
+  return seen.bound;
+}
+
 mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
   mg__hx_t inline_x[4];
   mg__hx_t *xs = n <= 4 ? inline_x : calloc((size_t)n, sizeof *xs);
@@ -1440,8 +1464,9 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
    * more ranks than CPUs, or other programs), and it may be waiting for this CPU; from then on
    * every idle pass gives the CPU away. With more ranks than CPUs that is the case at once (Open
    * MPI yields at every poll when oversubscribed); sooner when a peer waited on this rank's CPU
-   * (mg__shares_cpu). */
-  unsigned spin_passes = xs[0].n > ncpu ? 0 : 64;
+   * (mg__shares_cpu); never when this thread is bound to one CPU (mg__bound_to_one_cpu). */
+  unsigned spin_passes = xs[0].n > ncpu ? 0 : MG__YIELD_AFTER;
+  int bound_checked = 0;
   double idle_since = -1;
   /* Passes without progress. The clock is read, the operations checked and the CPU published at
    * the 16th and every 16th after it, not at the first: a small collective's wait for its peers
@@ -1459,6 +1484,10 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     }
     if (remaining == 0) break;
     if ((++idle & 15) != 0) {
+      if (idle > spin_passes && spin_passes == MG__YIELD_AFTER && !bound_checked) {
+        bound_checked = 1; /* once per launch, and only for a wait this long */
+        if (mg__bound_to_one_cpu(idle_since)) spin_passes = UINT_MAX;
+      }
       if (idle > spin_passes) sched_yield();
       else mg__cpu_relax();
       continue;
