@@ -49,6 +49,11 @@ mg_test(NAME host_direct_procs_small EXE host_readv_bound ARGS procs 4096 staged
 # (tests/unit/host_shared_cpu.c).
 mg_test(NAME host_shared_cpu SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_shared_cpu.c LABELS host
         TIMEOUT 120)
+# Ranks bound to their CPUs keep them while they wait, beside a busy thread
+# (tests/unit/host_busy_cpu.c).
+mg_test(NAME host_busy_cpu SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_busy_cpu.c LABELS host
+        TIMEOUT 120)
+set_tests_properties(host_busy_cpu PROPERTIES RUN_SERIAL TRUE) # it times calls
 # all_reduce and reduce_scatter up to the mails' size travel in the ranks' mails, one element
 # more through the slots (tests/unit/host_mail.c).
 mg_test(NAME host_mail SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_mail.c LABELS host)
