@@ -1398,7 +1398,7 @@ static int mg__shares_cpu(const mg__hx_t *x) {
  * unbound, which mg__shares_cpu sees once that peer waited here; a yield can only hand the CPU to
  * another program, for a whole time slice. With one busy program beside 2 processes bound to
  * the 2-CPU VM's CPUs, yielding made an in-place broadcast of 128 KiB take 4 ms instead of 15
- * us, and the 2-8 MiB collectives 1.5-14x Open MPI's time, where Open MPI (which polls) lost
+ * us, and the 2-8 MiB collectives 2.1-16.9x Open MPI's time, where Open MPI (which polls) lost
  * little (bench/results/2026-11-25-host-busy-neighbour.md). */
 static int mg__bound_to_one_cpu(double now) {
   static _Thread_local struct {
