@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "mgcomm.h"
 
@@ -96,6 +97,24 @@
            mg_status_name(want), mg_last_error());                                      \
   } while (0)
 #define ASSERT_OK(call) ASSERT_STATUS(MG_OK, call)
+
+/* The monotonic clock, in seconds. */
+static inline double test_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline int test_dbl_cmp(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sorts v[0 .. n) and returns its median (the upper one for even n). */
+static inline double test_median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, test_dbl_cmp);
+  return v[n / 2];
+}
 
 /* Reaps the forked ranks pids[0 .. n): each must have exited with 0. */
 static inline void test_wait_ranks(const pid_t *pids, int n) {

@@ -33,12 +33,6 @@ static int me, n;
 
 static int32_t val(int r, int i) { return (int32_t)(r * 100000 + i); }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static mg_comm_t *init_host(double timeout_s) {
   mg_config_t cfg = MG_CONFIG_INIT;
   cfg.backend = MG_BACKEND_HOST;
@@ -186,9 +180,9 @@ static void expect_failure(double timeout_s, mg_status_t want, const char *word)
   cfg.backend = MG_BACKEND_HOST;
   cfg.timeout_s = timeout_s;
   mg_comm_t *comm = (mg_comm_t *)&comm;
-  double t0 = now_s();
+  double t0 = test_now();
   mg_status_t st = mg_comm_init_env(&cfg, &comm);
-  double took = now_s() - t0;
+  double took = test_now() - t0;
   printf("rank %d: mg_comm_init_env: %s after %.2f s: %s\n", me, mg_status_name(st), took,
          mg_last_error());
   ASSERT(comm == (mg_comm_t *)&comm); /* never written on failure */

@@ -21,17 +21,6 @@ static mg_comm_t *comms[2];
 static int cpu;
 static double times[2][CALLS];
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static void *rank(void *p) {
   const int r = (int)(intptr_t)p;
   cpu_set_t set;
@@ -40,9 +29,9 @@ static void *rank(void *p) {
   ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof set, &set), 0);
   float x = 1, y = 0;
   for (int i = 0; i < CALLS; i++) {
-    double t0 = now_s();
+    double t0 = test_now();
     ASSERT_OK(mg_all_reduce(&x, &y, 1, MG_FLOAT32, MG_SUM, comms[r], NULL));
-    times[r][i] = now_s() - t0;
+    times[r][i] = test_now() - t0;
     ASSERT(y == 2);
   }
   return NULL;
@@ -57,8 +46,7 @@ int main(void) {
   pthread_t t[2];
   for (int r = 0; r < 2; r++) ASSERT_EQ(pthread_create(&t[r], NULL, rank, (void *)(intptr_t)r), 0);
   for (int r = 0; r < 2; r++) ASSERT_EQ(pthread_join(t[r], NULL), 0);
-  qsort(times[0], CALLS, sizeof times[0][0], cmp);
-  const double median = times[0][CALLS / 2];
+  const double median = test_median(times[0], CALLS);
   double sum = 0;
   for (int i = 0; i < CALLS; i++) sum += times[0][i];
   double load = 0;
