@@ -281,7 +281,7 @@ static int mg__group_grow(mg__group_t *g) {
 }
 
 mg_status_t mg__post_checked(mg__op_t *op, const char *fn) {
-  mg__group_t *g = &mg__grp; /* one lookup of the thread-local (a call in a shared library) */
+  mg__group_t *g = &mg__grp;
   if (g->depth == 0) {
     mg__op_t *one = op;
     mg_status_t st = mg__dispatch(&one, 1);
