@@ -97,7 +97,6 @@ typedef struct mg__hx {
   /* send/recv */
   size_t bytes, moved;
   int lend;             /* a send whose receiver copies it from the send buffer (phase 0, 1) */
-  int published;        /* collectives: peers may copy out of send (direct, lent all_to_allv) */
   int a2av_lend;        /* all_to_allv: this rank lends its pieces (the readers copy them from
                          * send in step 0) instead of staging them */
   int a2av_lent;        /* all_to_allv: some rank lends (known after step 0's posts) */
@@ -765,7 +764,6 @@ static void mg__copy_in(mg__hx_t *x) {
     MG__TSAN_RELEASE(op->send);
     atomic_store_explicit(&x->s->ranks[x->me].daddr, (uint64_t)(uintptr_t)op->send,
                           memory_order_relaxed);
-    x->published = 1;
     return;
   }
   if (x->alg == MG__ALG_MAIL) {
@@ -816,7 +814,6 @@ static void mg__copy_in(mg__hx_t *x) {
     case MG_OPK_ALL_TO_ALLV: {
       if (x->a2av_lend) { /* its readers copy from send, announced (mg__coll_announce) */
         if (x->k == 0) MG__TSAN_RELEASE(op->send);
-        x->published = 1;
         break;
       }
       const size_t *sc = op->v, *sd = op->v + x->n;
@@ -1013,8 +1010,15 @@ static void mg__copy_out(mg__hx_t *x) {
   }
 }
 
+/* 1 when x is a collective whose peers copy out of its send buffer (direct, or an all_to_allv
+ * that lends it). */
+static int mg__lends_send(const mg__hx_t *x) {
+  return x->started && mg__opkind_is_collective(x->op->kind) &&
+         (x->alg == MG__ALG_DIRECT || x->a2av_lend);
+}
+
 static void mg__coll_finish(mg__hx_t *x) {
-  if (x->published) MG__TSAN_ACQUIRE(x->op->send); /* its readers released it when done */
+  if (mg__lends_send(x)) MG__TSAN_ACQUIRE(x->op->send); /* its readers released it when done */
   /* Test builds: "host.corrupt" flips the first byte this rank wrote, so that checkers can
    * prove they notice a wrong result. */
   if (x->op->recv != NULL && x->op->count > 0 && MG_FAULT_POINT("host.corrupt"))
@@ -1155,15 +1159,24 @@ static int mg__coll_progress(mg__hx_t *x) {
  * decision, and this looks at the claims after the failure was decided, all four accesses
  * sequentially consistent (the decision's compare-and-swap, and mg__hx_doomed's load): a reader
  * that claims later finds the failure and reads nothing. The wait is for memcpy calls, which
- * wait on nothing. Readers in other processes copy with process_vm_readv, which a freed buffer
- * only makes fail. */
+ * wait on nothing; it is bounded all the same, by one more timeout past the operation's
+ * deadline, as a claimed lent message's is. Readers in other processes copy with
+ * process_vm_readv, which a freed buffer only makes fail. */
 static void mg__direct_drain(const mg__hx_t *x) {
   const uint64_t claim = x->s0 + 1; /* the readers' copies from it are all in the first step */
+  const double bound = x->op->deadline + x->comm->timeout_s;
   for (int r = 0; r < x->n; r++) {
     const mg__hshm_rank_t *rb = &x->s->ranks[r];
     if (r == x->me || atomic_load_explicit(&rb->pid, memory_order_relaxed) != x->s->mypid)
       continue;
-    while (atomic_load(&rb->reading) == claim) sched_yield();
+    while (atomic_load(&rb->reading) == claim) {
+      if (mg__now() > bound) {
+        MG_WARN("rank %d: rank %d still copies out of this rank's buffer "
+                "after twice the timeout; the failed collective returns anyway", x->me, r);
+        return;
+      }
+      sched_yield();
+    }
   }
   MG__TSAN_ACQUIRE(x->op->send); /* the readers released it when done */
 }
@@ -1390,9 +1403,6 @@ static int mg__shares_cpu(const mg__hx_t *x) {
   return 0;
 }
 
-/* Idle passes after which a waiting rank gives its CPU away at every pass (mg__host_launch). */
-#define MG__YIELD_AFTER 64u
-
 /* 1 when the calling thread may run on one CPU only (bound, as mpirun and Slurm bind ranks). No
  * peer can then be waiting for this CPU, unless one is bound to it too or was placed on it
  * unbound, which mg__shares_cpu sees once that peer waited here; a yield can only hand the CPU to
@@ -1465,8 +1475,7 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
    * every idle pass gives the CPU away. With more ranks than CPUs that is the case at once (Open
    * MPI yields at every poll when oversubscribed); sooner when a peer waited on this rank's CPU
    * (mg__shares_cpu); never when this thread is bound to one CPU (mg__bound_to_one_cpu). */
-  unsigned spin_passes = xs[0].n > ncpu ? 0 : MG__YIELD_AFTER;
-  int bound_checked = 0;
+  unsigned spin_passes = xs[0].n > ncpu ? 0 : 64;
   double idle_since = -1;
   /* Passes without progress. The clock is read, the operations checked and the CPU published at
    * the 16th and every 16th after it, not at the first: a small collective's wait for its peers
@@ -1484,10 +1493,6 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     }
     if (remaining == 0) break;
     if ((++idle & 15) != 0) {
-      if (idle > spin_passes && spin_passes == MG__YIELD_AFTER && !bound_checked) {
-        bound_checked = 1; /* once per launch, and only for a wait this long */
-        if (mg__bound_to_one_cpu(idle_since)) spin_passes = UINT_MAX;
-      }
       if (idle > spin_passes) sched_yield();
       else mg__cpu_relax();
       continue;
@@ -1499,7 +1504,10 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
        * us per iteration with the long spin, 3.1 with this one, 2.5 without any; but ranks
        * that never spun stayed together on one CPU about twice as often (30 against 17 of 160
        * sizes of `mgcomm bench -t 2`, 2-CPU VM), since the kernel then rarely moved them. */
-      if (spin_passes > 0 && mg__shares_cpu(&xs[0])) spin_passes = 16;
+      if (spin_passes > 0)
+        spin_passes = mg__shares_cpu(&xs[0])   ? 16
+                      : mg__bound_to_one_cpu(now) ? UINT_MAX
+                                                  : spin_passes;
     }
     for (int i = 0; i < n; i++) {
       mg__hx_t *x = &xs[i];
@@ -1533,7 +1541,7 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     mg__hshm_sleep_end(sleep_on);
   }
   for (int i = 0; i < n; i++) {
-    if (xs[i].op->status < 0 && xs[i].published) mg__direct_drain(&xs[i]);
+    if (xs[i].op->status < 0 && mg__lends_send(&xs[i])) mg__direct_drain(&xs[i]);
     if (xs[i].in != xs[i].in_inline) free(xs[i].in);
     free(xs[i].scal);
   }
