@@ -7,3 +7,5 @@ mg_test(NAME trace_ends SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/trace_ends.c LABELS 
 # A deadline taken on the coarse clock is never earlier than one taken on the precise clock
 # (tests/unit/clock_coarse.c).
 mg_test(NAME clock_coarse SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/clock_coarse.c)
+# Descriptor boxes between two processes (tests/unit/fdpass.c).
+mg_test(NAME fdpass SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fdpass.c TIMEOUT 60)
