@@ -38,6 +38,23 @@ enum {
   MG__CU_STREAM_CAPTURE_MODE_RELAXED = 2
 };
 
+/* Virtual memory (cuMem*): how the kernels map a peer process's cuMem allocation (ncclMemAlloc's
+ * memory), exported as a POSIX file descriptor. */
+typedef unsigned long long mg__CUmemGenericAllocationHandle;
+typedef struct mg__CUmemLocation {
+  int type; /* MG__CU_MEM_LOCATION_TYPE_DEVICE */
+  int id;   /* the device ordinal */
+} mg__CUmemLocation;
+typedef struct mg__CUmemAccessDesc {
+  mg__CUmemLocation location;
+  int flags; /* MG__CU_MEM_ACCESS_FLAGS_PROT_READWRITE */
+} mg__CUmemAccessDesc;
+enum {
+  MG__CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1,
+  MG__CU_MEM_LOCATION_TYPE_DEVICE = 1,
+  MG__CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3
+};
+
 /* CUresult values we name in messages or branch on. */
 enum {
   MG__CUDA_SUCCESS = 0,
@@ -234,6 +251,31 @@ enum {
     (mg__CUdeviceptr *ptr, mg__CUipcMemHandle handle, unsigned int flags), (ptr, handle, flags)) \
   X(OPT, RC, IpcCloseMemHandle, "cuIpcCloseMemHandle", NULL, mg__CUresult,                       \
     (mg__CUdeviceptr ptr), (ptr))                                                                \
+  /* Lending cuMem buffers to peer processes (src/kernels/kern_reg.c): optional, as without them \
+   * the buffers are staged. */                                                                \
+  X(OPT, RC, MemRetainAllocationHandle, "cuMemRetainAllocationHandle", NULL, mg__CUresult,       \
+    (mg__CUmemGenericAllocationHandle *handle, void *addr), (handle, addr))                      \
+  X(OPT, RC, MemRelease, "cuMemRelease", NULL, mg__CUresult,                                     \
+    (mg__CUmemGenericAllocationHandle handle), (handle))                                         \
+  X(OPT, RC, MemExportToShareableHandle, "cuMemExportToShareableHandle", NULL, mg__CUresult,     \
+    (void *shareable, mg__CUmemGenericAllocationHandle handle, int type, unsigned long long flags), \
+    (shareable, handle, type, flags))                                                            \
+  X(OPT, RC, MemImportFromShareableHandle, "cuMemImportFromShareableHandle", NULL, mg__CUresult, \
+    (mg__CUmemGenericAllocationHandle *handle, void *os_handle, int type),                       \
+    (handle, os_handle, type))                                                                   \
+  X(OPT, RC, MemAddressReserve, "cuMemAddressReserve", NULL, mg__CUresult,                       \
+    (mg__CUdeviceptr *ptr, size_t size, size_t alignment, mg__CUdeviceptr addr,                  \
+     unsigned long long flags), (ptr, size, alignment, addr, flags))                             \
+  X(OPT, RC, MemAddressFree, "cuMemAddressFree", NULL, mg__CUresult,                             \
+    (mg__CUdeviceptr ptr, size_t size), (ptr, size))                                             \
+  X(OPT, RC, MemMap, "cuMemMap", NULL, mg__CUresult,                                             \
+    (mg__CUdeviceptr ptr, size_t size, size_t offset, mg__CUmemGenericAllocationHandle handle,   \
+     unsigned long long flags), (ptr, size, offset, handle, flags))                              \
+  X(OPT, RC, MemUnmap, "cuMemUnmap", NULL, mg__CUresult, (mg__CUdeviceptr ptr, size_t size),     \
+    (ptr, size))                                                                                 \
+  X(OPT, RC, MemSetAccess, "cuMemSetAccess", NULL, mg__CUresult,                                 \
+    (mg__CUdeviceptr ptr, size_t size, const mg__CUmemAccessDesc *desc, size_t count),           \
+    (ptr, size, desc, count))                                                                    \
   X(OPT, RC, MemHostAlloc, "cuMemHostAlloc", NULL, mg__CUresult,                                 \
     (void **ptr, size_t bytes, unsigned int flags), (ptr, bytes, flags))                         \
   X(OPT, RC, MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", NULL, mg__CUresult,        \

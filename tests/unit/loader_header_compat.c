@@ -220,6 +220,14 @@ static void cuda_values(void) {
   SAME(MG__CU_EVENT_DEFAULT, CU_EVENT_DEFAULT);
   SAME(MG__CU_EVENT_DISABLE_TIMING, CU_EVENT_DISABLE_TIMING);
   SAME(MG__CU_MEM_ATTACH_GLOBAL, CU_MEM_ATTACH_GLOBAL);
+  SAME(sizeof(mg__CUmemGenericAllocationHandle), sizeof(CUmemGenericAllocationHandle));
+  SAME(sizeof(mg__CUmemLocation), sizeof(CUmemLocation));
+  SAME(sizeof(mg__CUmemAccessDesc), sizeof(CUmemAccessDesc));
+  SAME(offsetof(mg__CUmemAccessDesc, flags), offsetof(CUmemAccessDesc, flags));
+  SAME(offsetof(mg__CUmemLocation, id), offsetof(CUmemLocation, id));
+  SAME(MG__CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  SAME(MG__CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_DEVICE);
+  SAME(MG__CU_MEM_ACCESS_FLAGS_PROT_READWRITE, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
   ASSERT(MG__CU_STREAM_LEGACY == (mg__CUstream)CU_STREAM_LEGACY);
   ASSERT(MG__CU_STREAM_PER_THREAD == (mg__CUstream)CU_STREAM_PER_THREAD);
 }
