@@ -12,8 +12,10 @@
  *             8-byte word, straight into a slot of every peer's push area, and reduces from its
  *             own area once every word it needs carries the epoch: no barrier, one one-way trip.
  * A pull algorithm may read a rank's own buffers in place instead of its staging half (direct:
- * ranks of one process, buffers the peers can reach): the rank publishes their addresses before
- * the first barrier, and waits at the end until every peer is done reading them. Reading a
+ * buffers the peers can reach): the rank publishes where they are before the first barrier (an
+ * address between ranks of one process; a registered buffer's slot and offset, which each
+ * reader translates through its table, between processes), and waits at the end until every
+ * peer is done reading them. Reading a
  * peer's addresses costs a round trip after the barrier, so it happens only in calls where ranks
  * may lend (exchange, the same on every rank: large messages); otherwise every rank reads the
  * others' staging halves, whose addresses it knows.
@@ -231,6 +233,19 @@ __device__ __forceinline__ bool still_waiting(const mg_kern_args_t &a, unsigned 
   return true;
 }
 
+/* Where this rank reads a buffer that rank r published as `pub`: its address (ranks of one
+ * process), or its registered slot's mapping here plus the offset (a rank of another process:
+ * the table, in this rank's own area, filled when the buffer was registered). */
+__device__ __forceinline__ const char *lent_at(const mg_kern_args_t &a, int r,
+                                               unsigned long long pub) {
+  if (!(pub & MG_KERN_PUB_REG)) return (const char *)pub;
+  const unsigned slot = (unsigned)(pub >> MG_KERN_PUB_SLOT_SHIFT) & (MG_KERN_MAX_REGS - 1);
+  const unsigned long long *table =
+      (const unsigned long long *)((const char *)a.flags[a.rank] + MG_KERN_REG_OFF);
+  return (const char *)__ldcg(table + r * MG_KERN_MAX_REGS + slot) +
+         (pub & MG_KERN_PUB_OFFSET_MASK);
+}
+
 /* The barrier of `phase` for this block in call e: tell every rank that this block of this rank
  * arrived (only the ranks that lent their buffers, when tell is not NULL), then (when wait)
  * wait until every rank's block arrived. Thread r < nranks handles rank r; at phase 0 it also
@@ -260,8 +275,8 @@ __device__ bool barrier(const mg_kern_args_t &a, int phase, unsigned e, bool wai
       const unsigned long long in = __ldcg(pub), out = __ldcg(pub + 1);
       const char *half = (const char *)a.stage[r] + ((e & 1) ? a.half_bytes : 0);
       src->lent[r] = in != 0;
-      src->in[r] = in != 0 ? (const char *)in : half;
-      src->out[r] = in != 0 ? (const char *)out : half;
+      src->in[r] = in != 0 ? lent_at(a, r, in) : half;
+      src->out[r] = in != 0 ? lent_at(a, r, out) : half;
     }
   }
   __syncthreads();
@@ -328,8 +343,8 @@ template <typename T, int OP, int TWO_SHOT> __device__ void all_reduce(const mg_
     if (threadIdx.x == 0) {
       unsigned long long *pub =
           (unsigned long long *)((char *)a.flags[a.rank] + MG_KERN_PTR_OFF) + 2 * (e & 1);
-      pub[0] = (unsigned long long)(uintptr_t)a.send;
-      pub[1] = (unsigned long long)(uintptr_t)a.recv;
+      pub[0] = a.pub[0];
+      pub[1] = a.pub[1];
     }
   } else {
     if (threadIdx.x == 0 && a.exchange) /* "read my staging half" */

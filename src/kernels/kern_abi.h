@@ -26,8 +26,12 @@ enum { MG_KERN_GAVE_UP_TIMEOUT = 1, MG_KERN_GAVE_UP_ABORT = 2 };
  *     buffers, which only a rank whose own buffers were read in place waits for);
  *   counters at MG_KERN_COUNTER_OFF (only the owner touches them): the epoch of its last call,
  *     and how many blocks of the running call have finished;
- *   published pointers at MG_KERN_PTR_OFF: [parity][in, out], 64-bit addresses of the call's
- *     buffers when this rank lends them in place (0: read my staging half instead);
+ *   published pointers at MG_KERN_PTR_OFF: [parity][in, out], where the call's buffers are when
+ *     this rank lends them in place (0: read my staging half instead): a 64-bit address, or a
+ *     registered buffer's slot and offset (MG_KERN_PUB_REG), which each reader translates through
+ *     its own table;
+ *   the registration table at MG_KERN_REG_OFF (only the owner reads it): [rank][slot], the
+ *     address at which this rank maps that rank's registered buffer of that slot;
  *   the push ("LL") area at MG_KERN_LL_OFF: [parity][sender rank] slots of ll_slot bytes, 16-byte
  *     lines of {data, epoch, data, epoch} that the senders store into;
  *   the staging area after it: two halves of half_bytes each. */
@@ -36,6 +40,13 @@ enum { MG_KERN_GAVE_UP_TIMEOUT = 1, MG_KERN_GAVE_UP_ABORT = 2 };
 #define MG_KERN_COUNTER_OFF (MG_KERN_FLAG_WORDS * 4)
 #define MG_KERN_PTR_OFF (MG_KERN_COUNTER_OFF + 64)
 #define MG_KERN_LL_OFF 16384
+#define MG_KERN_MAX_REGS 32 /* registered buffers of a rank that it may lend to other processes */
+#define MG_KERN_REG_OFF (MG_KERN_LL_OFF - MG_KERN_MAX_RANKS * MG_KERN_MAX_REGS * 8)
+/* A published value with this bit set is a registered buffer: slot in bits 56-62, the offset
+ * into the registered buffer below. */
+#define MG_KERN_PUB_REG (1ULL << 63)
+#define MG_KERN_PUB_SLOT_SHIFT 56
+#define MG_KERN_PUB_OFFSET_MASK ((1ULL << MG_KERN_PUB_SLOT_SHIFT) - 1)
 enum { MG_KERN_EPOCH = 0, MG_KERN_FINISHED = 1 }; /* the counters' words */
 
 typedef struct mg_kern_args {
@@ -54,9 +65,10 @@ typedef struct mg_kern_args {
   int exchange;              /* alike on every rank: 1 when ranks may lend their buffers in this
                               * call, so that each publishes where they are and reads where the
                               * others' are (a round trip); 0 when none does */
-  int direct;                /* pull algorithms: the peers read send and recv in place (one
-                              * process, buffers they can reach; needs exchange); 0: through the
-                              * staging half */
+  int direct;                /* pull algorithms: the peers read send and recv in place (buffers
+                              * they can reach; needs exchange); 0: through the staging half */
+  unsigned long long pub[2]; /* direct: what this rank publishes for send and recv (addresses,
+                              * or registered slots and offsets: MG_KERN_PUB_REG) */
 } mg_kern_args_t;
 
 #endif

@@ -9,29 +9,16 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "kernels/kernels.h"
+#include "base/log.h"
+#include "kernels/kern_ctx.h"
 
-#define MG__KERN_PEER_MAGIC 0x6d67617232ULL /* "mgar2": with the push area */
+#define MG__KERN_PEER_MAGIC 0x6d67617233ULL /* "mgar3": with the descriptor box */
 
-struct mg__kern_ctx {
-  int rank, nranks;
-  int max_blocks;
-  double timeout_s;
-  size_t half_bytes;
-  size_t ll_bytes, ll_slot;         /* the push algorithm's largest message, and its slots */
-  size_t stage_off;                 /* where the staging area begins, after the push area */
-  mg__kern_module_t mod;
-  mg__CUdeviceptr area;             /* this rank's: flags, counters, staging */
-  int *words;                       /* host-mapped: [0] abort, [1] why a kernel gave up */
-  mg__CUdeviceptr words_dev;        /* the same, as the device sees it */
-  mg__CUdeviceptr peer[MG_KERN_MAX_RANKS]; /* every rank's area, mapped here */
-  int opened[MG_KERN_MAX_RANKS];    /* 1: peer[r] is an IPC mapping (closed by destroy) */
-  int connected;
-};
+_Static_assert(MG_KERN_REG_OFF >= MG_KERN_PTR_OFF + 4 * 8, "the table overlaps the pointers");
 
 /* Who made a record: the pid and a random token of this process, so that processes of other
  * PID namespaces never pass for this one. */
-static uint64_t mg__kern_process(void) {
+uint64_t mg__kern_process(void) {
   static _Atomic uint64_t token;
   uint64_t t = atomic_load(&token);
   if (t == 0) {
@@ -62,6 +49,8 @@ mg_status_t mg__kern_ctx_create(int rank, int nranks, size_t staging, size_t ll_
                      staging, ll_bytes, timeout_s);
   mg__kern_ctx_t *c = calloc(1, sizeof *c);
   if (c == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  c->box.sock = -1;
+  for (int i = 0; i < MG_KERN_MAX_REGS; i++) c->reg[i].fd = -1;
   c->rank = rank;
   c->nranks = nranks;
   c->max_blocks = max_blocks;
@@ -98,6 +87,11 @@ mg_status_t mg__kern_ctx_create(int rank, int nranks, size_t staging, size_t ll_
   rec.max_blocks = max_blocks;
   rec.rank = rank;
   MG_CU_CHECK_GOTO(st, fail, IpcGetMemHandle, &rec.ipc, c->area);
+  /* Without a box this rank's peers cannot send it their cuMem buffers, which it then does not
+   * map: they are staged (kern_reg.c). */
+  if (mg__fdbox_open(&c->box) == MG_OK) memcpy(rec.box, c->box.name, sizeof rec.box);
+  else MG_INFO(MG_SUBSYS_COLL, "rank %d: no descriptor box (%s): peers in other processes "
+               "stage their cuMem buffers", rank, mg_last_error());
   *mine = rec;
   *out = c;
   return MG_OK;
@@ -127,6 +121,12 @@ mg_status_t mg__kern_ctx_connect(mg__kern_ctx_t *c, const mg__kern_peer_t *all) 
                        c->ll_bytes, c->max_blocks);
   }
   const uint64_t me = mg__kern_process();
+  c->local = 1;
+  for (int r = 0; r < c->nranks; r++) {
+    c->rec[r] = all[r];
+    c->rec[r].box[sizeof c->rec[r].box - 1] = '\0';
+    c->local = c->local && all[r].process == me;
+  }
   for (int r = 0; r < c->nranks; r++) {
     if (r == c->rank) {
       c->peer[r] = c->area;
@@ -168,6 +168,9 @@ mg_status_t mg__kern_ctx_status(const mg__kern_ctx_t *c) {
 void mg__kern_ctx_destroy(mg__kern_ctx_t *c) {
   if (c == NULL) return;
   /* Each release fails only for a context already gone (process exit): nothing to free then. */
+  for (int i = 0; i < MG_KERN_MAX_REGS; i++)
+    if (c->reg[i].used) mg__kern_reg_release(c, c->reg[i].seq);
+  mg__fdbox_close(&c->box);
   for (int r = 0; r < MG_KERN_MAX_RANKS; r++)
     if (c->opened[r]) (void)mg__cuda.IpcCloseMemHandle(c->peer[r]);
   if (c->area != 0) (void)mg__cuda.MemFree(c->area);

@@ -13,8 +13,7 @@ static unsigned mg__kern_blocks(size_t packs, int max_blocks) {
   return (unsigned)(b < (size_t)max_blocks ? b : (size_t)max_blocks);
 }
 
-/* Whether the peers may read send and recv in place for algo (the caller vouched that they can
- * reach them): the pull algorithms read whole 16-byte packs of them; one-shot writes recv while
+/* Whether the peers may read send and recv in place for algo (where they can reach them): the pull algorithms read whole 16-byte packs of them; one-shot writes recv while
  * the peers still read send, so the two must not overlap (two-shot writes only the segment no
  * peer reads then). */
 static int mg__kern_direct(const void *send, const void *recv, size_t bytes, mg__kern_algo_t algo) {
@@ -53,7 +52,15 @@ mg_status_t mg__kern_all_reduce(mg__kern_ctx_t *ctx, const void *send, void *rec
   a.recv = recv;
   a.count = count;
   a.exchange = lend != MG__KERN_LEND_NONE && algo != MG__KERN_LL;
-  a.direct = lend == MG__KERN_LEND_YES && mg__kern_direct(send, recv, bytes, algo);
+  if (a.exchange && mg__kern_direct(send, recv, bytes, algo)) {
+    if (mg__kern_reg_lend(ctx, send, recv, bytes, a.pub)) {
+      a.direct = 1; /* registered: every rank mapped them */
+    } else if (lend == MG__KERN_LEND_YES) {
+      a.direct = 1; /* the caller vouched for the addresses */
+      a.pub[0] = (unsigned long long)(uintptr_t)send;
+      a.pub[1] = (unsigned long long)(uintptr_t)recv;
+    }
+  }
   const size_t per_rank = algo == MG__KERN_TWOSHOT ? (packs + a.nranks - 1) / a.nranks
                           : algo == MG__KERN_LL    ? (bytes + 7) / 8
                                                    : packs;

@@ -11,6 +11,9 @@
  *      process a plain array) and enables peer access between the devices;
  *   3. mg__kern_ctx_connect maps every peer's area (a plain pointer in the same process, CUDA
  *      IPC across processes);
+ *   3b. optionally, any number of times, all ranks alike: a buffer of each rank registered
+ *      (mg__kern_reg_*), which ranks of other processes then map, so that it is lent to them in
+ *      place rather than staged;
  *   4. mg__kern_all_reduce on a stream of the rank's device, any number of times, graph capture
  *      included; mg__kern_ctx_status says whether a kernel gave up (timeout, abort);
  *   5. mg__kern_ctx_destroy, once no kernel of the context runs any more (stream synchronised).
@@ -22,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/fdpass.h"
 #include "kernels/kern_abi.h"
 #include "loader/loader.h"
 #include "mgcomm.h"
@@ -101,6 +105,7 @@ typedef struct mg__kern_peer {
   int32_t max_blocks;
   int32_t rank;
   mg__CUipcMemHandle ipc;  /* the area, for peers in other processes */
+  char box[MG__FDBOX_NAME]; /* where peers send their exported buffers ("": nowhere) */
 } mg__kern_peer_t;
 
 typedef struct mg__kern_ctx mg__kern_ctx_t;
@@ -130,6 +135,72 @@ void mg__kern_ctx_destroy(mg__kern_ctx_t *ctx);
 size_t mg__kern_ctx_staging(const mg__kern_ctx_t *ctx);
 /* The largest message of the context's push algorithm, in bytes (0: none). */
 size_t mg__kern_ctx_ll_bytes(const mg__kern_ctx_t *ctx);
+/* Launches of ctx that lent a registered buffer to the peers (kern_reg.c), so far. */
+unsigned long long mg__kern_ctx_lent(const mg__kern_ctx_t *ctx);
+
+/* ---- Registered buffers (kern_reg.c)
+ *
+ * Ranks of other processes cannot read a buffer at its address: each must map it. A
+ * registration, collective (every rank registers one buffer of its own, in the same order),
+ * does that once, so that later calls lend the buffer in place:
+ *   1. mg__kern_reg_export: this rank's record of its buffer (a CUDA IPC handle for memory of
+ *      cuMemAlloc; for a cuMem allocation, such as ncclMemAlloc's, a file descriptor that
+ *      import sends to the peers' boxes, since no byte stream can carry it);
+ *   2. the caller all-gathers the records;
+ *   3. mg__kern_reg_import: maps every rank's buffer here, says which it mapped (*mapped);
+ *   4. the caller all-gathers the masks; mg__kern_reg_commit: this rank's buffer is lent from
+ *      then on only if every rank mapped it;
+ *   5. mg__kern_reg_release (local; also at destroy) when no kernel may read the buffers any more.
+ * A rank that cannot lend its buffer (not device memory of a kind that can be shared; no free
+ * slot; a driver without the calls) still takes part: its record says why, and it stages. */
+
+/* How a registered buffer of a rank is mapped in another rank's process. */
+typedef enum mg__kern_map {
+  MG__KERN_MAP_NONE = 0, /* not mapped there (or: cannot be) */
+  MG__KERN_MAP_SAME = 1, /* a rank of the same process: its address as it is */
+  MG__KERN_MAP_IPC = 2,  /* cuIpcOpenMemHandle (memory of cuMemAlloc) */
+  MG__KERN_MAP_CUMEM = 3 /* a cuMem allocation imported from a file descriptor, mapped there */
+} mg__kern_map_t;
+
+/* What a rank publishes of one registration (plain bytes). */
+typedef struct mg__kern_reg_rec {
+  uint64_t seq;          /* the registration's number: the same on every rank */
+  uint64_t process;      /* mg__kern_peer_t.process of the owner */
+  uint64_t base, bytes;  /* the buffer, in the owner's process */
+  uint64_t alloc_off;    /* base minus the start of its allocation */
+  uint64_t alloc_bytes;  /* the allocation's size (what a peer maps) */
+  int32_t slot;          /* the owner's slot; -1: the owner cannot lend the buffer (why) */
+  int32_t kind;          /* mg__kern_map_t: IPC or CUMEM (its descriptor comes through a box) */
+  mg__CUipcMemHandle ipc;
+  char why[120];
+} mg__kern_reg_rec_t;
+
+/* Begins registration ctx's next registration of [buf, buf + bytes) (memory of the context's
+ * device) and fills *mine. MG_OK also when the buffer cannot be lent (mine->slot -1, with why);
+ * MG_ERR_INVALID_USAGE before connect, MG_ERR_INVALID_ARGUMENT for NULL or 0 bytes. Every rank
+ * calls it, in the same order. The device context of the rank current. */
+mg_status_t mg__kern_reg_export(mg__kern_ctx_t *ctx, const void *buf, size_t bytes,
+                                mg__kern_reg_rec_t *mine);
+/* Maps every rank's buffer of the registration (all[r]: rank r's record, all-gathered): sends
+ * this rank's descriptor to the peers of other processes and receives theirs, within deadline.
+ * Sets bit r of *mapped for every rank r whose buffer this rank can now read. MG_OK, or the
+ * exchange's error (a peer's descriptor not received by the deadline: MG_ERR_TIMED_OUT); a
+ * buffer that does not map is only a missing bit (logged). */
+mg_status_t mg__kern_reg_import(mg__kern_ctx_t *ctx, const mg__kern_reg_rec_t *all,
+                                double deadline, uint32_t *mapped);
+/* Ends the registration of all[] with every rank's mask (masks[r]: rank r's *mapped): this
+ * rank's buffer is lent from now on when every rank mapped it. Returns 1 when it is. */
+int mg__kern_reg_commit(mg__kern_ctx_t *ctx, const mg__kern_reg_rec_t *all,
+                        const uint32_t *masks);
+/* Undoes registration seq (mine.seq) on this rank: its buffer is no longer lent, and the
+ * peers' buffers of it are unmapped here. No kernel of ctx may still read them (the caller
+ * synchronised its streams, as for any deregistration). An unknown seq is ignored. */
+void mg__kern_reg_release(mg__kern_ctx_t *ctx, uint64_t seq);
+/* For the launch: whether send and recv (bytes each) both lie in lendable registrations of
+ * ctx; then pub[] is what the kernel publishes for them (MG_KERN_PUB_REG), and the launch is
+ * counted (mg__kern_ctx_lent). */
+int mg__kern_reg_lend(mg__kern_ctx_t *ctx, const void *send, const void *recv, size_t bytes,
+                      unsigned long long pub[2]);
 
 /* ---- The launch (kern_launch.c) */
 
@@ -137,16 +208,19 @@ size_t mg__kern_ctx_ll_bytes(const mg__kern_ctx_t *ctx);
  * NONE or not is the same on every rank; MAYBE and YES may differ between ranks. */
 typedef enum mg__kern_lend {
   MG__KERN_LEND_NONE = 0,  /* no rank lends: nothing is exchanged (no round trip) */
-  MG__KERN_LEND_MAYBE = 1, /* ranks may lend (their addresses are exchanged); this one stages */
-  MG__KERN_LEND_YES = 2    /* this rank lends send and recv where the algorithm can */
+  MG__KERN_LEND_MAYBE = 1, /* ranks may lend (their addresses are exchanged); this one lends
+                            * send and recv only if they lie in lendable registrations */
+  MG__KERN_LEND_YES = 2    /* this rank lends send and recv where the algorithm can: from their
+                            * registrations, else at their addresses (the caller vouches) */
 } mg__kern_lend_t;
 
 /* Enqueues the all_reduce of count elements of dtype (float32, float16, bfloat16) with op
  * (sum, avg, max, min) from send to recv (the same buffer in place: any device memory of the
  * rank's device) on stream, with algo (one-shot, two-shot or ll; every rank the same). With
- * lend YES, the pull algorithms let the peers read send and recv in place instead of copying
- * send into the staging area: only for buffers every peer can load from at these addresses
- * (ranks of one process, peer access, memory mapped for the peers); this rank stages where the
+ * lend MAYBE or YES, the pull algorithms let the peers read send and recv in place instead of
+ * copying send into the staging area when both lie in lendable registrations; with YES also
+ * when they do not, at their addresses: only for buffers every peer can load from there (ranks
+ * of one process, peer access, memory mapped for the peers). This rank stages where the
  * algorithm cannot lend (one-shot with overlapping send and recv; buffers not 16-byte aligned).
  * ll ignores lend. Returns once enqueued; nothing waits on the host,
  * nothing is allocated, so it may be captured in a CUDA graph. MG_ERR_INVALID_ARGUMENT for a

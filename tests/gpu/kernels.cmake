@@ -25,6 +25,9 @@ mg_test(NAME gpu_kernels_abort_ll_8 EXE test_gpu_kernels ARGS abort 8 ll LABELS 
 foreach(n 2 4)
   mg_test(NAME gpu_kernels_procs_${n} EXE test_gpu_kernels ARGS procs ${n} LABELS gpu TIMEOUT 120
           ENV ${MG_GPU_ENV})
+  # Registered buffers lent in place across processes (cuMem descriptors, IPC handles).
+  mg_test(NAME gpu_kernels_lend_${n} EXE test_gpu_kernels ARGS lend ${n} LABELS gpu TIMEOUT 180
+          ENV ${MG_GPU_ENV})
 endforeach()
 # The NCCL backend's choice, forced to our kernels, on a communicator of one rank.
 mg_test(NAME gpu_kernels_nccl EXE test_gpu_kernels ARGS nccl LABELS gpu TIMEOUT 120

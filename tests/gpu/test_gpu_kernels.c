@@ -19,6 +19,11 @@
  *                                lent buffers, or the push algorithm)
  *   test_gpu_kernels abort N [ll]    rank 0 never launches: an abort ends the others at once
  *   test_gpu_kernels procs N     N processes, areas through CUDA IPC
+ *   test_gpu_kernels lend N      N processes, each registering three buffers (mg_mem_alloc's
+ *                                cuMem memory, passed as a descriptor; cuMemAlloc's, as an IPC
+ *                                handle; one that only rank 0 can lend) and running all_reduces
+ *                                from them that lend them in place to the other processes;
+ *                                counted, and staged again once released
  *   test_gpu_kernels nccl        the NCCL backend's choice on a communicator of one rank:
  *                                MGCOMM_ALGO=mgcomm runs float all_reduces through the kernels
  *                                and refuses an int32 one, which NCCL would run
@@ -542,7 +547,8 @@ typedef struct kt_shared {
   mg__kern_peer_t rec[MG_KERN_MAX_RANKS];
 } kt_shared_t;
 
-static int kt_proc(int r, int np, kt_shared_t *sh) {
+static int kt_proc(int r, int np, void *arg) {
+  kt_shared_t *sh = arg;
   gu_dev_t dev;
   gu_dev_open(&dev, r % kt_gpus);
   mg__kern_ctx_t *ctx;
@@ -593,16 +599,14 @@ static int kt_proc(int r, int np, kt_shared_t *sh) {
   return bad == 0 ? 0 : 1;
 }
 
-static void kt_procs(int np) {
-  kt_shared_t *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  ASSERT(sh != MAP_FAILED);
-  memset(sh, 0, sizeof *sh);
+/* Runs fn(r, np, arg) in np child processes and fails unless every one exits 0. */
+static void kt_children(int np, int (*fn)(int r, int np, void *arg), void *arg) {
   pid_t pid[MG_KERN_MAX_RANKS];
   for (int r = 0; r < np; r++) {
     fflush(stdout);
     pid[r] = fork();
     ASSERT(pid[r] >= 0);
-    if (pid[r] == 0) _exit(kt_proc(r, np, sh));
+    if (pid[r] == 0) _exit(fn(r, np, arg));
   }
   int fails = 0;
   for (int r = 0; r < np; r++) {
@@ -611,6 +615,145 @@ static void kt_procs(int np) {
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fails++;
   }
   ASSERT_EQ(fails, 0);
+}
+
+static void kt_procs(int np) {
+  kt_shared_t *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT(sh != MAP_FAILED);
+  memset(sh, 0, sizeof *sh);
+  kt_children(np, kt_proc, sh);
+}
+
+/* ---- registered buffers lent across processes ----------------------------------------------- */
+
+#define KT_REGS 3
+typedef struct kt_lend_shared {
+  _Atomic int arrived; /* the processes' barrier */
+  mg__kern_peer_t rec[MG_KERN_MAX_RANKS];
+  mg__kern_reg_rec_t reg[KT_REGS][MG_KERN_MAX_RANKS];
+  uint32_t mask[KT_REGS][MG_KERN_MAX_RANKS];
+} kt_lend_shared_t;
+
+/* Barrier number k of np processes (k = 1, 2, ...), bounded. */
+static void kt_bar(kt_lend_shared_t *sh, int np, int k, int r) {
+  atomic_fetch_add(&sh->arrived, 1);
+  for (const double t0 = kt_now(); atomic_load(&sh->arrived) < np * k;)
+    if (kt_now() - t0 > 60) FAIL("rank %d: the other processes did not reach barrier %d", r, k);
+}
+
+/* One process of kt_lend: registers three buffers with its context and runs all_reduces from
+ * them with MG__KERN_LEND_MAYBE, so that only what the registrations vouch for is lent. */
+static int kt_lender(int r, int np, void *arg) {
+  kt_lend_shared_t *sh = arg;
+  int bar = 0;
+  gu_dev_t dev;
+  gu_dev_open(&dev, r % kt_gpus);
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_NCCL;
+  const int ordinal = r % kt_gpus;
+  mg_comm_t *one = NULL; /* of this process alone: for mg_mem_alloc's memory (ncclMemAlloc) */
+  ASSERT_OK(mg_comm_init_all(&cfg, 1, &ordinal, &one));
+  const size_t half = KT_STAGING;
+  char *a = NULL, *b = gu_alloc(&dev, 2 * half), *c = gu_alloc(&dev, 2 * half),
+       *d = gu_alloc(&dev, 2 * half), *host = malloc(4096);
+  ASSERT_OK(mg_mem_alloc(one, 2 * half, (void **)&a));
+  ASSERT(host != NULL);
+  mg__kern_ctx_t *ctx;
+  if (mg__kern_ctx_create(r, np, KT_STAGING, KT_LL, KT_BLOCKS, 30.0, &ctx, &sh->rec[r]) != MG_OK)
+    FAIL("rank %d: %s", r, mg_last_error());
+  kt_bar(sh, np, ++bar, r);
+  if (mg__kern_ctx_connect(ctx, sh->rec) != MG_OK) FAIL("rank %d: %s", r, mg_last_error());
+  /* 0: mg_mem_alloc's cuMem memory (a descriptor through the boxes); 1: cuMemAlloc's (an IPC
+   * handle); 2: rank 0 a device buffer, the others host memory, which cannot be lent. */
+  char *const regbuf[KT_REGS] = {a, b, r == 0 ? c : host};
+  const size_t regbytes[KT_REGS] = {2 * half, 2 * half, r == 0 ? 2 * half : 4096};
+  int lendable[KT_REGS];
+  for (int k = 0; k < KT_REGS; k++) {
+    ASSERT_OK(mg__kern_reg_export(ctx, regbuf[k], regbytes[k], &sh->reg[k][r]));
+    kt_bar(sh, np, ++bar, r);
+    ASSERT_OK(mg__kern_reg_import(ctx, sh->reg[k], kt_now() + 30, &sh->mask[k][r]));
+    kt_bar(sh, np, ++bar, r);
+    lendable[k] = mg__kern_reg_commit(ctx, sh->reg[k], sh->mask[k]);
+    if (sh->reg[k][r].slot < 0)
+      printf("lend: rank %d registration %d not lendable: %s\n", r, k, sh->reg[k][r].why);
+  }
+  ASSERT_EQ(lendable[0], 1);
+  ASSERT_EQ(lendable[1], 1);
+  ASSERT_EQ(lendable[2], r == 0);
+  if (r > 0) ASSERT_CONTAINS(sh->reg[2][r].why, "not within one device allocation");
+
+  char *in[MG_KERN_MAX_RANKS], *want = malloc(half), *out = malloc(half);
+  for (int q = 0; q < np; q++) {
+    in[q] = malloc(half);
+    ASSERT(in[q] != NULL);
+  }
+  ASSERT(want && out);
+  long bad = 0;
+  int cases = 0;
+  unsigned long long lent_want = 0;
+  static const size_t sizes[] = {1, 9, 1000, 65537, 262144};
+  /* Placements: 0 out of place in a; 1 in place in b; 2 from b into a; 3 rank 0 out of place in
+   * c (lent by rank 0 only), the others in d (never registered); 4 (after the release) in a. */
+  for (int phase = 0; phase < 2; phase++) {
+    if (phase == 1) { /* every registration released: nothing is lent any more */
+      gu_sync(&dev, GU_TIMEOUT_S, "the lent calls");
+      kt_bar(sh, np, ++bar, r);
+      for (int k = 0; k < KT_REGS; k++) mg__kern_reg_release(ctx, sh->reg[k][r].seq);
+      kt_bar(sh, np, ++bar, r);
+    }
+    for (int t = 0; t < 3; t++)
+      for (int alg = MG__KERN_ONESHOT; alg <= MG__KERN_TWOSHOT; alg++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+          for (int p = phase == 0 ? 0 : 4; p < (phase == 0 ? 4 : 5); p++) {
+            const mg_dtype_t dt = kt_dtypes[t];
+            const mg_op_t op = kt_ops[(t + (int)i + p) % 4];
+            const size_t n = sizes[i], es = mg_dtype_size(dt);
+            char *src = p == 0 || p == 4 ? a : p == 1 || p == 2 ? b : r == 0 ? c : d;
+            char *dst = p == 1 ? b : p == 2 ? a : src + half;
+            for (int q = 0; q < np; q++) ref_fill(in[q], n, dt, 7000 + (uint64_t)(cases * np + q));
+            kt_expect(want, in, np, n, dt, op);
+            gu_put(&dev, src, in[r], n * es);
+            if (mg__kern_all_reduce(ctx, src, dst, n, dt, op, (mg__kern_algo_t)alg,
+                                    MG__KERN_LEND_MAYBE, dev.stream) != MG_OK)
+              FAIL("rank %d: %s", r, mg_last_error());
+            /* Lent: registered (not p 3 on ranks > 0, not after the release), and the algorithm
+             * can (one-shot only with send and recv apart). */
+            lent_want += p < 3 || (p == 3 && r == 0) ? (alg == MG__KERN_TWOSHOT || p != 1) : 0;
+            gu_get(&dev, out, dst, n * es);
+            gu_sync(&dev, GU_TIMEOUT_S, "an all_reduce of lent buffers between processes");
+            for (size_t k = 0; k < n; k++)
+              if (memcmp(out + k * es, want + k * es, es) != 0 && bad++ < 5)
+                fprintf(stderr, "lend rank %d case %d (%s, %s, %zu, placement %d) element %zu: "
+                        "got %.9g want %.9g\n", r, cases, mg_dtype_name(dt),
+                        mg__kern_algo_name((mg__kern_algo_t)alg), n, p, k, kt_get(out, k, dt),
+                        kt_get(want, k, dt));
+            cases++;
+          }
+  }
+  const unsigned long long lent = mg__kern_ctx_lent(ctx);
+  printf("lend: rank %d (pid %d): %d cases, %llu of them lent registered buffers (want %llu), "
+         "%ld wrong elements\n", r, (int)getpid(), cases, lent, lent_want, bad);
+  mg__kern_ctx_destroy(ctx);
+  ASSERT_OK(mg_mem_free(a));
+  gu_free(&dev, b);
+  gu_free(&dev, c);
+  gu_free(&dev, d);
+  ASSERT_OK(mg_comm_destroy(one));
+  gu_dev_close(&dev);
+  for (int q = 0; q < np; q++) free(in[q]);
+  free(want);
+  free(out);
+  free(host);
+  return bad == 0 && lent == lent_want ? 0 : 1;
+}
+
+/* N processes, each lending registered buffers to the others (kt_lender). */
+static void kt_lend(int np) {
+  kt_lend_shared_t *sh =
+      mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT(sh != MAP_FAILED);
+  memset(sh, 0, sizeof *sh);
+  kt_children(np, kt_lender, sh);
 }
 
 /* The NCCL backend with MGCOMM_ALGO=mgcomm (set by the caller): a communicator of one rank runs
@@ -810,7 +953,7 @@ int main(int argc, char **argv) {
   if (getenv("KT_GPUS") != NULL) kt_gpus = atoi(getenv("KT_GPUS"));
   if (kt_gpus < 1 || kt_gpus > MG_KERN_MAX_RANKS) FAIL("KT_GPUS: 1 to %d", MG_KERN_MAX_RANKS);
   if (!mg__kern_built()) SKIP("mgcomm was built without nvcc: its kernels are not in it");
-  if (strcmp(mode, "procs") == 0) {
+  if (strcmp(mode, "procs") == 0 || strcmp(mode, "lend") == 0) {
     gu_probe(kt_gpus); /* no CUDA in this process: its children use it */
   } else {
     gu_need(kt_gpus);
@@ -824,6 +967,7 @@ int main(int argc, char **argv) {
     kt_missing(n, mode[0] == 'a',
                argc > 3 && strcmp(argv[3], "ll") == 0 ? MG__KERN_LL : MG__KERN_TWOSHOT);
   else if (strcmp(mode, "procs") == 0) kt_procs(n);
+  else if (strcmp(mode, "lend") == 0) kt_lend(n);
   else if (strcmp(mode, "bench") == 0) kt_bench();
   else if (strcmp(mode, "nccl") == 0) kt_nccl();
   else FAIL("unknown mode %s", mode);
