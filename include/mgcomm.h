@@ -742,7 +742,9 @@ enum {
   MG_REGISTER_SYMMETRIC = 1  /* ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC (NCCL >= 2.27):
                                 collective (every rank registers its buffer, in the same order);
                                 buffers from mg_mem_alloc only; operations that use the buffers at
-                                the same offset on every rank take NCCL's symmetric kernels */
+                                the same offset on every rank take NCCL's symmetric kernels;
+                                between ranks of several processes, mgcomm's own all-reduce
+                                kernels read them in place (docs/kernels.md) */
 };
 
 /* Registers [buf, buf + bytes) with comm (READY) as flags says, and sets *reg. The buffer must

@@ -140,6 +140,13 @@ mg_status_t mg__nccl_kern_launch(mg__op_t *const *ops, int n);
 mg_status_t mg__nccl_launch_nccl(mg__op_t *const *ops, int n);
 /* The interrupt's part (never blocks), the async error (a kernel that gave up), the release
  * (destroy, the comm's context current). */
+/* The kernels' part of a symmetric registration (window win of [buf, buf + bytes)), collective:
+ * between ranks of several processes, the buffer is mapped by every rank so that the kernels
+ * lend it in place (kernels.h, "Registered buffers"); nothing otherwise. An error is the
+ * exchange's (the registration then fails). Deregister undoes it on this rank. */
+mg_status_t mg__nccl_kern_register(mg_comm_t *comm, void *win, const void *buf, size_t bytes,
+                                   double deadline);
+void mg__nccl_kern_deregister(mg_comm_t *comm, void *win);
 void mg__nccl_kern_abort(mg_comm_t *comm);
 mg_status_t mg__nccl_kern_status(mg_comm_t *comm);
 void mg__nccl_kern_release(mg_comm_t *comm);

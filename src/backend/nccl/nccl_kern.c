@@ -41,6 +41,12 @@
 typedef struct mg__nkern {
   int state;              /* 0: not set up; 1: ready; -1: the kernels cannot run here */
   int local;              /* state 1: every rank is a thread of this process */
+  int registered;         /* a symmetric registration went through the kernels (on every rank
+                           * alike): calls may lend from then on */
+  struct {
+    void *win;            /* the registration's NCCL window (NULL: a free entry) */
+    uint64_t seq;         /* and the kernels' (mg__kern_reg_rec_t.seq) */
+  } regs[MG_KERN_MAX_REGS];
   char why[200];          /* state -1: the ranks' agreed reason */
   mg__kern_policy_t pol;
   mg__kern_ctx_t *ctx;
@@ -153,13 +159,13 @@ static int mg__nccl_peers_work(mg_comm_t *comm, const mg__nkern_rec_t *all, char
 
 /* ---- the exchange ------------------------------------------------------------------------- */
 
-/* All-gathers the records mine[i] of comms[i] into all[i] (nranks records each), as one NCCL
- * group on a stream of its own per communicator, and waits for it on the host within deadline.
+/* All-gathers the records mine[i] (rb bytes) of comms[i] into all[i] (nranks records each), as
+ * one NCCL group on a stream of its own per communicator, and waits for it on the host within
+ * deadline.
  * The copies go through page-locked memory on that (non-blocking) stream, so that nothing waits
  * for other streams or blocks the host. The contexts are not current on entry. */
-static mg_status_t mg__nkern_allgather(mg_comm_t *const *comms, int n, mg__nkern_rec_t *const *mine,
-                                       mg__nkern_rec_t *const *all, double deadline) {
-  const size_t rb = sizeof(mg__nkern_rec_t);
+static mg_status_t mg__nkern_allgather(mg_comm_t *const *comms, int n, void *const *mine,
+                                       void *const *all, size_t rb, double deadline) {
   mg__op_t *ops = calloc((size_t)n, sizeof *ops);
   mg__op_t **p = calloc((size_t)n, sizeof *p);
   mg__CUdeviceptr *buf = calloc((size_t)n, sizeof *buf);
@@ -277,7 +283,9 @@ static mg_status_t mg__nkern_setup(mg_comm_t *const *comms, int n, double deadli
     mg__device_ctx_leave(nx->ctx, saved);
     if (!m->ok) snprintf(m->why, sizeof m->why, "rank %d: %s", c->rank, mg_last_error());
   }
-  if (s == MG_OK) s = mg__nkern_allgather(comms, n, mine, all, deadline);
+  if (s == MG_OK)
+    s = mg__nkern_allgather(comms, n, (void *const *)mine, (void *const *)all, sizeof **mine,
+                            deadline);
   /* Peer access and the mapping, then the common verdict. */
   for (int i = 0; i < n && s == MG_OK; i++) {
     mg_comm_t *c = comms[i];
@@ -299,7 +307,9 @@ static mg_status_t mg__nkern_setup(mg_comm_t *const *comms, int n, double deadli
     }
     mg__device_ctx_leave(nx->ctx, saved);
   }
-  if (s == MG_OK) s = mg__nkern_allgather(comms, n, mine, all, deadline);
+  if (s == MG_OK)
+    s = mg__nkern_allgather(comms, n, (void *const *)mine, (void *const *)all, sizeof **mine,
+                            deadline);
   for (int i = 0; i < n && s == MG_OK; i++) {
     mg__nkern_t *k = mg__ncomm(comms[i])->kern;
     k->state = 1;
@@ -356,12 +366,16 @@ int mg__nccl_kern_reachable(mg_comm_t *comm, const void *p, size_t bytes) {
 }
 
 /* Whether op's rank lends its buffers to the pull algorithms (see the top of this file). NONE
- * depends only on what every rank shares (the ranks' processes, the size, the variables), so
- * that below the in-place size no call pays for the exchange of addresses. */
+ * depends only on what every rank shares (the ranks' processes, whether a registration went
+ * through the kernels, the size, the variables), so that below the in-place size no call pays
+ * for the exchange of addresses. Ranks of several processes lend only registered buffers
+ * (MAYBE: the kernels look them up). */
 static mg__kern_lend_t mg__nccl_kern_lends(const mg__nkern_t *k, const mg__op_t *op) {
   const size_t bytes = op->count * mg_dtype_size(op->dtype);
-  if (!k->local || k->pol.inplace_min < 0 || bytes < (uint64_t)k->pol.inplace_min)
+  if ((!k->local && !k->registered) || k->pol.inplace_min < 0 ||
+      bytes < (uint64_t)k->pol.inplace_min)
     return MG__KERN_LEND_NONE;
+  if (!k->local) return MG__KERN_LEND_MAYBE;
   return mg__nccl_kern_reachable(op->comm, op->send, bytes) &&
                  (op->recv == op->send || mg__nccl_kern_reachable(op->comm, op->recv, bytes))
              ? MG__KERN_LEND_YES
@@ -437,6 +451,94 @@ mg_status_t mg__nccl_kern_launch(mg__op_t *const *ops, int n) {
     free(algo);
   }
   return s;
+}
+
+/* ---- registrations ------------------------------------------------------------------------ */
+
+/* The kernels' part of a symmetric registration (kernels.h, "Registered buffers"): export,
+ * exchange of the records, import, exchange of the masks, commit. Collective like the
+ * registration; in the communicator's device context. */
+static mg_status_t mg__nkern_register(mg_comm_t *comm, mg__nkern_t *k, const void *buf,
+                                      size_t bytes, double deadline, uint64_t *seq) {
+  const int n = comm->nranks;
+  mg__kern_reg_rec_t *mine = calloc(1, sizeof *mine), *all = calloc((size_t)n, sizeof *all);
+  uint32_t *mask = calloc(1, sizeof *mask), *masks = calloc((size_t)n, sizeof *masks);
+  mg_status_t s = mine != NULL && all != NULL && mask != NULL && masks != NULL
+                      ? MG_OK
+                      : mg__error(MG_ERR_OUT_OF_MEMORY, "the kernels' part of a registration");
+  mg__ncomm_t *nx = mg__ncomm(comm);
+  mg__CUcontext saved = NULL;
+  if (s == MG_OK && (s = mg__device_ctx_enter(nx->ctx, &saved)) == MG_OK) {
+    s = mg__kern_reg_export(k->ctx, buf, bytes, mine);
+    mg__device_ctx_leave(nx->ctx, saved);
+  }
+  if (s == MG_OK) {
+    *seq = mine->seq;
+    s = mg__nkern_allgather(&comm, 1, (void *const *)&mine, (void *const *)&all, sizeof *mine,
+                            deadline);
+  }
+  if (s == MG_OK && (s = mg__device_ctx_enter(nx->ctx, &saved)) == MG_OK) {
+    s = mg__kern_reg_import(k->ctx, all, deadline, mask);
+    mg__device_ctx_leave(nx->ctx, saved);
+  }
+  if (s == MG_OK)
+    s = mg__nkern_allgather(&comm, 1, (void *const *)&mask, (void *const *)&masks, sizeof *mask,
+                            deadline);
+  if (s == MG_OK) {
+    k->registered = 1;
+    const int lent = mg__kern_reg_commit(k->ctx, all, masks);
+    MG_INFO(MG_SUBSYS_COLL, "rank %d: [%p, +%zu) %s", comm->rank, buf, bytes,
+            lent ? "is lent in place to the kernels of the other processes"
+                 : "stays staged for the kernels");
+  }
+  free(mine);
+  free(all);
+  free(mask);
+  free(masks);
+  return s;
+}
+
+/* Releases the kernels' registration seq, in the communicator's device context. */
+static void mg__nccl_kern_unregister(mg_comm_t *comm, uint64_t seq) {
+  const mg__nkern_t *k = mg__ncomm(comm)->kern;
+  mg__CUcontext saved = NULL;
+  if (k == NULL || k->ctx == NULL || mg__device_ctx_enter(mg__ncomm(comm)->ctx, &saved) != MG_OK)
+    return;
+  mg__kern_reg_release(k->ctx, seq);
+  mg__device_ctx_leave(mg__ncomm(comm)->ctx, saved);
+}
+
+mg_status_t mg__nccl_kern_register(mg_comm_t *comm, void *win, const void *buf, size_t bytes,
+                                   double deadline) {
+  mg__nkern_t *k = mg__nkern(comm);
+  if (k == NULL || k->pol.mode == MG__KERN_MODE_NCCL || mg__nkern_unavailable() != NULL ||
+      comm->nranks > MG_KERN_MAX_RANKS)
+    return MG_OK; /* the kernels never run on this communicator */
+  if (k->state == 0) MG_CHECK(mg__nkern_setup(&comm, 1, deadline));
+  if (k->state < 0 || k->local) return MG_OK; /* ranks of one process lend without it */
+  uint64_t seq = 0;
+  const mg_status_t s = mg__nkern_register(comm, k, buf, bytes, deadline, &seq);
+  int kept = 0;
+  for (int i = 0; i < MG_KERN_MAX_REGS && s == MG_OK && !kept; i++)
+    if (k->regs[i].win == NULL) {
+      k->regs[i].win = win;
+      k->regs[i].seq = seq;
+      kept = 1;
+    }
+  /* Failed; or no entry, which happens only when the kernels had no slot either (they keep as
+   * many), so that there is nothing to undo but the sequence number. */
+  if (!kept) mg__nccl_kern_unregister(comm, seq);
+  if (s != MG_OK) mg__error_prefix("the kernels' part of the registration");
+  return s;
+}
+
+void mg__nccl_kern_deregister(mg_comm_t *comm, void *win) {
+  mg__nkern_t *k = mg__ncomm(comm)->kern;
+  for (int i = 0; k != NULL && i < MG_KERN_MAX_REGS; i++)
+    if (k->regs[i].win == win && win != NULL) {
+      mg__nccl_kern_unregister(comm, k->regs[i].seq);
+      k->regs[i].win = NULL;
+    }
 }
 
 /* ---- life --------------------------------------------------------------------------------- */

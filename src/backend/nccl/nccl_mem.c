@@ -141,6 +141,10 @@ mg_status_t mg__nccl_mem_register(mg_comm_t *comm, void *buf, size_t bytes, int 
     nx->pending_win = NULL;
   }
   mg__device_ctx_leave(nx->ctx, saved);
+  if (st == MG_OK && sym) {
+    st = mg__nccl_kern_register(comm, local, buf, bytes, deadline);
+    if (st < 0) (void)mg__nccl_mem_deregister(comm, local, flags); /* the error is the first */
+  }
   if (st < 0) {
     mg__error_prefix("%s: [%p, +%zu) on rank %d of %d (device %d)", fn, buf, bytes, comm->rank,
                      comm->nranks, comm->device);
@@ -153,6 +157,7 @@ mg_status_t mg__nccl_mem_register(mg_comm_t *comm, void *buf, size_t bytes, int 
 mg_status_t mg__nccl_mem_deregister(mg_comm_t *comm, void *handle, int flags) {
   mg__ncomm_t *nx = mg__ncomm(comm);
   if (nx->nc == NULL) return MG_OK; /* aborted: NCCL released every registration with it */
+  if (flags == MG_REGISTER_SYMMETRIC) mg__nccl_kern_deregister(comm, handle);
   mg__CUcontext saved = NULL;
   MG_CHECK(mg__device_ctx_enter(nx->ctx, &saved));
   mg__ncclResult_t r = flags == MG_REGISTER_SYMMETRIC
