@@ -29,6 +29,9 @@ foreach(n 2 4)
   mg_test(NAME gpu_kernels_lend_${n} EXE test_gpu_kernels ARGS lend ${n} LABELS gpu TIMEOUT 180
           ENV ${MG_GPU_ENV})
 endforeach()
+# The NCCL backend's registration path between processes, one per GPU (skips on one GPU).
+mg_test(NAME gpu_kernels_ncclprocs_2 EXE test_gpu_kernels ARGS ncclprocs 2 LABELS gpu TIMEOUT 180
+        ENV ${MG_GPU_ENV} MGCOMM_ALGO=mgcomm MGCOMM_KERNELS_INPLACE_BYTES=0)
 # The NCCL backend's choice, forced to our kernels, on a communicator of one rank.
 mg_test(NAME gpu_kernels_nccl EXE test_gpu_kernels ARGS nccl LABELS gpu TIMEOUT 120
         ENV ${MG_GPU_ENV} MGCOMM_ALGO=mgcomm)

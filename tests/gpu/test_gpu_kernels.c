@@ -24,6 +24,8 @@
  *                                handle; one that only rank 0 can lend) and running all_reduces
  *                                from them that lend them in place to the other processes;
  *                                counted, and staged again once released
+ *   test_gpu_kernels ncclprocs N N processes on N GPUs, one NCCL communicator: a symmetric
+ *                                registration lends mg_mem_alloc's memory to the kernels
  *   test_gpu_kernels nccl        the NCCL backend's choice on a communicator of one rank:
  *                                MGCOMM_ALGO=mgcomm runs float all_reduces through the kernels
  *                                and refuses an int32 one, which NCCL would run
@@ -44,6 +46,7 @@
 #include <unistd.h>
 
 #include "backend/host/host_reduce.h"
+#include "backend/nccl/nccl.h"
 #include "gpu_util.h"
 #include "kernels/kernels.h"
 #include "reference.h"
@@ -756,6 +759,63 @@ static void kt_lend(int np) {
   kt_children(np, kt_lender, sh);
 }
 
+/* One rank of kt_ncclprocs: a symmetric registration of mg_mem_alloc's memory, then
+ * all_reduces from it (lent in place: counted) and from a buffer never registered (staged),
+ * checked against the host's reduction of every rank's input. */
+static int kt_ncclrank(int r, int np, void *arg) {
+  const mg_unique_id_t *uid = arg;
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_NCCL;
+  cfg.device = r;
+  mg_comm_t *comm = NULL;
+  ASSERT_OK(mg_comm_init_rank(&cfg, np, uid, r, &comm));
+  gu_dev_t dev;
+  gu_dev_open(&dev, r);
+  const size_t n = 1 << 18, bytes = n * 4; /* 1 MiB of float32, under the default limit */
+  char *a = NULL, *plain = gu_alloc(&dev, 2 * bytes);
+  ASSERT_OK(mg_mem_alloc(comm, 2 * bytes, (void **)&a));
+  mg_reg_t *reg = NULL;
+  ASSERT_OK(mg_comm_register(comm, a, 2 * bytes, MG_REGISTER_SYMMETRIC, &reg));
+  char *in[MG_KERN_MAX_RANKS], *want = malloc(bytes), *out = malloc(bytes);
+  for (int q = 0; q < np; q++) in[q] = malloc(bytes);
+  long bad = 0;
+  for (int k = 0; k < 6; k++) {
+    char *src = k < 4 ? a : plain, *dst = src + bytes; /* apart: every algorithm can lend */
+    for (int q = 0; q < np; q++) ref_fill(in[q], n, MG_FLOAT32, 500 + (uint64_t)(k * np + q));
+    kt_expect(want, in, np, n, MG_FLOAT32, MG_SUM);
+    gu_put(&dev, src, in[r], bytes);
+    ASSERT_OK(mg_all_reduce(src, dst, n, MG_FLOAT32, MG_SUM, comm, (mg_stream_t)dev.stream));
+    gu_get(&dev, out, dst, bytes);
+    gu_sync(&dev, GU_TIMEOUT_S, "an all_reduce of the NCCL backend's kernels");
+    for (size_t i = 0; i < n; i++)
+      if (memcmp(out + i * 4, want + i * 4, 4) != 0 && bad++ < 5)
+        fprintf(stderr, "ncclprocs rank %d call %d element %zu: got %.9g want %.9g\n", r, k, i,
+                kt_get(out, i, MG_FLOAT32), kt_get(want, i, MG_FLOAT32));
+  }
+  const unsigned long long lent = mg__nccl_kern_lent(comm);
+  printf("ncclprocs: rank %d: 6 all_reduces of %zu bytes, %llu lent registered buffers (want 4), "
+         "%ld wrong elements\n", r, bytes, lent, bad);
+  ASSERT_OK(mg_comm_deregister(comm, reg));
+  ASSERT_OK(mg_comm_finalize(comm));
+  ASSERT_OK(mg_comm_destroy(comm));
+  ASSERT_OK(mg_mem_free(a));
+  gu_free(&dev, plain);
+  gu_dev_close(&dev);
+  for (int q = 0; q < np; q++) free(in[q]);
+  free(want);
+  free(out);
+  return bad == 0 && lent == 4 ? 0 : 1;
+}
+
+/* N processes on N GPUs, one NCCL communicator: the backend's registration path (needs N GPUs:
+ * NCCL refuses two ranks on one). Run with MGCOMM_ALGO=mgcomm and
+ * MGCOMM_KERNELS_INPLACE_BYTES=0. */
+static void kt_ncclprocs(int np) {
+  static mg_unique_id_t uid; /* the children's copies */
+  ASSERT_OK(mg_unique_id_create(MG_BACKEND_NCCL, &uid));
+  kt_children(np, kt_ncclrank, &uid);
+}
+
 /* The NCCL backend with MGCOMM_ALGO=mgcomm (set by the caller): a communicator of one rank runs
  * float32 all_reduces through the kernels, correctly, in place and not, and refuses what they
  * cannot run (int32; a message above the staging size), which NCCL alone would have run. */
@@ -953,7 +1013,9 @@ int main(int argc, char **argv) {
   if (getenv("KT_GPUS") != NULL) kt_gpus = atoi(getenv("KT_GPUS"));
   if (kt_gpus < 1 || kt_gpus > MG_KERN_MAX_RANKS) FAIL("KT_GPUS: 1 to %d", MG_KERN_MAX_RANKS);
   if (!mg__kern_built()) SKIP("mgcomm was built without nvcc: its kernels are not in it");
-  if (strcmp(mode, "procs") == 0 || strcmp(mode, "lend") == 0) {
+  if (strcmp(mode, "ncclprocs") == 0) {
+    gu_probe(n); /* one GPU per process */
+  } else if (strcmp(mode, "procs") == 0 || strcmp(mode, "lend") == 0) {
     gu_probe(kt_gpus); /* no CUDA in this process: its children use it */
   } else {
     gu_need(kt_gpus);
@@ -968,6 +1030,7 @@ int main(int argc, char **argv) {
                argc > 3 && strcmp(argv[3], "ll") == 0 ? MG__KERN_LL : MG__KERN_TWOSHOT);
   else if (strcmp(mode, "procs") == 0) kt_procs(n);
   else if (strcmp(mode, "lend") == 0) kt_lend(n);
+  else if (strcmp(mode, "ncclprocs") == 0) kt_ncclprocs(n);
   else if (strcmp(mode, "bench") == 0) kt_bench();
   else if (strcmp(mode, "nccl") == 0) kt_nccl();
   else FAIL("unknown mode %s", mode);

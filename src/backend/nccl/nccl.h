@@ -147,6 +147,8 @@ mg_status_t mg__nccl_launch_nccl(mg__op_t *const *ops, int n);
 mg_status_t mg__nccl_kern_register(mg_comm_t *comm, void *win, const void *buf, size_t bytes,
                                    double deadline);
 void mg__nccl_kern_deregister(mg_comm_t *comm, void *win);
+/* Calls of comm that lent a registered buffer to ranks of other processes, so far. */
+unsigned long long mg__nccl_kern_lent(mg_comm_t *comm);
 void mg__nccl_kern_abort(mg_comm_t *comm);
 mg_status_t mg__nccl_kern_status(mg_comm_t *comm);
 void mg__nccl_kern_release(mg_comm_t *comm);

@@ -541,6 +541,11 @@ void mg__nccl_kern_deregister(mg_comm_t *comm, void *win) {
     }
 }
 
+unsigned long long mg__nccl_kern_lent(mg_comm_t *comm) {
+  const mg__nkern_t *k = __atomic_load_n(&mg__ncomm(comm)->kern, __ATOMIC_ACQUIRE);
+  return k != NULL && k->ctx != NULL ? mg__kern_ctx_lent(k->ctx) : 0;
+}
+
 /* ---- life --------------------------------------------------------------------------------- */
 
 void mg__nccl_kern_abort(mg_comm_t *comm) {
