@@ -5,7 +5,7 @@
 #      from $NCCL_TESTS_SRC (default .peer/nccl-tests, fetched beforehand, never committed) as
 #      bench/nccl_vs_nccl_tests.sh does;
 #   2. per GPU count: correctness across the real GPUs, ranks as threads of one process and as
-#      processes (CUDA IPC): every dtype, op, algorithm (push, one-shot, two-shot; staged and lent
+#      processes (CUDA IPC; registered buffers lent across processes): every dtype, op, algorithm (push, one-shot, two-shot; staged and lent
 #      in place), size (tests/gpu/test_gpu_kernels.c with KT_GPUS), graph capture and replay, the
 #      timeout and abort paths; and the NCCL backend's harness against the host backend with the
 #      kernels chosen (MGCOMM_ALGO=auto);
@@ -91,9 +91,11 @@ check() { # NAME COMMAND...: runs it, keeps its output, records PASS/FAIL
 }
 for g in $gpu_counts; do
   say "$g GPUs: correctness"
-  for mode in correct mixed graph procs; do
+  for mode in correct mixed graph procs lend; do
     check "$mode-$g" env KT_GPUS="$g" "$kt" "$mode" "$g"
   done
+  # The backend's registration path between processes: buffers lent across GPUs.
+  check "ncclprocs-$g" env MGCOMM_ALGO=mgcomm MGCOMM_KERNELS_INPLACE_BYTES=0 "$kt" ncclprocs "$g"
   for mode in timeout abort; do # a rank that never comes needs another that waits for it
     check "$mode-$g" env KT_GPUS="$g" "$kt" "$mode" $((g < 2 ? 2 : g))
     check "$mode-ll-$g" env KT_GPUS="$g" "$kt" "$mode" $((g < 2 ? 2 : g)) ll

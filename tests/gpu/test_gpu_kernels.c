@@ -1014,6 +1014,7 @@ int main(int argc, char **argv) {
   if (kt_gpus < 1 || kt_gpus > MG_KERN_MAX_RANKS) FAIL("KT_GPUS: 1 to %d", MG_KERN_MAX_RANKS);
   if (!mg__kern_built()) SKIP("mgcomm was built without nvcc: its kernels are not in it");
   if (strcmp(mode, "ncclprocs") == 0) {
+    if (n < 2) FAIL("ncclprocs: 2 processes at least (one lends nothing to itself)");
     gu_probe(n); /* one GPU per process */
   } else if (strcmp(mode, "procs") == 0 || strcmp(mode, "lend") == 0) {
     gu_probe(kt_gpus); /* no CUDA in this process: its children use it */
