@@ -235,15 +235,16 @@ __device__ __forceinline__ bool still_waiting(const mg_kern_args_t &a, unsigned 
 
 /* Where this rank reads a buffer that rank r published as `pub`: its address (ranks of one
  * process), or its registered slot's mapping here plus the offset (a rank of another process:
- * the table, in this rank's own area, filled when the buffer was registered). */
+ * the table, in this rank's own area, filled when the buffer was registered). NULL when this
+ * rank no longer maps it (the entry is 0: it deregistered the buffer, the owner did not). */
 __device__ __forceinline__ const char *lent_at(const mg_kern_args_t &a, int r,
                                                unsigned long long pub) {
   if (!(pub & MG_KERN_PUB_REG)) return (const char *)pub;
   const unsigned slot = (unsigned)(pub >> MG_KERN_PUB_SLOT_SHIFT) & (MG_KERN_MAX_REGS - 1);
   const unsigned long long *table =
       (const unsigned long long *)((const char *)a.flags[a.rank] + MG_KERN_REG_OFF);
-  return (const char *)__ldcg(table + r * MG_KERN_MAX_REGS + slot) +
-         (pub & MG_KERN_PUB_OFFSET_MASK);
+  const unsigned long long at = __ldcg(table + r * MG_KERN_MAX_REGS + slot);
+  return at == 0 ? NULL : (const char *)at + (pub & MG_KERN_PUB_OFFSET_MASK);
 }
 
 /* The barrier of `phase` for this block in call e: tell every rank that this block of this rank
@@ -277,6 +278,10 @@ __device__ bool barrier(const mg_kern_args_t &a, int phase, unsigned e, bool wai
       src->lent[r] = in != 0;
       src->in[r] = in != 0 ? lent_at(a, r, in) : half;
       src->out[r] = in != 0 ? lent_at(a, r, out) : half;
+      if (src->in[r] == NULL || src->out[r] == NULL) { /* never read through it */
+        give_up(a, MG_KERN_GAVE_UP_UNMAPPED);
+        failed = 1;
+      }
     }
   }
   __syncthreads();

@@ -16,8 +16,9 @@
 /* The ops, in the kernels' names: mg_ar_<algo>_<dtype>_{sum,avg,max,min}. */
 enum { MG_KERN_OP_SUM = 0, MG_KERN_OP_AVG = 1, MG_KERN_OP_MAX = 2, MG_KERN_OP_MIN = 3 };
 
-/* The error word's values: why a kernel gave up (0: it did not). */
-enum { MG_KERN_GAVE_UP_TIMEOUT = 1, MG_KERN_GAVE_UP_ABORT = 2 };
+/* The error word's values: why a kernel gave up (0: it did not). UNMAPPED: a peer lent a
+ * registered buffer that this rank no longer maps (it deregistered it alone). */
+enum { MG_KERN_GAVE_UP_TIMEOUT = 1, MG_KERN_GAVE_UP_ABORT = 2, MG_KERN_GAVE_UP_UNMAPPED = 3 };
 
 /* Each rank's allocation, in this order:
  *   flags at 0: MG_KERN_PHASES barriers x MAX_BLOCKS x MAX_RANKS words: slot

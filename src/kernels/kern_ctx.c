@@ -155,6 +155,11 @@ void mg__kern_ctx_abort(mg__kern_ctx_t *c) {
 mg_status_t mg__kern_ctx_status(const mg__kern_ctx_t *c) {
   const int why = atomic_load((_Atomic int *)&c->words[1]);
   if (why == 0) return MG_OK;
+  if (why == MG_KERN_GAVE_UP_UNMAPPED)
+    return mg__error(MG_ERR_INVALID_USAGE,
+                     "rank %d of %d: mgcomm's all-reduce kernel gave up: a peer lent a registered "
+                     "buffer that this rank had deregistered (deregister a symmetric registration "
+                     "on every rank, its operations complete)", c->rank, c->nranks);
   if (why == MG_KERN_GAVE_UP_TIMEOUT)
     return mg__error(MG_ERR_TIMED_OUT,
                      "rank %d of %d: mgcomm's all-reduce kernel gave up after waiting %g s for a "

@@ -17,6 +17,7 @@ typedef struct mg__kern_reg {
   uint64_t seq;            /* the registration's number, the same on every rank */
   uint64_t base, bytes;    /* this rank's buffer */
   int fd;                  /* this rank's export, sent to the peers; -1 once closed */
+  int32_t peer_slot[MG_KERN_MAX_RANKS];           /* rank r's slot: the table's entry */
   mg__kern_map_t kind[MG_KERN_MAX_RANKS];         /* how rank r's buffer is mapped here */
   mg__CUdeviceptr map[MG_KERN_MAX_RANKS];         /* the mapping (IPC, cuMem), to undo */
   size_t map_bytes[MG_KERN_MAX_RANKS];            /* cuMem: the size mapped */

@@ -178,8 +178,15 @@ static mg_status_t mg__kern_reg_map(mg__kern_ctx_t *c, mg__kern_reg_t *g, int r,
   return res == MG__CUDA_SUCCESS ? MG_OK : mg__cu_error(res, what);
 }
 
-/* Undoes g->map[r]. Each call fails only for a context already gone. */
-static void mg__kern_reg_unmap(mg__kern_reg_t *g, int r) {
+/* Undoes g->map[r], its table entry zeroed first: a kernel that a peer still lends the buffer
+ * to gives up with an error rather than read unmapped memory. Each call fails only for a
+ * context already gone. */
+static void mg__kern_reg_unmap(mg__kern_ctx_t *c, mg__kern_reg_t *g, int r) {
+  if (g->kind[r] == MG__KERN_MAP_NONE) return;
+  const uint64_t zero = 0;
+  (void)mg__cuda.MemcpyHtoD(c->area + MG_KERN_REG_OFF +
+                                ((size_t)r * MG_KERN_MAX_REGS + (size_t)g->peer_slot[r]) * 8,
+                            &zero, sizeof zero);
   if (g->kind[r] == MG__KERN_MAP_IPC) (void)mg__cuda.IpcCloseMemHandle(g->map[r]);
   if (g->kind[r] == MG__KERN_MAP_CUMEM) {
     (void)mg__cuda.MemUnmap(g->map[r], g->map_bytes[r]);
@@ -267,13 +274,14 @@ mg_status_t mg__kern_reg_import(mg__kern_ctx_t *c, const mg__kern_reg_rec_t *all
   for (int r = 0; r < c->nranks && st == MG_OK && g != NULL; r++) {
     if (all[r].slot < 0) continue;
     if (mg__kern_reg_needs_fd(c, &all[r]) && fds[r] < 0) continue; /* no box here */
+    g->peer_slot[r] = all[r].slot;
     if (mg__kern_reg_map(c, g, r, &all[r], fds[r]) == MG_OK) {
       *mapped |= 1u << r;
     } else {
       MG_WARN("rank %d: rank %d's buffer of registration %llu does not map "
               "here (%s): it stages it", c->rank, r, (unsigned long long)mine->seq,
               mg_last_error());
-      mg__kern_reg_unmap(g, r);
+      mg__kern_reg_unmap(c, g, r);
     }
   }
   for (int r = 0; r < MG_KERN_MAX_RANKS; r++)
@@ -293,7 +301,7 @@ int mg__kern_reg_commit(mg__kern_ctx_t *c, const mg__kern_reg_rec_t *all, const 
 void mg__kern_reg_release(mg__kern_ctx_t *c, uint64_t seq) {
   mg__kern_reg_t *g = c == NULL ? NULL : mg__kern_reg_of(c, seq);
   if (g == NULL) return;
-  for (int r = 0; r < MG_KERN_MAX_RANKS; r++) mg__kern_reg_unmap(g, r);
+  for (int r = 0; r < MG_KERN_MAX_RANKS; r++) mg__kern_reg_unmap(c, g, r);
   if (g->fd >= 0) close(g->fd);
   memset(g, 0, sizeof *g);
   g->fd = -1;

@@ -126,7 +126,8 @@ mg_status_t mg__kern_ctx_connect(mg__kern_ctx_t *ctx, const mg__kern_peer_t *all
  * blocks; NULL is ignored. */
 void mg__kern_ctx_abort(mg__kern_ctx_t *ctx);
 /* MG_OK, or why a kernel of ctx gave up: MG_ERR_TIMED_OUT (a peer did not arrive within the
- * timeout) or MG_ERR_ABORTED, with a message. The context is then broken for good. */
+ * timeout), MG_ERR_ABORTED, or MG_ERR_INVALID_USAGE (a peer lent a buffer this rank had
+ * deregistered), with a message. The context is then broken for good. */
 mg_status_t mg__kern_ctx_status(const mg__kern_ctx_t *ctx);
 /* Frees ctx (NULL is ignored); no kernel of it may still run. The device context of the rank
  * current. */
@@ -194,7 +195,8 @@ int mg__kern_reg_commit(mg__kern_ctx_t *ctx, const mg__kern_reg_rec_t *all,
                         const uint32_t *masks);
 /* Undoes registration seq (mine.seq) on this rank: its buffer is no longer lent, and the
  * peers' buffers of it are unmapped here. No kernel of ctx may still read them (the caller
- * synchronised its streams, as for any deregistration). An unknown seq is ignored. */
+ * synchronised its streams, as for any deregistration); a later kernel to which a peer still
+ * lends one gives up (mg__kern_ctx_status: MG_ERR_INVALID_USAGE). An unknown seq is ignored. */
 void mg__kern_reg_release(mg__kern_ctx_t *ctx, uint64_t seq);
 /* For the launch: whether send and recv (bytes each) both lie in lendable registrations of
  * ctx; then pub[] is what the kernel publishes for them (MG_KERN_PUB_REG), and the launch is

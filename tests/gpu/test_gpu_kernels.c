@@ -24,6 +24,9 @@
  *                                handle; one that only rank 0 can lend) and running all_reduces
  *                                from them that lend them in place to the other processes;
  *                                counted, and staged again once released
+ *   test_gpu_kernels unmapped    2 processes; rank 1 alone releases a registration that rank 0
+ *                                then lends: rank 1 gives up (MG_ERR_INVALID_USAGE) rather than
+ *                                read unmapped memory, rank 0 times out
  *   test_gpu_kernels ncclprocs N N processes on N GPUs, one NCCL communicator: a symmetric
  *                                registration lends mg_mem_alloc's memory to the kernels
  *   test_gpu_kernels nccl        the NCCL backend's choice on a communicator of one rank:
@@ -750,13 +753,56 @@ static int kt_lender(int r, int np, void *arg) {
   return bad == 0 && lent == lent_want ? 0 : 1;
 }
 
-/* N processes, each lending registered buffers to the others (kt_lender). */
-static void kt_lend(int np) {
+/* One process of kt_unmapped: every rank registers cuMemAlloc memory; rank 1 alone releases it
+ * (a deregistration on one rank only), then every rank runs an all_reduce from it. Rank 0 still
+ * lends: rank 1's kernel must give up with MG_ERR_INVALID_USAGE instead of reading memory it no
+ * longer maps, and rank 0's must end MG_ERR_TIMED_OUT (rank 1 never says it is done). */
+static int kt_unmapper(int r, int np, void *arg) {
+  kt_lend_shared_t *sh = arg;
+  int bar = 0;
+  const double timeout = 2.0;
+  gu_dev_t dev;
+  gu_dev_open(&dev, r % kt_gpus);
+  const size_t bytes = 1 << 20;
+  char *b = gu_alloc(&dev, 2 * bytes);
+  mg__kern_ctx_t *ctx;
+  if (mg__kern_ctx_create(r, np, KT_STAGING, KT_LL, KT_BLOCKS, timeout, &ctx, &sh->rec[r]) !=
+      MG_OK)
+    FAIL("rank %d: %s", r, mg_last_error());
+  kt_bar(sh, np, ++bar, r);
+  ASSERT_OK(mg__kern_ctx_connect(ctx, sh->rec));
+  ASSERT_OK(mg__kern_reg_export(ctx, b, 2 * bytes, &sh->reg[0][r]));
+  kt_bar(sh, np, ++bar, r);
+  ASSERT_OK(mg__kern_reg_import(ctx, sh->reg[0], kt_now() + 30, &sh->mask[0][r]));
+  kt_bar(sh, np, ++bar, r);
+  ASSERT_EQ(mg__kern_reg_commit(ctx, sh->reg[0], sh->mask[0]), 1);
+  if (r == 1) mg__kern_reg_release(ctx, sh->reg[0][r].seq);
+  kt_bar(sh, np, ++bar, r);
+  const double t0 = kt_now();
+  ASSERT_OK(mg__kern_all_reduce(ctx, b, b + bytes, bytes / 4, MG_FLOAT32, MG_SUM,
+                                MG__KERN_TWOSHOT, MG__KERN_LEND_MAYBE, dev.stream));
+  gu_sync(&dev, timeout + 10, "an all_reduce that must give up");
+  const double took = kt_now() - t0;
+  const mg_status_t st = mg__kern_ctx_status(ctx);
+  printf("unmapped: rank %d ended after %.2f s: %s: %s\n", r, took, mg_status_name(st),
+         mg_last_error());
+  ASSERT_EQ(st, r == 1 ? MG_ERR_INVALID_USAGE : MG_ERR_TIMED_OUT);
+  if (r == 1) ASSERT_CONTAINS(mg_last_error(), "had deregistered");
+  ASSERT_LT_F(took, timeout + 5);
+  mg__kern_ctx_destroy(ctx);
+  gu_free(&dev, b);
+  gu_dev_close(&dev);
+  return 0;
+}
+
+/* N processes, each lending registered buffers to the others (kt_lender), or the release on
+ * one rank alone (kt_unmapper, 2 processes). */
+static void kt_lend(int np, int unmapped) {
   kt_lend_shared_t *sh =
       mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT(sh != MAP_FAILED);
   memset(sh, 0, sizeof *sh);
-  kt_children(np, kt_lender, sh);
+  kt_children(unmapped ? 2 : np, unmapped ? kt_unmapper : kt_lender, sh);
 }
 
 /* One rank of kt_ncclprocs: a symmetric registration of mg_mem_alloc's memory, then
@@ -1016,7 +1062,8 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "ncclprocs") == 0) {
     if (n < 2) FAIL("ncclprocs: 2 processes at least (one lends nothing to itself)");
     gu_probe(n); /* one GPU per process */
-  } else if (strcmp(mode, "procs") == 0 || strcmp(mode, "lend") == 0) {
+  } else if (strcmp(mode, "procs") == 0 || strcmp(mode, "lend") == 0 ||
+             strcmp(mode, "unmapped") == 0) {
     gu_probe(kt_gpus); /* no CUDA in this process: its children use it */
   } else {
     gu_need(kt_gpus);
@@ -1030,7 +1077,7 @@ int main(int argc, char **argv) {
     kt_missing(n, mode[0] == 'a',
                argc > 3 && strcmp(argv[3], "ll") == 0 ? MG__KERN_LL : MG__KERN_TWOSHOT);
   else if (strcmp(mode, "procs") == 0) kt_procs(n);
-  else if (strcmp(mode, "lend") == 0) kt_lend(n);
+  else if (strcmp(mode, "lend") == 0 || strcmp(mode, "unmapped") == 0) kt_lend(n, mode[0] == 'u');
   else if (strcmp(mode, "ncclprocs") == 0) kt_ncclprocs(n);
   else if (strcmp(mode, "bench") == 0) kt_bench();
   else if (strcmp(mode, "nccl") == 0) kt_nccl();
