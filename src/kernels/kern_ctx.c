@@ -121,11 +121,9 @@ mg_status_t mg__kern_ctx_connect(mg__kern_ctx_t *c, const mg__kern_peer_t *all) 
                        c->ll_bytes, c->max_blocks);
   }
   const uint64_t me = mg__kern_process();
-  c->local = 1;
   for (int r = 0; r < c->nranks; r++) {
     c->rec[r] = all[r];
     c->rec[r].box[sizeof c->rec[r].box - 1] = '\0';
-    c->local = c->local && all[r].process == me;
   }
   for (int r = 0; r < c->nranks; r++) {
     if (r == c->rank) {

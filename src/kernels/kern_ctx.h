@@ -37,7 +37,6 @@ struct mg__kern_ctx {
   mg__CUdeviceptr peer[MG_KERN_MAX_RANKS]; /* every rank's area, mapped here */
   int opened[MG_KERN_MAX_RANKS];    /* 1: peer[r] is an IPC mapping (closed by destroy) */
   int connected;
-  int local;                        /* connected: every rank is of this process */
   mg__kern_peer_t rec[MG_KERN_MAX_RANKS]; /* connected: every rank's record */
   mg__fdbox_t box;                  /* where peer processes send their exports (sock -1: none) */
   uint64_t reg_seq;                 /* registrations begun */

@@ -13,9 +13,10 @@ static unsigned mg__kern_blocks(size_t packs, int max_blocks) {
   return (unsigned)(b < (size_t)max_blocks ? b : (size_t)max_blocks);
 }
 
-/* Whether the peers may read send and recv in place for algo (where they can reach them): the pull algorithms read whole 16-byte packs of them; one-shot writes recv while
- * the peers still read send, so the two must not overlap (two-shot writes only the segment no
- * peer reads then). */
+/* Whether the peers may read send and recv in place for algo (where they can reach them): the
+ * pull algorithms read whole 16-byte packs of them; one-shot writes recv while the peers still
+ * read send, so the two must not overlap (two-shot writes only the segment no peer reads
+ * then). */
 static int mg__kern_direct(const void *send, const void *recv, size_t bytes, mg__kern_algo_t algo) {
   const uintptr_t s = (uintptr_t)send, r = (uintptr_t)recv;
   if (algo == MG__KERN_LL || s % 16 != 0 || r % 16 != 0) return 0;

@@ -534,8 +534,9 @@ mg_status_t mg__nccl_kern_register(mg_comm_t *comm, void *win, const void *buf, 
 
 void mg__nccl_kern_deregister(mg_comm_t *comm, void *win) {
   mg__nkern_t *k = mg__ncomm(comm)->kern;
-  for (int i = 0; k != NULL && i < MG_KERN_MAX_REGS; i++)
-    if (k->regs[i].win == win && win != NULL) {
+  if (k == NULL || win == NULL) return;
+  for (int i = 0; i < MG_KERN_MAX_REGS; i++)
+    if (k->regs[i].win == win) {
       mg__nccl_kern_unregister(comm, k->regs[i].seq);
       k->regs[i].win = NULL;
     }
