@@ -546,6 +546,44 @@ static void kt_missing(int n, int abort_them, mg__kern_algo_t algo) {
          abort_them ? "MG_ERR_ABORTED" : "MG_ERR_TIMED_OUT", ended);
 }
 
+/* The elements of out (n of dt) whose bits differ from want's, printing the first of them
+ * with label (a process's rank and case) while *shown < 5. */
+static long kt_diff(const char *out, const char *want, size_t n, mg_dtype_t dt, const char *label,
+                    long *shown) {
+  const size_t es = mg_dtype_size(dt);
+  long bad = 0;
+  for (size_t k = 0; k < n; k++) {
+    if (memcmp(out + k * es, want + k * es, es) == 0) continue;
+    bad++;
+    if ((*shown)++ < 5)
+      fprintf(stderr, "%s element %zu: got %.9g want %.9g\n", label, k, kt_get(out, k, dt),
+              kt_get(want, k, dt));
+  }
+  return bad;
+}
+
+/* The host side of a test between processes: every rank's input (np of bytes), the expected
+ * result and the result read back. */
+typedef struct kt_io {
+  char *in[MG_KERN_MAX_RANKS], *want, *out;
+} kt_io_t;
+
+static void kt_io_alloc(kt_io_t *io, int np, size_t bytes) {
+  for (int q = 0; q < np; q++) {
+    io->in[q] = malloc(bytes);
+    ASSERT(io->in[q] != NULL);
+  }
+  io->want = malloc(bytes);
+  io->out = malloc(bytes);
+  ASSERT(io->want != NULL && io->out != NULL);
+}
+
+static void kt_io_free(kt_io_t *io, int np) {
+  for (int q = 0; q < np; q++) free(io->in[q]);
+  free(io->want);
+  free(io->out);
+}
+
 /* Two processes on the one GPU; records exchanged through shared memory made before the fork
  * (no CUDA in the parent). Each computes the reference from both ranks' seeds. */
 typedef struct kt_shared {
@@ -565,13 +603,9 @@ static int kt_proc(int r, int np, void *arg) {
     if (kt_now() - t0 > 60) FAIL("rank %d: the peer process did not publish its record", r);
   if (mg__kern_ctx_connect(ctx, sh->rec) != MG_OK) FAIL("rank %d: %s", r, mg_last_error());
   char *buf = gu_alloc(&dev, KT_STAGING);
-  char *in[MG_KERN_MAX_RANKS], *want = malloc(KT_STAGING), *out = malloc(KT_STAGING);
-  for (int q = 0; q < np; q++) {
-    in[q] = malloc(KT_STAGING);
-    ASSERT(in[q] != NULL);
-  }
-  ASSERT(want && out);
-  long bad = 0;
+  kt_io_t io;
+  kt_io_alloc(&io, np, KT_STAGING);
+  long bad = 0, shown = 0;
   int cases = 0;
   static const size_t sizes[] = {1, 9, 1000, 65537, 262144};
   for (int t = 0; t < 3; t++)
@@ -580,18 +614,18 @@ static int kt_proc(int r, int np, void *arg) {
         const mg_dtype_t dt = kt_dtypes[t];
         const mg_op_t op = kt_ops[(t + (int)i) % 4];
         const size_t n = sizes[i], es = mg_dtype_size(dt);
-        for (int q = 0; q < np; q++) ref_fill(in[q], n, dt, 9000 + (uint64_t)(cases * np + q));
-        kt_expect(want, in, np, n, dt, op);
-        gu_put(&dev, buf, in[r], n * es);
+        for (int q = 0; q < np; q++)
+          ref_fill(io.in[q], n, dt, 9000 + (uint64_t)(cases * np + q));
+        kt_expect(io.want, io.in, np, n, dt, op);
+        gu_put(&dev, buf, io.in[r], n * es);
         if (mg__kern_all_reduce(ctx, buf, buf, n, dt, op, (mg__kern_algo_t)a, MG__KERN_LEND_NONE,
                                 dev.stream) != MG_OK)
           FAIL("rank %d: %s", r, mg_last_error());
-        gu_get(&dev, out, buf, n * es);
+        gu_get(&dev, io.out, buf, n * es);
         gu_sync(&dev, GU_TIMEOUT_S, "an all_reduce between processes");
-        for (size_t k = 0; k < n; k++)
-          if (memcmp(out + k * es, want + k * es, es) != 0 && bad++ < 5)
-            fprintf(stderr, "procs rank %d case %d element %zu: got %.9g want %.9g\n", r, cases, k,
-                    kt_get(out, k, dt), kt_get(want, k, dt));
+        char label[64];
+        snprintf(label, sizeof label, "procs rank %d case %d", r, cases);
+        bad += kt_diff(io.out, io.want, n, dt, label, &shown);
         cases++;
       }
   printf("procs: rank %d (pid %d): %d cases through CUDA IPC, %ld wrong elements\n", r,
@@ -599,9 +633,7 @@ static int kt_proc(int r, int np, void *arg) {
   gu_free(&dev, buf);
   mg__kern_ctx_destroy(ctx);
   gu_dev_close(&dev);
-  for (int q = 0; q < np; q++) free(in[q]);
-  free(want);
-  free(out);
+  kt_io_free(&io, np);
   return bad == 0 ? 0 : 1;
 }
 
@@ -688,13 +720,9 @@ static int kt_lender(int r, int np, void *arg) {
   ASSERT_EQ(lendable[2], r == 0);
   if (r > 0) ASSERT_CONTAINS(sh->reg[2][r].why, "not within one device allocation");
 
-  char *in[MG_KERN_MAX_RANKS], *want = malloc(half), *out = malloc(half);
-  for (int q = 0; q < np; q++) {
-    in[q] = malloc(half);
-    ASSERT(in[q] != NULL);
-  }
-  ASSERT(want && out);
-  long bad = 0;
+  kt_io_t io;
+  kt_io_alloc(&io, np, half);
+  long bad = 0, shown = 0;
   int cases = 0;
   unsigned long long lent_want = 0;
   static const size_t sizes[] = {1, 9, 1000, 65537, 262144};
@@ -716,23 +744,22 @@ static int kt_lender(int r, int np, void *arg) {
             const size_t n = sizes[i], es = mg_dtype_size(dt);
             char *src = p == 0 || p == 4 ? a : p == 1 || p == 2 ? b : r == 0 ? c : d;
             char *dst = p == 1 ? b : p == 2 ? a : src + half;
-            for (int q = 0; q < np; q++) ref_fill(in[q], n, dt, 7000 + (uint64_t)(cases * np + q));
-            kt_expect(want, in, np, n, dt, op);
-            gu_put(&dev, src, in[r], n * es);
+            for (int q = 0; q < np; q++)
+              ref_fill(io.in[q], n, dt, 7000 + (uint64_t)(cases * np + q));
+            kt_expect(io.want, io.in, np, n, dt, op);
+            gu_put(&dev, src, io.in[r], n * es);
             if (mg__kern_all_reduce(ctx, src, dst, n, dt, op, (mg__kern_algo_t)alg,
                                     MG__KERN_LEND_MAYBE, dev.stream) != MG_OK)
               FAIL("rank %d: %s", r, mg_last_error());
             /* Lent: registered (not p 3 on ranks > 0, not after the release), and the algorithm
              * can (one-shot only with send and recv apart). */
             lent_want += p < 3 || (p == 3 && r == 0) ? (alg == MG__KERN_TWOSHOT || p != 1) : 0;
-            gu_get(&dev, out, dst, n * es);
+            gu_get(&dev, io.out, dst, n * es);
             gu_sync(&dev, GU_TIMEOUT_S, "an all_reduce of lent buffers between processes");
-            for (size_t k = 0; k < n; k++)
-              if (memcmp(out + k * es, want + k * es, es) != 0 && bad++ < 5)
-                fprintf(stderr, "lend rank %d case %d (%s, %s, %zu, placement %d) element %zu: "
-                        "got %.9g want %.9g\n", r, cases, mg_dtype_name(dt),
-                        mg__kern_algo_name((mg__kern_algo_t)alg), n, p, k, kt_get(out, k, dt),
-                        kt_get(want, k, dt));
+            char label[96];
+            snprintf(label, sizeof label, "lend rank %d case %d (%s, %s, %zu, placement %d)", r,
+                     cases, mg_dtype_name(dt), mg__kern_algo_name((mg__kern_algo_t)alg), n, p);
+            bad += kt_diff(io.out, io.want, n, dt, label, &shown);
             cases++;
           }
   }
@@ -746,9 +773,7 @@ static int kt_lender(int r, int np, void *arg) {
   gu_free(&dev, d);
   ASSERT_OK(mg_comm_destroy(one));
   gu_dev_close(&dev);
-  for (int q = 0; q < np; q++) free(in[q]);
-  free(want);
-  free(out);
+  kt_io_free(&io, np);
   free(host);
   return bad == 0 && lent == lent_want ? 0 : 1;
 }
@@ -822,21 +847,20 @@ static int kt_ncclrank(int r, int np, void *arg) {
   ASSERT_OK(mg_mem_alloc(comm, 2 * bytes, (void **)&a));
   mg_reg_t *reg = NULL;
   ASSERT_OK(mg_comm_register(comm, a, 2 * bytes, MG_REGISTER_SYMMETRIC, &reg));
-  char *in[MG_KERN_MAX_RANKS], *want = malloc(bytes), *out = malloc(bytes);
-  for (int q = 0; q < np; q++) in[q] = malloc(bytes);
-  long bad = 0;
+  kt_io_t io;
+  kt_io_alloc(&io, np, bytes);
+  long bad = 0, shown = 0;
   for (int k = 0; k < 6; k++) {
     char *src = k < 4 ? a : plain, *dst = src + bytes; /* apart: every algorithm can lend */
-    for (int q = 0; q < np; q++) ref_fill(in[q], n, MG_FLOAT32, 500 + (uint64_t)(k * np + q));
-    kt_expect(want, in, np, n, MG_FLOAT32, MG_SUM);
-    gu_put(&dev, src, in[r], bytes);
+    for (int q = 0; q < np; q++) ref_fill(io.in[q], n, MG_FLOAT32, 500 + (uint64_t)(k * np + q));
+    kt_expect(io.want, io.in, np, n, MG_FLOAT32, MG_SUM);
+    gu_put(&dev, src, io.in[r], bytes);
     ASSERT_OK(mg_all_reduce(src, dst, n, MG_FLOAT32, MG_SUM, comm, (mg_stream_t)dev.stream));
-    gu_get(&dev, out, dst, bytes);
+    gu_get(&dev, io.out, dst, bytes);
     gu_sync(&dev, GU_TIMEOUT_S, "an all_reduce of the NCCL backend's kernels");
-    for (size_t i = 0; i < n; i++)
-      if (memcmp(out + i * 4, want + i * 4, 4) != 0 && bad++ < 5)
-        fprintf(stderr, "ncclprocs rank %d call %d element %zu: got %.9g want %.9g\n", r, k, i,
-                kt_get(out, i, MG_FLOAT32), kt_get(want, i, MG_FLOAT32));
+    char label[64];
+    snprintf(label, sizeof label, "ncclprocs rank %d call %d", r, k);
+    bad += kt_diff(io.out, io.want, n, MG_FLOAT32, label, &shown);
   }
   const unsigned long long lent = mg__nccl_kern_lent(comm);
   printf("ncclprocs: rank %d: 6 all_reduces of %zu bytes, %llu lent registered buffers (want 4), "
@@ -847,9 +871,7 @@ static int kt_ncclrank(int r, int np, void *arg) {
   ASSERT_OK(mg_mem_free(a));
   gu_free(&dev, plain);
   gu_dev_close(&dev);
-  for (int q = 0; q < np; q++) free(in[q]);
-  free(want);
-  free(out);
+  kt_io_free(&io, np);
   return bad == 0 && lent == 4 ? 0 : 1;
 }
 
