@@ -1,5 +1,11 @@
 /*
  * fdpass.c -- boxes that receive file descriptors from other processes of the host (fdpass.h).
+ *
+ * A box is a listening Unix SOCK_SEQPACKET socket; each message is one connection: the sender
+ * connects, checks that the box's owner is of its own user (SO_PEERCRED: the credentials of the
+ * process that listens, so that a descriptor never goes to another user's process that took the
+ * name of one that died), sends one packet with the descriptor attached, and closes. The receiver
+ * accepts, checks the sender's user the same way, and reads the packet.
  */
 #include "base/fdpass.h"
 
@@ -16,7 +22,8 @@
 #include "base/clock.h"
 #include "base/error.h"
 
-#define MG__FDBOX_MSG 256 /* bytes of a message at most */
+#define MG__FDBOX_MSG 256    /* bytes of a message at most */
+#define MG__FDBOX_BACKLOG 64 /* messages a box holds before senders wait */
 
 /* The socket address of the box named `name`: abstract (a NUL first, no file), of exactly the
  * name's length. */
@@ -28,11 +35,22 @@ static socklen_t mg__fdbox_addr(const char *name, struct sockaddr_un *a) {
   return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
-/* Milliseconds until deadline for poll, at least 1 while it has not passed; -1 when it has. */
-static int mg__fdbox_wait_ms(double deadline) {
-  const double left = deadline - mg__now();
-  if (left <= 0) return -1;
-  return left > 1000 ? 1000 : (int)(left * 1000) + 1;
+/* Waits until fd is ready for events or deadline passes (in steps of at most a second). 1
+ * ready, 0 the deadline passed. */
+static int mg__fdbox_poll(int fd, short events, double deadline) {
+  for (;;) {
+    const double left = deadline - mg__now();
+    if (left <= 0) return 0;
+    struct pollfd p = {fd, events, 0};
+    if (poll(&p, 1, left > 1 ? 1000 : (int)(left * 1000) + 1) > 0) return 1;
+  }
+}
+
+/* Whether the process at the other end of the connected socket s is of this user. */
+static int mg__fdbox_same_user(int s) {
+  struct ucred cr;
+  socklen_t len = sizeof cr;
+  return getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.uid == getuid();
 }
 
 mg_status_t mg__fdbox_open(mg__fdbox_t *box) {
@@ -41,18 +59,22 @@ mg_status_t mg__fdbox_open(mg__fdbox_t *box) {
   uint64_t token = 0;
   if (getrandom(&token, sizeof token, 0) != (ssize_t)sizeof token)
     return mg__error_errno(MG_ERR_SYSTEM, errno, "a descriptor box's name: getrandom");
-  const int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  const int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (s < 0) return mg__error_errno(MG_ERR_SYSTEM, errno, "a descriptor box: socket");
-  const int on = 1;
   char name[MG__FDBOX_NAME];
   snprintf(name, sizeof name, "mgcomm-fd-%d-%016llx", (int)getpid(), (unsigned long long)token);
   struct sockaddr_un a;
   const socklen_t alen = mg__fdbox_addr(name, &a);
-  if (setsockopt(s, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0 ||
-      bind(s, (const struct sockaddr *)&a, alen) != 0) {
+  const char *call = "bind";
+  int ok = bind(s, (const struct sockaddr *)&a, alen) == 0;
+  if (ok) {
+    call = "listen";
+    ok = listen(s, MG__FDBOX_BACKLOG) == 0;
+  }
+  if (!ok) {
     const int err = errno;
     close(s);
-    return mg__error_errno(MG_ERR_SYSTEM, err, "a descriptor box %s", name);
+    return mg__error_errno(MG_ERR_SYSTEM, err, "a descriptor box %s: %s", name, call);
   }
   box->sock = s;
   memcpy(box->name, name, sizeof name);
@@ -65,21 +87,40 @@ void mg__fdbox_close(mg__fdbox_t *box) {
   box->name[0] = '\0';
 }
 
+/* Connects s to the box `to`, retrying while its backlog is full until deadline. */
+static mg_status_t mg__fdbox_connect(int s, const char *to, double deadline) {
+  struct sockaddr_un a;
+  const socklen_t alen = mg__fdbox_addr(to, &a);
+  for (;;) {
+    if (connect(s, (const struct sockaddr *)&a, alen) == 0) return MG_OK;
+    const int err = errno;
+    if (err == EINTR) continue;
+    if (err != EAGAIN)
+      return mg__error_errno(MG_ERR_SYSTEM, err, "connecting to box %s (its process gone, or "
+                             "in another network namespace?)", to);
+    /* The box holds MG__FDBOX_BACKLOG messages already: a moment for its owner to take one. */
+    if (mg__now() > deadline)
+      return mg__error(MG_ERR_TIMED_OUT, "box %s did not take a message by the deadline", to);
+    poll(NULL, 0, 1);
+  }
+}
+
 mg_status_t mg__fdbox_send(const char *to, const void *msg, size_t len, int fd, double deadline) {
   if (len == 0 || len > MG__FDBOX_MSG)
     return mg__error(MG_ERR_INVALID_ARGUMENT, "a message of %zu bytes to box %s (1 to %d)", len,
                      to, MG__FDBOX_MSG);
-  const int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  const int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (s < 0) return mg__error_errno(MG_ERR_SYSTEM, errno, "sending to box %s: socket", to);
-  struct sockaddr_un a;
-  const socklen_t alen = mg__fdbox_addr(to, &a);
+  mg_status_t st = mg__fdbox_connect(s, to, deadline);
+  if (st == MG_OK && !mg__fdbox_same_user(s))
+    st = mg__error(MG_ERR_SYSTEM, "box %s belongs to another user: nothing sent", to);
   union {
     struct cmsghdr h;
     char buf[CMSG_SPACE(sizeof(int))];
   } ctl;
   memset(&ctl, 0, sizeof ctl);
   struct iovec iov = {(void *)msg, len};
-  struct msghdr m = {.msg_name = &a, .msg_namelen = alen, .msg_iov = &iov, .msg_iovlen = 1};
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
   if (fd >= 0) {
     m.msg_control = ctl.buf;
     m.msg_controllen = sizeof ctl.buf;
@@ -89,49 +130,50 @@ mg_status_t mg__fdbox_send(const char *to, const void *msg, size_t len, int fd, 
     c->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(c), &fd, sizeof fd);
   }
-  mg_status_t st = MG_OK;
-  for (;;) {
-    if (sendmsg(s, &m, MSG_NOSIGNAL) == (ssize_t)len) break;
+  while (st == MG_OK && sendmsg(s, &m, MSG_NOSIGNAL) != (ssize_t)len) {
     const int err = errno;
     if (err == EINTR) continue;
-    if (err != EAGAIN && err != EWOULDBLOCK && err != ENOBUFS) {
-      st = mg__error_errno(MG_ERR_SYSTEM, err, "sending to box %s (its process gone, or in "
-                           "another network namespace?)", to);
-      break;
-    }
-    /* The receiver's queue is full: a datagram socket cannot wait for room; retry shortly. */
-    const int ms = mg__fdbox_wait_ms(deadline);
-    if (ms < 0) {
+    if (err != EAGAIN)
+      st = mg__error_errno(MG_ERR_SYSTEM, err, "sending to box %s", to);
+    else if (!mg__fdbox_poll(s, POLLOUT, deadline))
       st = mg__error(MG_ERR_TIMED_OUT, "box %s did not take a message by the deadline", to);
-      break;
-    }
-    poll(NULL, 0, ms < 2 ? ms : 2);
   }
   close(s);
   return st;
 }
 
-/* The descriptors of a received message's control data: the first into *fd, any more closed;
- * whether its sender is of this user. */
-static int mg__fdbox_take(struct msghdr *m, int *fd) {
-  int same_user = 0;
-  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL; c = CMSG_NXTHDR(m, c)) {
-    if (c->cmsg_level != SOL_SOCKET) continue;
-    if (c->cmsg_type == SCM_CREDENTIALS && c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
-      struct ucred cr;
-      memcpy(&cr, CMSG_DATA(c), sizeof cr);
-      same_user = cr.uid == getuid();
-    } else if (c->cmsg_type == SCM_RIGHTS) {
-      const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t i = 0; i < n; i++) {
-        int d;
-        memcpy(&d, CMSG_DATA(c) + i * sizeof(int), sizeof d);
-        if (*fd < 0) *fd = d;
-        else close(d);
-      }
+/* Reads the one packet of the accepted connection c into msg (*got bytes) and its descriptor
+ * into *fd (-1: none; any more are closed). 1, or 0 for a packet to drop (cut short, none by the
+ * deadline); its descriptor is then closed. */
+static int mg__fdbox_take(int c, void *msg, size_t len, size_t *got, int *fd, double deadline) {
+  union {
+    struct cmsghdr h;
+    char buf[CMSG_SPACE(4 * sizeof(int))];
+  } ctl;
+  struct iovec iov = {msg, len};
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                     .msg_controllen = sizeof ctl.buf};
+  ssize_t n = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
+  while (n < 0 && (errno == EINTR || (errno == EAGAIN && mg__fdbox_poll(c, POLLIN, deadline))))
+    n = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
+  if (n <= 0) return 0; /* nothing by the deadline, or closed without a packet */
+  for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h != NULL; h = CMSG_NXTHDR(&m, h)) {
+    if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
+    const size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < k; i++) {
+      int d;
+      memcpy(&d, CMSG_DATA(h) + i * sizeof(int), sizeof d);
+      if (*fd < 0) *fd = d;
+      else close(d);
     }
   }
-  return same_user;
+  if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+    return 0;
+  }
+  *got = (size_t)n;
+  return 1;
 }
 
 mg_status_t mg__fdbox_recv(mg__fdbox_t *box, void *msg, size_t len, size_t *got, int *fd,
@@ -140,31 +182,21 @@ mg_status_t mg__fdbox_recv(mg__fdbox_t *box, void *msg, size_t len, size_t *got,
   *got = 0;
   if (box->sock < 0) return mg__error(MG_ERR_INVALID_ARGUMENT, "a closed descriptor box");
   for (;;) {
-    union {
-      struct cmsghdr h;
-      char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(4 * sizeof(int))];
-    } ctl;
-    struct iovec iov = {msg, len};
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-                       .msg_controllen = sizeof ctl.buf};
-    const ssize_t n = recvmsg(box->sock, &m, MSG_CMSG_CLOEXEC);
-    if (n >= 0) {
-      int d = -1;
-      if (mg__fdbox_take(&m, &d) && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-        *fd = d;
-        *got = (size_t)n;
-        return MG_OK;
-      }
-      if (d >= 0) close(d); /* another user's, or cut short: dropped */
+    const int c = accept4(box->sock, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (c >= 0) {
+      const int ok = mg__fdbox_same_user(c) && mg__fdbox_take(c, msg, len, got, fd, deadline);
+      close(c);
+      if (ok) return MG_OK;
+      /* Another user's, or cut short: dropped. Then no later than the deadline, even if others
+       * keep coming. */
+      if (mg__now() > deadline)
+        return mg__error(MG_ERR_TIMED_OUT, "box %s: no message by the deadline", box->name);
       continue;
     }
-    if (errno == EINTR) continue;
+    if (errno == EINTR || errno == ECONNABORTED) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK)
       return mg__error_errno(MG_ERR_SYSTEM, errno, "receiving in box %s", box->name);
-    const int ms = mg__fdbox_wait_ms(deadline);
-    if (ms < 0)
+    if (!mg__fdbox_poll(box->sock, POLLIN, deadline))
       return mg__error(MG_ERR_TIMED_OUT, "box %s: no message by the deadline", box->name);
-    struct pollfd p = {box->sock, POLLIN, 0};
-    poll(&p, 1, ms);
   }
 }

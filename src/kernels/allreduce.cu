@@ -250,7 +250,8 @@ __device__ __forceinline__ const char *lent_at(const mg_kern_args_t &a, int r,
 /* The barrier of `phase` for this block in call e: tell every rank that this block of this rank
  * arrived (only the ranks that lent their buffers, when tell is not NULL), then (when wait)
  * wait until every rank's block arrived. Thread r < nranks handles rank r; at phase 0 it also
- * reads where rank r lent its buffers into src. false when the wait gave up (abort, timeout). */
+ * reads where rank r lent its buffers into src. false when the wait gave up (abort, timeout),
+ * or when rank r lent a buffer this rank no longer maps. */
 __device__ bool barrier(const mg_kern_args_t &a, int phase, unsigned e, bool wait,
                         sources *src, const bool *tell = NULL) {
   __shared__ int failed;

@@ -40,6 +40,9 @@ struct mg__kern_ctx {
   mg__kern_peer_t rec[MG_KERN_MAX_RANKS]; /* connected: every rank's record */
   mg__fdbox_t box;                  /* where peer processes send their exports (sock -1: none) */
   uint64_t reg_seq;                 /* registrations begun */
+  int next_slot;                    /* where the search for a free slot begins (round robin) */
+  uint64_t table_seq[MG_KERN_MAX_RANKS][MG_KERN_MAX_REGS]; /* the registration that wrote each
+                                                          * entry of the table (0: none) */
   mg__kern_reg_t reg[MG_KERN_MAX_REGS];
   _Atomic unsigned long long lent;  /* launches that lent a registered buffer */
 };

@@ -8,8 +8,10 @@
  * table (kern_abi.h, in the reader's own area) holds, for [rank][slot], where that rank's buffer
  * is mapped in the reader's process; a kernel that lends publishes slot and offset instead of an
  * address, and each reader translates them. An entry is written before the registration ends,
- * so only launches after it (which alone publish the slot) read it; a slot freed by a release is
- * taken again only after every other slot (round robin), never by the registration that follows.
+ * so only launches after it (which alone publish the slot) read it; slots are taken round robin,
+ * so that a slot freed by a release is taken again late. A release zeroes the entries of the
+ * peers' buffers it unmaps (a kernel to which such a buffer is still lent gives up), unless a
+ * later registration wrote them since (table_seq says whose each entry is).
  *
  * How a buffer is shared: memory of cuMemAlloc through a CUDA IPC handle (bytes, in the
  * record); a cuMem allocation (ncclMemAlloc's, mg_mem_alloc's) as a POSIX file descriptor,
@@ -22,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "kernels/kern_ctx.h"
 
@@ -43,13 +46,26 @@ static mg__kern_reg_t *mg__kern_reg_of(mg__kern_ctx_t *c, uint64_t seq) {
   return NULL;
 }
 
-/* A free slot, the next after the last one taken (round robin), or -1. */
-static int mg__kern_reg_slot(const mg__kern_ctx_t *c) {
-  for (int k = 1; k <= MG_KERN_MAX_REGS; k++) {
-    const int i = (int)((c->reg_seq + (uint64_t)k) % MG_KERN_MAX_REGS);
-    if (!c->reg[i].used) return i;
+/* A free slot, the first at or after the one after the last taken (round robin), or -1. */
+static int mg__kern_reg_slot(mg__kern_ctx_t *c) {
+  for (int k = 0; k < MG_KERN_MAX_REGS; k++) {
+    const int i = (c->next_slot + k) % MG_KERN_MAX_REGS;
+    if (!c->reg[i].used) {
+      c->next_slot = (i + 1) % MG_KERN_MAX_REGS;
+      return i;
+    }
   }
   return -1;
+}
+
+/* Whether the driver has every call that sharing a cuMem allocation takes (optional symbols:
+ * the exporter's and the importer's processes each ask their own). */
+static int mg__kern_cumem_calls(void) {
+  return mg__cuda.MemRetainAllocationHandle != NULL && mg__cuda.MemRelease != NULL &&
+         mg__cuda.MemExportToShareableHandle != NULL &&
+         mg__cuda.MemImportFromShareableHandle != NULL && mg__cuda.MemAddressReserve != NULL &&
+         mg__cuda.MemAddressFree != NULL && mg__cuda.MemMap != NULL &&
+         mg__cuda.MemUnmap != NULL && mg__cuda.MemSetAccess != NULL;
 }
 
 /* This rank's buffer as a record: the kind of its allocation and how a peer maps it. 1, or 0
@@ -71,9 +87,7 @@ static int mg__kern_reg_share(mg__kern_reg_t *g, mg__kern_reg_rec_t *rec) {
   if (mg__cuda.PointerGetAttributes(1, &what, &data, start) == MG__CUDA_SUCCESS && legacy) {
     r = mg__cuda.IpcGetMemHandle(&rec->ipc, start);
     rec->kind = MG__KERN_MAP_IPC;
-  } else if (mg__cuda.MemRetainAllocationHandle == NULL ||
-             mg__cuda.MemExportToShareableHandle == NULL ||
-             mg__cuda.MemImportFromShareableHandle == NULL || mg__cuda.MemMap == NULL) {
+  } else if (!mg__kern_cumem_calls()) {
     snprintf(rec->why, sizeof rec->why, "the CUDA driver cannot export cuMem allocations");
     return 0;
   } else {
@@ -142,6 +156,8 @@ static mg_status_t mg__kern_reg_map(mg__kern_ctx_t *c, mg__kern_reg_t *g, int r,
   } else if (rec->kind == MG__KERN_MAP_IPC) {
     res = mg__cuda.IpcOpenMemHandle(&at, rec->ipc, MG__CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     if (res == MG__CUDA_SUCCESS) g->kind[r] = MG__KERN_MAP_IPC;
+  } else if (!mg__kern_cumem_calls()) {
+    return mg__error(MG_ERR_NOT_SUPPORTED, "the CUDA driver cannot import cuMem allocations");
   } else {
     mg__CUmemGenericAllocationHandle h = 0;
     mg__CUdevice dev = 0;
@@ -174,6 +190,7 @@ static mg_status_t mg__kern_reg_map(mg__kern_ctx_t *c, mg__kern_reg_t *g, int r,
                                   ((size_t)r * MG_KERN_MAX_REGS + (size_t)rec->slot) * 8,
                               &entry, sizeof entry);
     what = "writing the kernels' table";
+    if (res == MG__CUDA_SUCCESS) c->table_seq[r][rec->slot] = g->seq;
   }
   return res == MG__CUDA_SUCCESS ? MG_OK : mg__cu_error(res, what);
 }
@@ -183,10 +200,14 @@ static mg_status_t mg__kern_reg_map(mg__kern_ctx_t *c, mg__kern_reg_t *g, int r,
  * context already gone. */
 static void mg__kern_reg_unmap(mg__kern_ctx_t *c, mg__kern_reg_t *g, int r) {
   if (g->kind[r] == MG__KERN_MAP_NONE) return;
-  const uint64_t zero = 0;
-  (void)mg__cuda.MemcpyHtoD(c->area + MG_KERN_REG_OFF +
-                                ((size_t)r * MG_KERN_MAX_REGS + (size_t)g->peer_slot[r]) * 8,
-                            &zero, sizeof zero);
+  const int slot = g->peer_slot[r];
+  if (c->table_seq[r][slot] == g->seq) { /* not yet another registration's entry */
+    const uint64_t zero = 0;
+    (void)mg__cuda.MemcpyHtoD(c->area + MG_KERN_REG_OFF +
+                                  ((size_t)r * MG_KERN_MAX_REGS + (size_t)slot) * 8,
+                              &zero, sizeof zero);
+    c->table_seq[r][slot] = 0;
+  }
   if (g->kind[r] == MG__KERN_MAP_IPC) (void)mg__cuda.IpcCloseMemHandle(g->map[r]);
   if (g->kind[r] == MG__KERN_MAP_CUMEM) {
     (void)mg__cuda.MemUnmap(g->map[r], g->map_bytes[r]);
@@ -196,11 +217,23 @@ static void mg__kern_reg_unmap(mg__kern_ctx_t *c, mg__kern_reg_t *g, int r) {
   g->map[r] = 0;
 }
 
-/* Whether rank r's record is of this registration and lendable by a peer in another process
- * that needs its descriptor. */
+/* Whether a record is lendable, and its buffer needs its descriptor to be mapped here (a
+ * cuMem allocation of another process). */
 static int mg__kern_reg_needs_fd(const mg__kern_ctx_t *c, const mg__kern_reg_rec_t *rec) {
-  return rec->slot >= 0 && rec->kind == MG__KERN_MAP_CUMEM &&
+  return rec->slot >= 0 && rec->slot < MG_KERN_MAX_REGS && rec->kind == MG__KERN_MAP_CUMEM &&
          rec->process != c->rec[c->rank].process;
+}
+
+/* The end of the next step of a wait of the exchange (a tenth of a second at most, so that an
+ * abort ends it soon), in *step. MG_ERR_ABORTED once the context was aborted (its abort word);
+ * MG_ERR_TIMED_OUT once deadline has passed. */
+static mg_status_t mg__kern_reg_step(const mg__kern_ctx_t *c, double deadline, double *step) {
+  if (atomic_load((_Atomic int *)&c->words[0]))
+    return mg__error(MG_ERR_ABORTED, "the communicator was aborted");
+  const double now = mg__now();
+  if (now > deadline) return mg__error(MG_ERR_TIMED_OUT, "the deadline passed");
+  *step = now + 0.1 < deadline ? now + 0.1 : deadline;
+  return MG_OK;
 }
 
 /* Sends this rank's descriptor to every peer of another process. */
@@ -210,9 +243,16 @@ static mg_status_t mg__kern_reg_send(mg__kern_ctx_t *c, const mg__kern_reg_t *g,
   for (int q = 0; q < c->nranks; q++) {
     if (c->rec[q].process == mine->process) continue;
     if (c->rec[q].box[0] == '\0') continue; /* it has no box: it cannot map this buffer */
-    mg_status_t st = mg__fdbox_send(c->rec[q].box, &msg, sizeof msg, g->fd, deadline);
+    mg_status_t st;
+    for (;;) {
+      double step = deadline; /* stays so when the step itself fails */
+      st = mg__kern_reg_step(c, deadline, &step);
+      if (st == MG_OK) st = mg__fdbox_send(c->rec[q].box, &msg, sizeof msg, g->fd, step);
+      if (st != MG_ERR_TIMED_OUT || step >= deadline) break; /* else the step's end: again */
+    }
     if (st != MG_OK) {
-      mg__error_prefix("rank %d sending its buffer to rank %d", c->rank, q);
+      mg__error_prefix("rank %d sending its buffer of registration %llu to rank %d", c->rank,
+                       (unsigned long long)mine->seq, q);
       return st;
     }
   }
@@ -229,7 +269,10 @@ static mg_status_t mg__kern_reg_recv(mg__kern_ctx_t *c, const mg__kern_reg_rec_t
     mg__kern_fdmsg_t msg;
     size_t got = 0;
     int fd = -1;
-    mg_status_t st = mg__fdbox_recv(&c->box, &msg, sizeof msg, &got, &fd, deadline);
+    double step = deadline; /* stays so when the step itself fails */
+    mg_status_t st = mg__kern_reg_step(c, deadline, &step);
+    if (st == MG_OK) st = mg__fdbox_recv(&c->box, &msg, sizeof msg, &got, &fd, step);
+    if (st == MG_ERR_TIMED_OUT && step < deadline) continue; /* the step's end: look again */
     if (st != MG_OK) {
       mg__error_prefix("rank %d waiting for %d peers' buffers of registration %llu", c->rank,
                        wanted, (unsigned long long)all[c->rank].seq);
@@ -272,7 +315,7 @@ mg_status_t mg__kern_reg_import(mg__kern_ctx_t *c, const mg__kern_reg_rec_t *all
     MG_INFO(MG_SUBSYS_COLL, "rank %d stages its buffer of registration %llu: %s", c->rank,
             (unsigned long long)mine->seq, mine->why);
   for (int r = 0; r < c->nranks && st == MG_OK && g != NULL; r++) {
-    if (all[r].slot < 0) continue;
+    if (all[r].slot < 0 || all[r].slot >= MG_KERN_MAX_REGS) continue; /* not lendable */
     if (mg__kern_reg_needs_fd(c, &all[r]) && fds[r] < 0) continue; /* no box here */
     g->peer_slot[r] = all[r].slot;
     if (mg__kern_reg_map(c, g, r, &all[r], fds[r]) == MG_OK) {

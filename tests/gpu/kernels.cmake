@@ -32,6 +32,9 @@ endforeach()
 # A registration released on one rank only, which another still lends: an error, not a fault.
 mg_test(NAME gpu_kernels_unmapped EXE test_gpu_kernels ARGS unmapped 2 LABELS gpu TIMEOUT 120
         ENV ${MG_GPU_ENV})
+# A registration whose peer never sends its buffer: the wait ends at the deadline, or the abort.
+mg_test(NAME gpu_kernels_regwait EXE test_gpu_kernels ARGS regwait 2 LABELS gpu TIMEOUT 120
+        ENV ${MG_GPU_ENV})
 # The NCCL backend's registration path between processes, one per GPU (skips on one GPU).
 mg_test(NAME gpu_kernels_ncclprocs_2 EXE test_gpu_kernels ARGS ncclprocs 2 LABELS gpu TIMEOUT 180
         ENV ${MG_GPU_ENV} MGCOMM_ALGO=mgcomm MGCOMM_KERNELS_INPLACE_BYTES=0)

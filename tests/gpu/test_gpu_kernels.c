@@ -27,6 +27,8 @@
  *   test_gpu_kernels unmapped    2 processes; rank 1 alone releases a registration that rank 0
  *                                then lends: rank 1 gives up (MG_ERR_INVALID_USAGE) rather than
  *                                read unmapped memory, rank 0 times out
+ *   test_gpu_kernels regwait     2 processes; rank 1 never sends its registered buffer: rank 0's
+ *                                import ends at its deadline, and at an abort
  *   test_gpu_kernels ncclprocs N N processes on N GPUs, one NCCL communicator: a symmetric
  *                                registration lends mg_mem_alloc's memory to the kernels
  *   test_gpu_kernels nccl        the NCCL backend's choice on a communicator of one rank:
@@ -39,6 +41,7 @@
  * min as the host backend's (a NaN wins, the earlier one if both are; max(-0, +0) = +0).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -820,14 +823,71 @@ static int kt_unmapper(int r, int np, void *arg) {
   return 0;
 }
 
-/* N processes, each lending registered buffers to the others (kt_lender), or the release on
- * one rank alone (kt_unmapper, 2 processes). */
-static void kt_lend(int np, int unmapped) {
+/* Aborts ctx after 0.3 s (a thread of kt_regwaiter's rank 0). */
+static void *kt_abort_later(void *ctx) {
+  struct timespec ts = {0, 300000000};
+  nanosleep(&ts, NULL);
+  mg__kern_ctx_abort(ctx);
+  return NULL;
+}
+
+/* One process of kt_regwait: both ranks export mg_mem_alloc's memory (a descriptor to pass), but
+ * rank 1 never sends its own: rank 0's import ends at its deadline (MG_ERR_TIMED_OUT), and, in a
+ * second registration, at an abort (MG_ERR_ABORTED) long before it. */
+static int kt_regwaiter(int r, int np, void *arg) {
+  kt_lend_shared_t *sh = arg;
+  int bar = 0;
+  gu_dev_t dev;
+  gu_dev_open(&dev, r % kt_gpus);
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_NCCL;
+  const int ordinal = r % kt_gpus;
+  mg_comm_t *one = NULL;
+  ASSERT_OK(mg_comm_init_all(&cfg, 1, &ordinal, &one));
+  char *a = NULL;
+  ASSERT_OK(mg_mem_alloc(one, 1 << 20, (void **)&a));
+  mg__kern_ctx_t *ctx;
+  if (mg__kern_ctx_create(r, np, KT_STAGING, KT_LL, KT_BLOCKS, 30.0, &ctx, &sh->rec[r]) != MG_OK)
+    FAIL("rank %d: %s", r, mg_last_error());
+  kt_bar(sh, np, ++bar, r);
+  ASSERT_OK(mg__kern_ctx_connect(ctx, sh->rec));
+  for (int k = 0; k < 2; k++) {
+    ASSERT_OK(mg__kern_reg_export(ctx, a, 1 << 20, &sh->reg[k][r]));
+    ASSERT(sh->reg[k][r].slot >= 0);
+    kt_bar(sh, np, ++bar, r);
+    if (r == 0) {
+      pthread_t t;
+      if (k == 1) ASSERT_EQ(pthread_create(&t, NULL, kt_abort_later, ctx), 0);
+      const double t0 = kt_now();
+      const mg_status_t st = mg__kern_reg_import(ctx, sh->reg[k], t0 + (k == 0 ? 0.5 : 30),
+                                                 &sh->mask[k][r]);
+      const double took = kt_now() - t0;
+      if (k == 1) ASSERT_EQ(pthread_join(t, NULL), 0);
+      printf("regwait: rank 0, %s: ended after %.2f s: %s: %s\n",
+             k == 0 ? "deadline 0.5 s" : "abort after 0.3 s", took, mg_status_name(st),
+             mg_last_error());
+      ASSERT_EQ(st, k == 0 ? MG_ERR_TIMED_OUT : MG_ERR_ABORTED);
+      ASSERT_CONTAINS(mg_last_error(), "waiting for 1 peers' buffers");
+      if (k == 0) ASSERT_IN_F(took, 0.45, 2.0);
+      else ASSERT_IN_F(took, 0.25, 1.0);
+    }
+    mg__kern_reg_release(ctx, sh->reg[k][r].seq);
+    kt_bar(sh, np, ++bar, r);
+  }
+  mg__kern_ctx_destroy(ctx);
+  ASSERT_OK(mg_mem_free(a));
+  ASSERT_OK(mg_comm_destroy(one));
+  gu_dev_close(&dev);
+  return 0;
+}
+
+/* np processes running fn (kt_lender, kt_unmapper, kt_regwaiter) with shared records. */
+static void kt_lend(int np, int (*fn)(int r, int np, void *arg)) {
   kt_lend_shared_t *sh =
       mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT(sh != MAP_FAILED);
   memset(sh, 0, sizeof *sh);
-  kt_children(unmapped ? 2 : np, unmapped ? kt_unmapper : kt_lender, sh);
+  kt_children(np, fn, sh);
 }
 
 /* One rank of kt_ncclprocs: a symmetric registration of mg_mem_alloc's memory, then
@@ -1085,7 +1145,7 @@ int main(int argc, char **argv) {
     if (n < 2) FAIL("ncclprocs: 2 processes at least (one lends nothing to itself)");
     gu_probe(n); /* one GPU per process */
   } else if (strcmp(mode, "procs") == 0 || strcmp(mode, "lend") == 0 ||
-             strcmp(mode, "unmapped") == 0) {
+             strcmp(mode, "unmapped") == 0 || strcmp(mode, "regwait") == 0) {
     gu_probe(kt_gpus); /* no CUDA in this process: its children use it */
   } else {
     gu_need(kt_gpus);
@@ -1099,7 +1159,9 @@ int main(int argc, char **argv) {
     kt_missing(n, mode[0] == 'a',
                argc > 3 && strcmp(argv[3], "ll") == 0 ? MG__KERN_LL : MG__KERN_TWOSHOT);
   else if (strcmp(mode, "procs") == 0) kt_procs(n);
-  else if (strcmp(mode, "lend") == 0 || strcmp(mode, "unmapped") == 0) kt_lend(n, mode[0] == 'u');
+  else if (strcmp(mode, "lend") == 0) kt_lend(n, kt_lender);
+  else if (strcmp(mode, "unmapped") == 0) kt_lend(2, kt_unmapper);
+  else if (strcmp(mode, "regwait") == 0) kt_lend(2, kt_regwaiter);
   else if (strcmp(mode, "ncclprocs") == 0) kt_ncclprocs(n);
   else if (strcmp(mode, "bench") == 0) kt_bench();
   else if (strcmp(mode, "nccl") == 0) kt_nccl();

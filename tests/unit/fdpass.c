@@ -3,7 +3,8 @@
  * a memfd it wrote to the parent's box, which reads the child's bytes through it; a message
  * without a descriptor comes without one; a receive with nothing sent ends at its deadline; a
  * send to a box that does not exist fails at once; a full box makes the sender time out at its
- * deadline (never block), and every message queued is then received in order.
+ * deadline (never block), and every message queued is then received in order; run as root, a
+ * box of another user (a child that dropped to nobody) gets nothing, in either direction.
  */
 #include "base/fdpass.h"
 
@@ -26,6 +27,43 @@ static void child(const char *to) {
   const char plain[] = "without";
   if (mg__fdbox_send(to, plain, sizeof plain, -1, mg__now() + 10) != MG_OK) _exit(4);
   _exit(0);
+}
+
+/* As root: a child that became nobody opens a box; this process's send to it is refused, and
+ * the child's send to this process's box is refused on its side. */
+static void other_user(mg__fdbox_t *mine) {
+  if (getuid() != 0) {
+    printf("not root: the other-user case is skipped\n");
+    return;
+  }
+  int names[2], done[2];
+  ASSERT_EQ(pipe(names), 0);
+  ASSERT_EQ(pipe(done), 0);
+  fflush(stdout);
+  const pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    mg__fdbox_t theirs;
+    if (setgid(65534) != 0 || setuid(65534) != 0 || mg__fdbox_open(&theirs) != MG_OK) _exit(2);
+    if (write(names[1], theirs.name, sizeof theirs.name) != (ssize_t)sizeof theirs.name) _exit(3);
+    const mg_status_t st = mg__fdbox_send(mine->name, "x", 1, -1, mg__now() + 5);
+    char c;
+    if (read(done[0], &c, 1) != 1) _exit(4); /* the box stays open until the parent is done */
+    _exit(st == MG_ERR_SYSTEM && strstr(mg_last_error(), "another user") != NULL ? 0 : 5);
+  }
+  char name[MG__FDBOX_NAME];
+  ASSERT_EQ(read(names[0], name, sizeof name), (long)sizeof name);
+  ASSERT_STATUS(MG_ERR_SYSTEM, mg__fdbox_send(name, "x", 1, 0, mg__now() + 5));
+  ASSERT_CONTAINS(mg_last_error(), "another user");
+  char msg[8];
+  size_t got;
+  int fd;
+  ASSERT_STATUS(MG_ERR_TIMED_OUT, mg__fdbox_recv(mine, msg, sizeof msg, &got, &fd, mg__now() + 0.3));
+  ASSERT_EQ(write(done[1], "x", 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  printf("another user's box: nothing sent to it, nothing taken from it\n");
 }
 
 int main(void) {
@@ -84,6 +122,7 @@ int main(void) {
   ASSERT_STATUS(MG_ERR_TIMED_OUT, mg__fdbox_recv(&box, msg, sizeof msg, &got, &fd, mg__now()));
   printf("a full box after %d messages: the sender timed out; all %d received in order\n", sent,
          sent);
+  other_user(&box);
   mg__fdbox_close(&box);
   ASSERT_EQ(box.sock, -1);
   return 0;

@@ -140,6 +140,9 @@ mg_status_t mg__nccl_kern_launch(mg__op_t *const *ops, int n);
 mg_status_t mg__nccl_launch_nccl(mg__op_t *const *ops, int n);
 /* The interrupt's part (never blocks), the async error (a kernel that gave up), the release
  * (destroy, the comm's context current). */
+void mg__nccl_kern_abort(mg_comm_t *comm);
+mg_status_t mg__nccl_kern_status(mg_comm_t *comm);
+void mg__nccl_kern_release(mg_comm_t *comm);
 /* The kernels' part of a symmetric registration (window win of [buf, buf + bytes)), collective:
  * between ranks of several processes, the buffer is mapped by every rank so that the kernels
  * lend it in place (kernels.h, "Registered buffers"); nothing otherwise. An error is the
@@ -149,9 +152,6 @@ mg_status_t mg__nccl_kern_register(mg_comm_t *comm, void *win, const void *buf, 
 void mg__nccl_kern_deregister(mg_comm_t *comm, void *win);
 /* Calls of comm that lent a registered buffer to ranks of other processes, so far. */
 unsigned long long mg__nccl_kern_lent(mg_comm_t *comm);
-void mg__nccl_kern_abort(mg_comm_t *comm);
-mg_status_t mg__nccl_kern_status(mg_comm_t *comm);
-void mg__nccl_kern_release(mg_comm_t *comm);
 /* 1 when the peers of comm (ranks of this process with peer access) can load [p, p + bytes) at
  * this address, so that the kernels may read it in place: inside memory of mg_mem_alloc, or a
  * live registration of comm whose memory the driver says is cuMemAlloc's. 0 for anything else,

@@ -21,11 +21,14 @@
  * (mg__nccl_kern_reachable: mgcomm's own record of its allocations and registrations, never a
   * guess) lends them to the pull algorithms instead of copying send into its staging area. Each
  * rank decides for itself whether it lends; whether the ranks exchange their addresses at all
- * (a round trip) depends only on what they share, so smaller calls pay nothing for it.
+ * (a round trip) depends only on what they share, so smaller calls pay nothing for it. Ranks of
+ * several processes lend only buffers of a symmetric registration, which every rank mapped when
+ * it was made (mg__nccl_kern_register: the kernels' registration, after NCCL's window).
  *
- * Failures: a kernel that waited past the communicator's timeout for a peer, or that an abort
- * stopped, records it in its context; the backend's async_error reports it (MG_ERR_TIMED_OUT,
- * MG_ERR_ABORTED), and the watchdog acts on it as on NCCL's errors. The abort's interrupt sets
+ * Failures: a kernel that waited past the communicator's timeout for a peer, that an abort
+ * stopped, or to which a peer lent a buffer this rank had deregistered, records it in its
+ * context; the backend's async_error reports it (MG_ERR_TIMED_OUT, MG_ERR_ABORTED,
+ * MG_ERR_INVALID_USAGE), and the watchdog acts on it as on NCCL's errors. The abort's interrupt sets
  * the kernels' abort word, so no kernel of ours keeps a GPU waiting.
  */
 #include <stdio.h>
@@ -41,8 +44,8 @@
 typedef struct mg__nkern {
   int state;              /* 0: not set up; 1: ready; -1: the kernels cannot run here */
   int local;              /* state 1: every rank is a thread of this process */
-  int registered;         /* a symmetric registration went through the kernels (on every rank
-                           * alike): calls may lend from then on */
+  int registered;         /* a symmetric registration was tried through the kernels (on every
+                           * rank alike): calls may lend from then on */
   struct {
     void *win;            /* the registration's NCCL window (NULL: a free entry) */
     uint64_t seq;         /* and the kernels' (mg__kern_reg_rec_t.seq) */
@@ -474,6 +477,9 @@ static mg_status_t mg__nkern_register(mg_comm_t *comm, mg__nkern_t *k, const voi
   }
   if (s == MG_OK) {
     *seq = mine->seq;
+    /* From the attempt on, calls of the in-place size exchange addresses, whatever its outcome:
+     * alike on every rank even when it fails on some ranks only (a deadline met at the edge). */
+    k->registered = 1;
     s = mg__nkern_allgather(&comm, 1, (void *const *)&mine, (void *const *)&all, sizeof *mine,
                             deadline);
   }
@@ -485,7 +491,6 @@ static mg_status_t mg__nkern_register(mg_comm_t *comm, mg__nkern_t *k, const voi
     s = mg__nkern_allgather(&comm, 1, (void *const *)&mask, (void *const *)&masks, sizeof *mask,
                             deadline);
   if (s == MG_OK) {
-    k->registered = 1;
     const int lent = mg__kern_reg_commit(k->ctx, all, masks);
     MG_INFO(MG_SUBSYS_COLL, "rank %d: [%p, +%zu) %s", comm->rank, buf, bytes,
             lent ? "is lent in place to the kernels of the other processes"
