@@ -682,6 +682,17 @@ static void kt_bar(kt_lend_shared_t *sh, int np, int k, int r) {
     if (kt_now() - t0 > 60) FAIL("rank %d: the other processes did not reach barrier %d", r, k);
 }
 
+/* A communicator of this process alone, on rank r's GPU: for mg_mem_alloc's memory
+ * (ncclMemAlloc's cuMem allocations, which are shared as file descriptors). */
+static mg_comm_t *kt_alloc_comm(int r) {
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_NCCL;
+  const int ordinal = r % kt_gpus;
+  mg_comm_t *one = NULL;
+  ASSERT_OK(mg_comm_init_all(&cfg, 1, &ordinal, &one));
+  return one;
+}
+
 /* One process of kt_lend: registers three buffers with its context and runs all_reduces from
  * them with MG__KERN_LEND_MAYBE, so that only what the registrations vouch for is lent. */
 static int kt_lender(int r, int np, void *arg) {
@@ -689,11 +700,7 @@ static int kt_lender(int r, int np, void *arg) {
   int bar = 0;
   gu_dev_t dev;
   gu_dev_open(&dev, r % kt_gpus);
-  mg_config_t cfg = MG_CONFIG_INIT;
-  cfg.backend = MG_BACKEND_NCCL;
-  const int ordinal = r % kt_gpus;
-  mg_comm_t *one = NULL; /* of this process alone: for mg_mem_alloc's memory (ncclMemAlloc) */
-  ASSERT_OK(mg_comm_init_all(&cfg, 1, &ordinal, &one));
+  mg_comm_t *one = kt_alloc_comm(r);
   const size_t half = KT_STAGING;
   char *a = NULL, *b = gu_alloc(&dev, 2 * half), *c = gu_alloc(&dev, 2 * half),
        *d = gu_alloc(&dev, 2 * half), *host = malloc(4096);
@@ -839,11 +846,7 @@ static int kt_regwaiter(int r, int np, void *arg) {
   int bar = 0;
   gu_dev_t dev;
   gu_dev_open(&dev, r % kt_gpus);
-  mg_config_t cfg = MG_CONFIG_INIT;
-  cfg.backend = MG_BACKEND_NCCL;
-  const int ordinal = r % kt_gpus;
-  mg_comm_t *one = NULL;
-  ASSERT_OK(mg_comm_init_all(&cfg, 1, &ordinal, &one));
+  mg_comm_t *one = kt_alloc_comm(r);
   char *a = NULL;
   ASSERT_OK(mg_mem_alloc(one, 1 << 20, (void **)&a));
   mg__kern_ctx_t *ctx;
