@@ -46,6 +46,7 @@ expect_rc 2 "-n 100000" -- "$MGCOMM" launch -n 100000 -- true
 expect_rc 2 "unknown option" -- "$MGCOMM" launch --frobnicate -n 2 -- true
 expect_rc 2 "bad --grace" -- "$MGCOMM" launch --grace -1 -n 2 -- true
 expect_rc 2 "bad --store" -- "$MGCOMM" launch --store nohostport -n 2 -- true
+expect_rc 2 "bad --bind" -- "$MGCOMM" launch --bind socket -n 2 -- true
 expect_rc 0 "--help" -- "$MGCOMM" launch --help
 grep -q "mgcomm launch -n N" "$dir/out" || fail "--help does not print the usage"
 expect_rc 0 "listed by mgcomm --help" -- "$MGCOMM" --help
@@ -71,6 +72,30 @@ expect_rc 0 "a given MGCOMM_JOB_TOKEN and --store are kept" -- env MGCOMM_JOB_TO
 [ "$(sort -u "$dir/out")" = "mine [::1]:45678 ::1 45678" ] || { fail "token/--store"; cat "$dir/out"; }
 expect_rc 0 "stdin is /dev/null" -- sh -c "echo typed | '$MGCOMM' launch -n 1 -- sh -c 'cat; echo end'"
 [ "$(cat "$dir/out")" = "end" ] || fail "a rank read the launcher's stdin: $(cat "$dir/out")"
+
+# ---- binding ---------------------------------------------------------------------------------
+# --bind core: each rank alone on its own CPU of the launcher's set; as many ranks as CPUs here
+# (taskset gives the launcher 2 where there are 2), and more than that is refused with a message.
+if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
+  cpus=$(taskset -c -p $$ | sed 's/.*: //')
+  expect_rc 0 "--bind core, 2 ranks" -- taskset -c "$cpus" "$MGCOMM" launch -n 2 --bind core -- \
+    sh -c 'echo "$RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
+  sort "$dir/out" >"$dir/sorted"
+  [ "$(cut -d' ' -f2 "$dir/sorted" | grep -c '^[0-9]*$')" = 2 ] ||
+    { fail "--bind core: a rank on more than one CPU"; cat "$dir/sorted"; }
+  [ "$(cut -d' ' -f2 "$dir/sorted" | sort -u | wc -l)" = 2 ] ||
+    { fail "--bind core: two ranks on one CPU"; cat "$dir/sorted"; }
+  expect_rc 0 "--bind core, more ranks than CPUs" -- "$MGCOMM" launch -n "$(($(nproc) + 1))" \
+    --bind core -- sh -c 'grep Cpus_allowed_list /proc/self/status | cut -f2'
+  grep -q "run unbound" "$dir/err" || fail "--bind core with too few CPUs: no message"
+  [ "$(sort -u "$dir/out" | wc -l)" = 1 ] || fail "--bind core with too few CPUs bound ranks"
+  expect_rc 0 "--bind none" -- "$MGCOMM" launch -n 2 --bind none -- \
+    sh -c 'grep Cpus_allowed_list /proc/self/status | cut -f2'
+  [ "$(sort -u "$dir/out")" = "$(grep Cpus_allowed_list /proc/self/status | cut -f2)" ] ||
+    fail "--bind none changed the ranks' CPUs"
+else
+  echo "skip: --bind (no taskset, or one CPU)"
+fi
 
 # ---- output tagging ----------------------------------------------------------------------------
 expect_rc 0 "--tag-output" -- "$MGCOMM" launch -t -n 2 -- sh -c \

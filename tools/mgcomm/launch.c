@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -85,6 +86,7 @@ typedef struct {
   const char *store;    /* --store host:port, or NULL: 127.0.0.1 and a free port */
   int tag;              /* --tag-output */
   double grace_s;       /* --grace */
+  int bind;             /* --bind core: rank r on the r-th CPU the launcher may use */
   char **argv;          /* the program and its arguments */
 } mg_launch_opts_t;
 
@@ -102,6 +104,9 @@ static void launch_usage(FILE *f) {
           "  -t, --tag-output     prefix every line the ranks print with [rank]\n"
           "  --grace S            seconds between SIGTERM and SIGKILL when ranks are stopped\n"
           "                       (default 5)\n"
+          "  --bind core|none     core: bind rank r to the r-th CPU this launcher may use (as\n"
+          "                       mpirun --bind-to core), not done when the ranks outnumber\n"
+          "                       the CPUs; none (default): the ranks run anywhere\n"
           "  -h, --help           this text\n"
           "\n"
           "Each process gets MGCOMM_RANK, MGCOMM_WORLD_SIZE, MGCOMM_LOCAL_RANK, MGCOMM_STORE and\n"
@@ -168,6 +173,13 @@ static int parse_opts(int argc, char **argv, mg_launch_opts_t *o) {
         say("mgcomm launch: --store wants host:port\n");
         return 2;
       }
+    } else if (is_opt(a, "--bind", NULL)) {
+      const char *v = opt_value(argc, argv, &i, "--bind", NULL);
+      if (v == NULL || (strcmp(v, "core") != 0 && strcmp(v, "none") != 0)) {
+        say("mgcomm launch: --bind wants core or none, not '%s'\n", v ? v : "");
+        return 2;
+      }
+      o->bind = strcmp(v, "core") == 0;
     } else if (is_opt(a, "--grace", NULL)) {
       const char *v = opt_value(argc, argv, &i, "--grace", NULL);
       char *end = NULL;
@@ -291,6 +303,27 @@ static void set_env_int(const char *name, int v) {
   (void)setenv(name, b, 1);
 }
 
+/* In the child: binds it to the rank-th CPU of the set it inherited from the launcher (which
+ * checked that there are enough). A failure is said, and the rank runs unbound. */
+static void bind_rank(int rank) {
+  cpu_set_t allowed, one;
+  CPU_ZERO(&one);
+  int seen = -1, cpu = -1;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+    for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
+      if (CPU_ISSET(c, &allowed) && ++seen == rank) cpu = c;
+  if (cpu >= 0) CPU_SET(cpu, &one);
+  if (cpu < 0 || sched_setaffinity(0, sizeof one, &one) != 0)
+    (void)dprintf(2, "mgcomm launch: rank %d: cannot bind to a CPU of its own (%s): unbound\n",
+                  rank, cpu < 0 ? "no CPU left" : strerror(errno));
+}
+
+/* The CPUs this process may run on, or 0 when the kernel does not say. */
+static int allowed_cpus(void) {
+  cpu_set_t allowed;
+  return sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
+}
+
 /* In the child: never returns. It starts with every signal blocked (the launcher forks so):
  * until its handlers are the defaults and it is in its own group, a signal meant for it stays
  * pending, and is taken by the default action once `mask` (the launcher's own) is restored. */
@@ -312,6 +345,7 @@ static void run_rank(const mg_launch_opts_t *o, const mg_launch_job_t *job, int 
   if (devnull >= 0) (void)dup2(devnull, 0); /* failing, stdin stays the launcher's: harmless */
   if (out_w >= 0 && dup2(out_w, 1) < 0) _exit(127);
   if (err_w >= 0 && dup2(err_w, 2) < 0) _exit(127);
+  if (o->bind) bind_rank(rank);
   int n = o->nproc;
   set_env_int("MGCOMM_RANK", rank);
   set_env_int("MGCOMM_WORLD_SIZE", n);
@@ -605,6 +639,12 @@ int mg_cli_launch(int argc, char **argv) {
    * they go to init as before. */
   (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 
+  const int cpus = o.bind ? allowed_cpus() : 0;
+  if (o.bind && cpus < o.nproc) {
+    say("mgcomm launch: --bind core: %d ranks, %d CPUs to run on: the ranks run unbound\n",
+        o.nproc, cpus);
+    o.bind = 0;
+  }
   mg_rank_t *ranks = calloc((size_t)o.nproc, sizeof *ranks);
   if (ranks == NULL) {
     say("mgcomm launch: out of memory\n");
