@@ -24,7 +24,8 @@
 #   3. thread ranks at least as fast as process ranks (threads' time <= processes' at every size).
 # $MGCOMM names the mgcomm binary (default: build/mgcomm of this checkout); $MPIRUN_OPTS adds
 # options to mpirun (e.g. "--bind-to none": Open MPI binds 2 ranks to cores by default, mgcomm's
-# ranks are not bound). --keep DIR keeps every run's JSON and output.
+# ranks are not bound), $LAUNCH_OPTS to mgcomm launch (e.g. "--bind core", as mpirun's
+# default). --keep DIR keeps every run's JSON and output.
 # -I 1 times the two libraries in turn inside one MPI program instead (bench/mpi_paired.c, built
 # here against $MGCOMM's libmgcomm.so; ranks are processes unless -t 1; R turns per size, the
 # ratio taken per turn): on the 2-CPU VM a program's speed moves by up to 1.7x within seconds, which separate
@@ -134,7 +135,8 @@ run_mpi() { # OUT.json
     { echo "host_vs_mpi.sh: mpirun failed; its output: ${1%.json}.txt" >&2; return 1; }
 }
 run_processes() {
-  "$mgcomm" launch -n "$ranks" -- "$mgcomm" bench --backend host "${common[@]}" --json "$1" \
+  # shellcheck disable=SC2086 # LAUNCH_OPTS holds several words
+  "$mgcomm" launch -n "$ranks" ${LAUNCH_OPTS:-} -- "$mgcomm" bench --backend host "${common[@]}" --json "$1" \
     >"${1%.json}.txt" 2>&1 ||
     { echo "host_vs_mpi.sh: mgcomm launch ... bench failed; its output: ${1%.json}.txt" >&2; return 1; }
 }
@@ -154,8 +156,8 @@ report() {
   RANKS=$ranks REPEATS=$repeats STARTED=$started MACHINE=$machine HOST=$(hostname) COMMIT=$commit \
     MPI_VERSION=$mpi_version LOAD_BEFORE=$load_before LOAD_AFTER=$load_after TOOK=$took \
     COMMAND="bench/host_vs_mpi.sh -N $ranks -R $repeats -c $colls -b $minb -e $maxb -f $factor -n $iters -w $warmup --inplace $inplace" \
-    MPIRUN="mpirun -np $ranks ${MPIRUN_OPTS:-}" ITERS=$iters WARMUP=$warmup \
-    PYTHONPATH=$here python3 - "$dir" <<'EOF'
+    MPIRUN="mpirun -np $ranks ${MPIRUN_OPTS:-}" LAUNCH="mgcomm launch -n $ranks ${LAUNCH_OPTS:-}" \
+    ITERS=$iters WARMUP=$warmup PYTHONPATH=$here python3 - "$dir" <<'EOF'
 import os, sys
 from medians import load
 e = os.environ
@@ -173,7 +175,7 @@ print(f"**Load average** (1, 5, 15 min): before {e['LOAD_BEFORE']}, after {e['LO
 print()
 print(f"**Method**: `{e['COMMAND']}`. {R} rounds, each running every program once, the first "
       f"rotating: Open MPI (`bench/mpi_peer.c` under `{e['MPIRUN'].strip()}`, processes), mgcomm "
-      f"with {n} processes (`mgcomm launch -n {n} -- mgcomm bench --backend host`), mgcomm with {n} "
+      f"with {n} processes (`{e['LAUNCH'].strip()} -- mgcomm bench --backend host`), mgcomm with {n} "
       f"threads (`mgcomm bench --backend host -t {n}`). float32, sum, {e['WARMUP']} warm-up and "
       f"{e['ITERS']} timed iterations per size; an iteration's time is the last "
       f"rank's end minus the last rank's start, a run's time the median over its iterations, the "
