@@ -143,8 +143,8 @@ mg_status_t mg__kern_reg_export(mg__kern_ctx_t *c, const void *buf, size_t bytes
   return MG_OK;
 }
 
-/* Maps rank r's buffer of a registration here (its descriptor fd for cuMem, which this closes),
- * at g->map[r], and writes the table's entry. MG_OK or the driver's error. */
+/* Maps rank r's buffer of a registration here (from its descriptor fd for cuMem, which the
+ * caller closes), at g->map[r], and writes the table's entry. MG_OK or the driver's error. */
 static mg_status_t mg__kern_reg_map(mg__kern_ctx_t *c, mg__kern_reg_t *g, int r,
                                     const mg__kern_reg_rec_t *rec, int fd) {
   mg__CUdeviceptr at = 0;
