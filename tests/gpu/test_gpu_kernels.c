@@ -693,6 +693,28 @@ static mg_comm_t *kt_alloc_comm(int r) {
   return one;
 }
 
+/* Rank r's context, its record published and every rank's mapped (barrier *bar). */
+static mg__kern_ctx_t *kt_join(kt_lend_shared_t *sh, int r, int np, double timeout, int *bar) {
+  mg__kern_ctx_t *ctx;
+  if (mg__kern_ctx_create(r, np, KT_STAGING, KT_LL, KT_BLOCKS, timeout, &ctx, &sh->rec[r]) !=
+      MG_OK)
+    FAIL("rank %d: %s", r, mg_last_error());
+  kt_bar(sh, np, ++*bar, r);
+  if (mg__kern_ctx_connect(ctx, sh->rec) != MG_OK) FAIL("rank %d: %s", r, mg_last_error());
+  return ctx;
+}
+
+/* Registration k of [buf, buf + bytes) on every rank (export, import, commit: barriers *bar);
+ * whether this rank's buffer is lent from now on. */
+static int kt_register(kt_lend_shared_t *sh, mg__kern_ctx_t *ctx, int k, void *buf, size_t bytes,
+                       int r, int np, int *bar) {
+  ASSERT_OK(mg__kern_reg_export(ctx, buf, bytes, &sh->reg[k][r]));
+  kt_bar(sh, np, ++*bar, r);
+  ASSERT_OK(mg__kern_reg_import(ctx, sh->reg[k], kt_now() + 30, &sh->mask[k][r]));
+  kt_bar(sh, np, ++*bar, r);
+  return mg__kern_reg_commit(ctx, sh->reg[k], sh->mask[k]);
+}
+
 /* One process of kt_lend: registers three buffers with its context and runs all_reduces from
  * them with MG__KERN_LEND_MAYBE, so that only what the registrations vouch for is lent. */
 static int kt_lender(int r, int np, void *arg) {
@@ -706,22 +728,14 @@ static int kt_lender(int r, int np, void *arg) {
        *d = gu_alloc(&dev, 2 * half), *host = malloc(4096);
   ASSERT_OK(mg_mem_alloc(one, 2 * half, (void **)&a));
   ASSERT(host != NULL);
-  mg__kern_ctx_t *ctx;
-  if (mg__kern_ctx_create(r, np, KT_STAGING, KT_LL, KT_BLOCKS, 30.0, &ctx, &sh->rec[r]) != MG_OK)
-    FAIL("rank %d: %s", r, mg_last_error());
-  kt_bar(sh, np, ++bar, r);
-  if (mg__kern_ctx_connect(ctx, sh->rec) != MG_OK) FAIL("rank %d: %s", r, mg_last_error());
+  mg__kern_ctx_t *ctx = kt_join(sh, r, np, 30.0, &bar);
   /* 0: mg_mem_alloc's cuMem memory (a descriptor through the boxes); 1: cuMemAlloc's (an IPC
    * handle); 2: rank 0 a device buffer, the others host memory, which cannot be lent. */
   char *const regbuf[KT_REGS] = {a, b, r == 0 ? c : host};
   const size_t regbytes[KT_REGS] = {2 * half, 2 * half, r == 0 ? 2 * half : 4096};
   int lendable[KT_REGS];
   for (int k = 0; k < KT_REGS; k++) {
-    ASSERT_OK(mg__kern_reg_export(ctx, regbuf[k], regbytes[k], &sh->reg[k][r]));
-    kt_bar(sh, np, ++bar, r);
-    ASSERT_OK(mg__kern_reg_import(ctx, sh->reg[k], kt_now() + 30, &sh->mask[k][r]));
-    kt_bar(sh, np, ++bar, r);
-    lendable[k] = mg__kern_reg_commit(ctx, sh->reg[k], sh->mask[k]);
+    lendable[k] = kt_register(sh, ctx, k, regbuf[k], regbytes[k], r, np, &bar);
     if (sh->reg[k][r].slot < 0)
       printf("lend: rank %d registration %d not lendable: %s\n", r, k, sh->reg[k][r].why);
   }
@@ -800,17 +814,8 @@ static int kt_unmapper(int r, int np, void *arg) {
   gu_dev_open(&dev, r % kt_gpus);
   const size_t bytes = 1 << 20;
   char *b = gu_alloc(&dev, 2 * bytes);
-  mg__kern_ctx_t *ctx;
-  if (mg__kern_ctx_create(r, np, KT_STAGING, KT_LL, KT_BLOCKS, timeout, &ctx, &sh->rec[r]) !=
-      MG_OK)
-    FAIL("rank %d: %s", r, mg_last_error());
-  kt_bar(sh, np, ++bar, r);
-  ASSERT_OK(mg__kern_ctx_connect(ctx, sh->rec));
-  ASSERT_OK(mg__kern_reg_export(ctx, b, 2 * bytes, &sh->reg[0][r]));
-  kt_bar(sh, np, ++bar, r);
-  ASSERT_OK(mg__kern_reg_import(ctx, sh->reg[0], kt_now() + 30, &sh->mask[0][r]));
-  kt_bar(sh, np, ++bar, r);
-  ASSERT_EQ(mg__kern_reg_commit(ctx, sh->reg[0], sh->mask[0]), 1);
+  mg__kern_ctx_t *ctx = kt_join(sh, r, np, timeout, &bar);
+  ASSERT_EQ(kt_register(sh, ctx, 0, b, 2 * bytes, r, np, &bar), 1);
   if (r == 1) mg__kern_reg_release(ctx, sh->reg[0][r].seq);
   kt_bar(sh, np, ++bar, r);
   const double t0 = kt_now();
@@ -849,11 +854,7 @@ static int kt_regwaiter(int r, int np, void *arg) {
   mg_comm_t *one = kt_alloc_comm(r);
   char *a = NULL;
   ASSERT_OK(mg_mem_alloc(one, 1 << 20, (void **)&a));
-  mg__kern_ctx_t *ctx;
-  if (mg__kern_ctx_create(r, np, KT_STAGING, KT_LL, KT_BLOCKS, 30.0, &ctx, &sh->rec[r]) != MG_OK)
-    FAIL("rank %d: %s", r, mg_last_error());
-  kt_bar(sh, np, ++bar, r);
-  ASSERT_OK(mg__kern_ctx_connect(ctx, sh->rec));
+  mg__kern_ctx_t *ctx = kt_join(sh, r, np, 30.0, &bar);
   for (int k = 0; k < 2; k++) {
     ASSERT_OK(mg__kern_reg_export(ctx, a, 1 << 20, &sh->reg[k][r]));
     ASSERT(sh->reg[k][r].slot >= 0);

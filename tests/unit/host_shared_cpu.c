@@ -24,12 +24,24 @@ static mg_comm_t *comms[2];
 static int cpu;
 static double times[2][CALLS];
 
-static void *rank(void *p) {
-  const int r = (int)(intptr_t)p;
+/* Binds the calling thread to `cpu`. */
+static void pin_to_cpu(void) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof set, &set), 0);
+}
+
+/* Runs fn(0) and fn(1) on two threads and joins them. */
+static void run_pair(void *(*fn)(void *)) {
+  pthread_t t[2];
+  for (int r = 0; r < 2; r++) ASSERT_EQ(pthread_create(&t[r], NULL, fn, (void *)(intptr_t)r), 0);
+  for (int r = 0; r < 2; r++) ASSERT_EQ(pthread_join(t[r], NULL), 0);
+}
+
+static void *rank(void *p) {
+  const int r = (int)(intptr_t)p;
+  pin_to_cpu();
   float x = 1, y = 0;
   for (int i = 0; i < CALLS; i++) {
     double t0 = test_now();
@@ -47,10 +59,7 @@ static double floor_times[CALLS];
 
 static void *floor_rank(void *p) {
   const int r = (int)(intptr_t)p;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof set, &set), 0);
+  pin_to_cpu();
   for (int i = 0; i < CALLS; i++) {
     const double t0 = test_now();
     while (atomic_load(&turn) != 2 * i + r) sched_yield();
@@ -61,13 +70,6 @@ static void *floor_rank(void *p) {
   return NULL;
 }
 
-static double floor_median(void) {
-  pthread_t t[2];
-  for (int r = 0; r < 2; r++)
-    ASSERT_EQ(pthread_create(&t[r], NULL, floor_rank, (void *)(intptr_t)r), 0);
-  for (int r = 0; r < 2; r++) ASSERT_EQ(pthread_join(t[r], NULL), 0);
-  return test_median(floor_times, CALLS);
-}
 
 int main(void) {
   cpu = sched_getcpu();
@@ -75,10 +77,9 @@ int main(void) {
   mg_config_t cfg = MG_CONFIG_INIT;
   cfg.backend = MG_BACKEND_HOST;
   ASSERT_OK(mg_comm_init_all(&cfg, 2, NULL, comms));
-  const double floor = floor_median();
-  pthread_t t[2];
-  for (int r = 0; r < 2; r++) ASSERT_EQ(pthread_create(&t[r], NULL, rank, (void *)(intptr_t)r), 0);
-  for (int r = 0; r < 2; r++) ASSERT_EQ(pthread_join(t[r], NULL), 0);
+  run_pair(floor_rank);
+  const double floor = test_median(floor_times, CALLS);
+  run_pair(rank);
   const double median = test_median(times[0], CALLS);
   double sum = 0;
   for (int i = 0; i < CALLS; i++) sum += times[0][i];
