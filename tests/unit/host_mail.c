@@ -2,7 +2,9 @@
  * host_mail.c -- which small collectives travel in the ranks' mails (host_shm.h): all_reduce,
  * reduce_scatter, all_to_all, gather and scatter whose mailed input (reduce_scatter, all_to_all
  * and scatter: the whole send buffer, every rank's piece) is at most MG__MAIL_BYTES, which spans
- * several cache lines; one more element per rank goes through the slots.
+ * several cache lines; one more element per rank goes through the slots. Gather, scatter and
+ * all_to_all whose piece per rank reaches the direct threshold are copied once instead (2 KiB
+ * between threads that have a CPU each): checked with that threshold and without it.
  *
  * A rank that mails step s leaves its input in mail[s & 1] with step1 = s + 1, and nothing else
  * writes there: after each collective, each rank's mail of the collective's step says which path
@@ -89,12 +91,20 @@ static int run_one(arg_t *a, int k, size_t bytes) {
 static void *run_rank(void *p) {
   arg_t *a = p;
   const size_t max = MG__MAIL_BYTES / (N * sizeof(int32_t)) * N * sizeof(int32_t);
+  const mg__hshm_t *s = &mg__hcomm(a->comm)->shm;
+  const uint64_t direct_from = s->direct ? s->hdr->direct_threads_bytes : UINT64_MAX;
   for (int k = 0; k < KINDS; k++) {
-    /* More than the first line holds, and the most that fits: mailed. */
+    /* More than the first line holds, and the most that fits: mailed, unless the data is copied
+     * once (gather, scatter, all_to_all from the direct threshold per rank). */
+    const int pieces = k == REDUCE_SCATTER || k == ALL_TO_ALL || k == SCATTER;
+    const int direct = (k == ALL_TO_ALL || k == GATHER || k == SCATTER) &&
+                       (pieces ? max / N : max) >= direct_from;
     if (!run_one(a, k, 32 * N))
       FAIL("rank %d: %s of %d bytes did not go through the mails", a->rank, names[k], 32 * N);
-    if (!run_one(a, k, max))
-      FAIL("rank %d: %s of %zu bytes did not go through the mails", a->rank, names[k], max);
+    if (run_one(a, k, max) == direct)
+      FAIL("rank %d: %s of %zu bytes %s through the mails (direct from %llu bytes per rank)",
+           a->rank, names[k], max, direct ? "went" : "did not go",
+           (unsigned long long)direct_from);
     /* One element per rank more: through the slots. */
     if (run_one(a, k, max + N * sizeof(int32_t)))
       FAIL("rank %d: %s of %zu bytes went through the mails (they hold %d)", a->rank, names[k],
@@ -172,6 +182,10 @@ int main(void) {
   mg_comm_t *comms[N];
   ASSERT_OK(mg_comm_init_all(&cfg, N, NULL, comms));
   ASSERT_EQ(pthread_barrier_init(&bar, NULL, N), 0);
+  run_ranks(comms, run_rank);
+  /* Again with the direct copies out of reach (the creator's threshold, which every rank reads
+   * from the segment): every kind mailed up to the mails' size. */
+  mg__hcomm(comms[0])->shm.hdr->direct_threads_bytes = UINT64_MAX;
   run_ranks(comms, run_rank);
   run_ranks(comms, run_decided);
   for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));

@@ -430,6 +430,27 @@ static int mg__a2av_lends(const mg__hx_t *x) {
   return most > 0 && most * x->es >= x->s->hdr->direct_threads_bytes;
 }
 
+/* 1 when x copies once, each reader from its owner's buffer (MG__ALG_DIRECT). */
+static int mg__goes_direct(const mg__hx_t *x) {
+  const mg__opkind_t k = x->op->kind;
+  const int directable = k == MG_OPK_BROADCAST || k == MG_OPK_ALL_GATHER || k == MG_OPK_GATHER ||
+                         k == MG_OPK_SCATTER || k == MG_OPK_ALL_TO_ALL;
+  /* Between processes a reader's copy is a process_vm_readv, on the reader's CPU alone: 6-10
+   * GB/s on the 2-CPU development VM whatever the size of the calls' segments
+   * (bench/readv_seg.c). There the staged pipeline, in which the owner copies in while the
+   * readers copy out, beat it for broadcast, all_gather and gather at every size from 256 KiB,
+   * for 2, 3 and 4 processes (2 processes, broadcast 1 MiB: 14.2 against 9.4 GB/s, 8 MiB in place
+   * 28 against 10; all_gather 1 MiB: 10.1 against 7.8), so these take it from
+   * MGCOMM_HOST_READV_MAX_BYTES (256 KiB) read per rank; scatter and all_to_all, whose staged
+   * form makes the owners copy every piece, stay direct (scatter of 4 MiB to 3 processes: 10.4
+   * direct against 4.3 GB/s). Between threads of one process the direct copy starts lower
+   * (host_shm.c, mg__sizes). x->s->direct, x->s->processes and the thresholds (the creator's)
+   * are the same on every rank. */
+  const uint64_t from = x->s->processes ? x->s->hdr->direct_bytes : x->s->hdr->direct_threads_bytes;
+  return directable && x->s->direct && x->op->count > 0 && x->op->count * x->es >= from &&
+         !mg__readv_bound(x);
+}
+
 /* Chooses the algorithm and step count of a collective, and publishes what it is. */
 static void mg__coll_start(mg__hx_t *x) {
   mg__op_t *op = x->op;
@@ -439,7 +460,10 @@ static void mg__coll_start(mg__hx_t *x) {
   x->s0 = hc->step;
   x->set1 = MG__SET_ALL;
   x->set2 = MG__SET_NONE;
-  if (op->kind != MG_OPK_ALL_TO_ALLV && mg__mail_len(x) <= MG__MAIL_BYTES) { /* alike on all */
+  /* Mails up to their size, unless the data is copied once (between threads, from 2 KiB per
+   * rank: one copy beat the mails at 4 KiB, bench/results/2026-11-25-host-mail-4k.md). */
+  const int direct = mg__goes_direct(x); /* alike on all, as the mails' test */
+  if (op->kind != MG_OPK_ALL_TO_ALLV && !direct && mg__mail_len(x) <= MG__MAIL_BYTES) {
     x->alg = MG__ALG_MAIL; /* one step, in which every rank waits for all (mg__set1) */
     x->E = c;
     x->nsteps = 1;
@@ -480,22 +504,7 @@ static void mg__coll_start(mg__hx_t *x) {
     default:
       break;
   }
-  const int directable = op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_ALL_GATHER ||
-                         op->kind == MG_OPK_GATHER || op->kind == MG_OPK_SCATTER ||
-                         op->kind == MG_OPK_ALL_TO_ALL;
-  /* Between processes a reader's copy is a process_vm_readv, on the reader's CPU alone: 6-10
-   * GB/s on the 2-CPU development VM whatever the size of the calls' segments
-   * (bench/readv_seg.c). There the staged pipeline, in which the owner copies in while the
-   * readers copy out, beat it for broadcast, all_gather and gather at every size from 256 KiB,
-   * for 2, 3 and 4 processes (2 processes, broadcast 1 MiB: 14.2 against 9.4 GB/s, 8 MiB in place
-   * 28 against 10; all_gather 1 MiB: 10.1 against 7.8), so these take it from
-   * MGCOMM_HOST_READV_MAX_BYTES (256 KiB) read per rank; scatter and all_to_all, whose staged
-   * form makes the owners copy every piece, stay direct (scatter of 4 MiB to 3 processes: 10.4
-   * direct against 4.3 GB/s). Between threads of one process the direct copy starts lower
-   * (host_shm.c, mg__sizes). x->s->direct, x->s->processes and the thresholds (the creator's)
-   * are the same on every rank. */
-  const uint64_t from = x->s->processes ? x->s->hdr->direct_bytes : x->s->hdr->direct_threads_bytes;
-  if (directable && x->s->direct && c > 0 && c * x->es >= from && !mg__readv_bound(x)) {
+  if (direct) {
     x->alg = MG__ALG_DIRECT;
     x->E = c;
     x->set2 = MG__SET_NONE;

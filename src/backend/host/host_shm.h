@@ -23,7 +23,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 15u
+#define MG__HSHM_VERSION 16u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -74,8 +74,11 @@ _Static_assert(sizeof(mg__hshm_desc_t) == 64, "an announcement is a cache line")
 /* The data of a small collective (MG__MAIL_BYTES at most per rank), its step and a key of the
  * collective, in MG__MAIL_LINES cache lines. The first holds the step, the key and the first 48
  * bytes: a reader of up to 48 bytes takes one cache miss per peer, and a reader of more takes
- * the lines after it together, once it saw the step. */
-#define MG__MAIL_LINES 9
+ * the lines after it together, once it saw the step. 65 lines carry 4 KiB: at 2 KiB the mails
+ * beat the staged one-step path by 0.08-0.30 of Open MPI's time for all_reduce, reduce and
+ * gather (2 ranks on a 16-CPU Xeon; bench/results/2026-11-25-host-mail-4k.md), for 8 KiB more of
+ * segment per rank than with 9 lines (560 bytes). */
+#define MG__MAIL_LINES 65
 #define MG__MAIL_BYTES (64 * MG__MAIL_LINES - 16)
 #define MG__MAIL_LINE0_BYTES 48 /* of them in the first line */
 typedef struct mg__hshm_mail {
