@@ -62,6 +62,11 @@ mg_test(NAME host_mail SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_mail.c LABELS ho
 # (tests/unit/host_lent.c).
 mg_test(NAME host_lent SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_lent.c LABELS host TIMEOUT 120
         ENV MGCOMM_HOST_DIRECT_BYTES=4096)
+# Between processes too, from MGCOMM_HOST_DIRECT_BYTES: the receiver reads the sender's buffer
+# (process_vm_readv) and claims the message after the copy, so that the sender never waits for
+# it (tests/unit/host_lent_procs.c).
+mg_test(NAME host_lent_procs SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_lent_procs.c LABELS host
+        ENV MGCOMM_HOST_DIRECT_BYTES=65536)
 # Collective data copies (host_copy.h): memcpy's bytes at every offset, and no collapse when the
 # destination lies a few bytes past the source modulo 4 KiB (malloc'd buffers against the slots).
 mg_test(NAME host_copy SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_copy.c LABELS host)

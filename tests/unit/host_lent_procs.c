@@ -1,0 +1,126 @@
+/*
+ * host_lent_procs.c -- lent messages between processes (host_coll.c, mg__p2p_lends): a message of
+ * MGCOMM_HOST_DIRECT_BYTES or more (64 KiB here, set by the test's environment) is copied by its
+ * receiver straight from the sender's buffer with process_vm_readv, and claimed only once copied,
+ * so that the sender never waits for a copy it cannot see. Two processes, a communicator each:
+ *
+ *  data  in one group each rank sends its peer 1 MiB + 12 bytes and 256 KiB (lent) and 1 KiB
+ *        (through the ring) and receives the same: the data, and the lane's ring cursor, which
+ *        counts only the bytes that went through the ring;
+ *  hold  (test builds) the receiver's copy held 1 s by the fault point host.lent_copy, the
+ *        sender's timeout 0.25 s: the send fails MG_ERR_TIMED_OUT within 0.75 s (a sender in the
+ *        same process would have waited for the copy), then overwrites its buffer; the receive
+ *        fails MG_ERR_REMOTE naming the sender's timeout.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/host/host.h"
+#include "loader/fault.h"
+#include "test.h"
+
+#define N 2
+#define KIB ((size_t)1 << 10)
+#define MSGS 3
+
+static const size_t sizes[MSGS] = {1024 * KIB + 12, KIB, 256 * KIB};
+
+static unsigned char pat(int rank, int msg, size_t i) {
+  return (unsigned char)(i * 7 + (size_t)msg * 31 + (size_t)rank * 101);
+}
+
+static mg_comm_t *join(const mg_unique_id_t *id, int rank, double timeout_s) {
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_HOST;
+  cfg.timeout_s = timeout_s;
+  mg_comm_t *comm = NULL;
+  ASSERT_OK(mg_comm_init_rank(&cfg, N, id, rank, &comm));
+  return comm;
+}
+
+static void data_rank(const mg_unique_id_t *id, int me) {
+  mg_comm_t *comm = join(id, me, 60);
+  const int peer = 1 - me;
+  unsigned char *send[MSGS], *recv[MSGS];
+  for (int m = 0; m < MSGS; m++) {
+    send[m] = malloc(sizes[m]);
+    recv[m] = calloc(sizes[m], 1);
+    ASSERT(send[m] != NULL && recv[m] != NULL);
+    for (size_t i = 0; i < sizes[m]; i++) send[m][i] = pat(me, m, i);
+  }
+  const mg__hshm_chan_t *in = mg__hshm_chan(&mg__hcomm(comm)->shm, peer, me);
+  const uint64_t ring_before = atomic_load(&in->head);
+  ASSERT_OK(mg_group_begin());
+  for (int m = 0; m < MSGS; m++) {
+    ASSERT_OK(mg_send(send[m], sizes[m], MG_UINT8, peer, comm, NULL));
+    ASSERT_OK(mg_recv(recv[m], sizes[m], MG_UINT8, peer, comm, NULL));
+  }
+  ASSERT_OK(mg_group_end());
+  for (int m = 0; m < MSGS; m++)
+    for (size_t i = 0; i < sizes[m]; i++)
+      if (recv[m][i] != pat(peer, m, i))
+        FAIL("rank %d, message %d (%zu bytes): byte %zu is %u, expected %u", me, m, sizes[m], i,
+             recv[m][i], pat(peer, m, i));
+  /* Only the 1 KiB message went through the ring from the peer. */
+  ASSERT_EQ(atomic_load(&in->head) - ring_before, KIB);
+  for (int m = 0; m < MSGS; m++) {
+    free(send[m]);
+    free(recv[m]);
+  }
+  ASSERT_OK(mg_comm_destroy(comm));
+}
+
+#ifdef MGCOMM_TESTING
+static void hold_rank(const mg_unique_id_t *id, int me) {
+  mg_comm_t *comm = join(id, me, 0.25);
+  const size_t bytes = 1024 * KIB;
+  unsigned char *buf = malloc(bytes);
+  ASSERT(buf != NULL);
+  if (me == 0) { /* the sender */
+    memset(buf, 0x5a, bytes);
+    const double t0 = test_now();
+    ASSERT_EQ(mg_send(buf, bytes, MG_UINT8, 1, comm, NULL), MG_ERR_TIMED_OUT);
+    const double took = test_now() - t0;
+    printf("hold: the send failed after %.2f s (%s)\n", took, mg_last_error());
+    if (took > 0.75) FAIL("the send waited %.2f s for a copy held 1 s", took);
+    memset(buf, 0xee, bytes); /* what the held copy may read now */
+    usleep(1500 * 1000);      /* the receiver's read finds this process alive */
+  } else {
+    ASSERT_OK(mg__fault_set("host.lent_copy", 1, 1000, 1));
+    ASSERT_EQ(mg_recv(buf, bytes, MG_UINT8, 0, comm, NULL), MG_ERR_REMOTE);
+    ASSERT_EQ(mg__fault_fired("host.lent_copy"), 1); /* it took the lent path */
+    ASSERT_CONTAINS(mg_last_error(), "rank 0 timed out");
+    printf("hold: the receive failed: %s\n", mg_last_error());
+  }
+  free(buf);
+  (void)mg_comm_destroy(comm); /* after a failure: MG_OK, or the failure's status again */
+}
+#endif
+
+/* Runs fn as rank r of a new pair of processes. */
+static void run_pair(void (*fn)(const mg_unique_id_t *, int)) {
+  mg_unique_id_t id;
+  ASSERT_OK(mg_unique_id_create(MG_BACKEND_HOST, &id));
+  pid_t pids[N];
+  fflush(NULL);
+  for (int r = 0; r < N; r++) {
+    pids[r] = fork();
+    ASSERT(pids[r] >= 0);
+    if (pids[r] == 0) {
+      fn(&id, r);
+      fflush(NULL); /* _exit flushes nothing */
+      _exit(0);
+    }
+  }
+  test_wait_ranks(pids, N);
+}
+
+int main(void) {
+  run_pair(data_rank);
+  printf("data: 1 MiB + 12 and 256 KiB lent, 1 KiB through the ring, both ways, in one group\n");
+#ifdef MGCOMM_TESTING
+  run_pair(hold_rank);
+#endif
+  return 0;
+}
