@@ -52,8 +52,8 @@
     "bytes per rank copy once, straight from the owner's buffer (process_vm_readv across "      \
     "processes), instead of through the staging slots; -1 = 2048 when the ranks are threads "   \
     "of one process and the thread that creates the communicator may run on as many CPUs as "  \
-    "there are ranks, else 262144. Between threads of one process a send of at least this "    \
-    "many bytes is read by its receiver straight from the send buffer")                        \
+    "there are ranks, else 262144. A send of at least this many bytes is read by its receiver " \
+    "straight from the send buffer (between processes with process_vm_readv)")                 \
   X(HOST_READV_MAX_BYTES, INT, "262144", 0, 1e18, "",                                         \
     "Host backend: between processes, a direct broadcast, all_gather or gather of which a rank " \
     "would read at least this many bytes (process_vm_readv) goes through the staging slots "   \

@@ -51,6 +51,7 @@
  * DIRECT: large data collectives, each reader copies once from the owner's buffer, and owners
  * wait until every reader is done. */
 enum { MG__ALG_CHUNK, MG__ALG_ONE, MG__ALG_TWO, MG__ALG_MAIL, MG__ALG_DIRECT };
+enum { MG__LEND_THREAD = 1, MG__LEND_PROCESS = 2 }; /* mg__hx_t.lend */
 
 /* ThreadSanitizer sees the ranks' counters through each rank's own mapping of the segment, at
  * different addresses, so it cannot tell that a published counter orders a direct copy from a
@@ -96,7 +97,8 @@ typedef struct mg__hx {
   uint64_t mail_key;    /* MAIL: mg__mail_key of the operation, which every rank compares */
   /* send/recv */
   size_t bytes, moved;
-  int lend;             /* a send whose receiver copies it from the send buffer (phase 0, 1) */
+  int lend;             /* a send whose receiver copies it from the send buffer (phase 0, 1):
+                         * MG__LEND_THREAD or MG__LEND_PROCESS (mg__p2p_lends) */
   int a2av_lend;        /* all_to_allv: this rank lends its pieces (the readers copy them from
                          * send in step 0) instead of staging them */
   int a2av_lent;        /* all_to_allv: some rank lends (known after step 0's posts) */
@@ -250,7 +252,9 @@ static int mg__hx_fail(mg__hx_t *x, mg_status_t st, int culprit) {
     const uint64_t w = x->alg == MG__ALG_MAIL ? mg__mail_fail(x, st) : mg__settle(x, st);
     const int who = mg__hdec_who(w);
     if (mg__hdec_status(w) == MG_OK) {
-      if (st == MG_ERR_TIMED_OUT || (x->alg == MG__ALG_MAIL && st != MG_ERR_ABORTED)) {
+      /* A send lent to a thread that claimed it (it copies now) ends with that copy. */
+      if (st == MG_ERR_TIMED_OUT || (x->alg == MG__ALG_MAIL && st != MG_ERR_ABORTED) ||
+          x->lend == MG__LEND_THREAD) {
         x->settled = 1;
         return 0;
       }
@@ -1038,6 +1042,20 @@ static void mg__coll_finish(mg__hx_t *x) {
   x->done = 1;
 }
 
+/* A copy out of rank from's memory failed with st. Its process is gone, most often because it
+ * failed on its own read of a rank that died first (and exited): names the first culprit, as
+ * the liveness checks do, rather than from; else the read's own error. Fails x. */
+static int mg__read_failed(mg__hx_t *x, int from, mg_status_t st) {
+  char d[160], why[160];
+  int culprit;
+  if (from != x->me && mg__hshm_peer_status(x->s, from, why, sizeof why, &culprit) < 0) {
+    mg__error(MG_ERR_REMOTE, "%s during %s", why, mg__desc(x->op, d, sizeof d));
+    return mg__hx_fail(x, MG_ERR_REMOTE, culprit);
+  }
+  mg__error_prefix("%s", mg__desc(x->op, d, sizeof d));
+  return mg__hx_fail(x, st, x->me);
+}
+
 /* Before a step's reads from the peers' own buffers (direct, or lent by all_to_allv): the claim
  * on them, then the look at the decision (mg__direct_drain says why). 0, or -1 (claim withdrawn)
  * when x failed. */
@@ -1102,20 +1120,7 @@ static int mg__coll_progress(mg__hx_t *x) {
         mg_status_t st = mg__direct_out(x, &from);
         for (int r = 0; r < x->n; r++) MG__TSAN_RELEASE(atomic_load(&x->s->ranks[r].daddr));
         atomic_store_explicit(&mine->reading, 0, memory_order_release);
-        if (st < 0) {
-          /* The owner's process is gone, most often because it failed on its own read of a
-           * rank that died first (and exited): name the first culprit, as the liveness checks
-           * do, rather than the owner. */
-          char d[160], why[160];
-          int culprit;
-          if (from != x->me &&
-              mg__hshm_peer_status(x->s, from, why, sizeof why, &culprit) < 0) {
-            mg__error(MG_ERR_REMOTE, "%s during %s", why, mg__desc(x->op, d, sizeof d));
-            return mg__hx_fail(x, MG_ERR_REMOTE, culprit);
-          }
-          mg__error_prefix("%s", mg__desc(x->op, d, sizeof d));
-          return mg__hx_fail(x, st, x->me);
-        }
+        if (st < 0) return mg__read_failed(x, from, st);
         mg__publish(x->s, &mine->released, s + 1);
         x->phase = 3;
       } else if (x->alg == MG__ALG_TWO) {
@@ -1208,14 +1213,14 @@ static void mg__direct_drain(const mg__hx_t *x) {
  * the sender must not wait for one, and a read of a buffer given back meanwhile only fails or
  * reads what the claim then refuses. 2 and 4 processes on a 16-CPU Xeon: sendrecv of 512
  * KiB-128 MiB 0.31-0.79x Open MPI's time against 0.98-1.25x through the ring; on the 2-CPU VM,
- * whose process_vm_readv is slow, 0.95-1.02x against 0.81-0.95x
+ * whose process_vm_readv is slow, 0.95-1.02x against 0.80-0.94x
  * (bench/results/2026-11-25-host-p2p-lent-procs.md). */
 static int mg__p2p_lends(const mg__hx_t *x) {
   const mg__hshm_t *s = x->s;
   if (x->op->kind != MG_OPK_SEND || x->bytes == 0) return 0;
   if (atomic_load_explicit(&s->ranks[x->op->root].pid, memory_order_relaxed) == s->mypid)
-    return x->bytes >= s->hdr->direct_threads_bytes;
-  return s->direct && x->bytes >= s->hdr->direct_bytes;
+    return x->bytes >= s->hdr->direct_threads_bytes ? MG__LEND_THREAD : 0;
+  return s->direct && x->bytes >= s->hdr->direct_bytes ? MG__LEND_PROCESS : 0;
 }
 
 /* The sender of a lent message: phase 0, publish; 1, wait for the receiver's copy. */
@@ -1231,7 +1236,11 @@ static int mg__p2p_lend(mg__hx_t *x, mg__hshm_chan_t *ch) {
     x->phase = 1;
     progressed = 1;
   }
-  if (atomic_load_explicit(&ch->copied_seq, memory_order_acquire) < id) return progressed;
+  /* Done once acknowledged; between processes already once claimed, which follows the copy. */
+  if (atomic_load_explicit(&ch->copied_seq, memory_order_acquire) < id &&
+      !(x->lend == MG__LEND_PROCESS &&
+        mg__hdec_succeeded(x, atomic_load_explicit(x->dec, memory_order_acquire))))
+    return progressed;
   MG__TSAN_ACQUIRE(x->op->send);
   if (mg__hx_succeed(x) < 0) return -1; /* a load: the receiver decided */
   x->moved = x->bytes;
@@ -1240,14 +1249,15 @@ static int mg__p2p_lend(mg__hx_t *x, mg__hshm_chan_t *ch) {
   return 1;
 }
 
-/* 1 while the receiver copies out of a message this rank lent: it claimed it, and the send may
- * not end before the copy does. */
+/* 1 while a thread of this process copies out of a message this rank lent: it claimed it, and
+ * the send may not end before the copy does. */
 static int mg__lent_busy(const mg__hx_t *x) {
-  return x->lend && x->phase == 1 && !x->done &&
+  return x->lend == MG__LEND_THREAD && x->phase == 1 && !x->done &&
          mg__hdec_succeeded(x, atomic_load_explicit(x->dec, memory_order_acquire));
 }
 
-/* The receiver of a lent message, published as id in ch: claim, compare, copy, acknowledge. */
+/* The receiver of a lent message, published as id in ch: compare, claim, copy, acknowledge (from
+ * another process: compare, copy, claim, acknowledge). */
 static int mg__p2p_take(mg__hx_t *x, mg__hshm_chan_t *ch, uint64_t id) {
   const uint64_t bytes = atomic_load_explicit(&ch->lent_bytes, memory_order_relaxed);
   const uint64_t from = atomic_load_explicit(&ch->lent_addr, memory_order_relaxed);
@@ -1266,8 +1276,8 @@ static int mg__p2p_take(mg__hx_t *x, mg__hshm_chan_t *ch, uint64_t id) {
   const int hold_ms = MG_FAULT_POINT("host.lent_copy");
   if (hold_ms > 0) usleep((useconds_t)hold_ms * 1000);
   if (other) { /* copy, then claim: see mg__p2p_lends */
-    if (mg__hshm_read_peer(x->s, x->op->root, x->op->recv, from, x->bytes) != MG_OK)
-      return mg__hx_doomed(x) < 0 ? -1 : mg__hx_fail(x, MG_ERR_REMOTE, x->op->root);
+    const mg_status_t st = mg__hshm_read_peer(x->s, x->op->root, x->op->recv, from, x->bytes);
+    if (st != MG_OK) return mg__hx_doomed(x) < 0 ? -1 : mg__read_failed(x, x->op->root, st);
     if (mg__hx_succeed(x) < 0) return -1;
   } else {
     MG__TSAN_ACQUIRE(from);

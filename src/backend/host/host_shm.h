@@ -76,7 +76,7 @@ _Static_assert(sizeof(mg__hshm_desc_t) == 64, "an announcement is a cache line")
  * bytes: a reader of up to 48 bytes takes one cache miss per peer, and a reader of more takes
  * the lines after it together, once it saw the step. 65 lines carry 4 KiB: at 2 KiB the mails
  * beat the staged one-step path by 0.08-0.30 of Open MPI's time for all_reduce, reduce and
- * gather (2 ranks on a 16-CPU Xeon; bench/results/2026-11-25-host-mail-4k.md), for 8 KiB more of
+ * gather (2 ranks on a 16-CPU Xeon; bench/results/2026-11-25-host-mail-4k.md), for 7 KiB more of
  * segment per rank than with 9 lines (560 bytes). */
 #define MG__MAIL_LINES 65
 #define MG__MAIL_BYTES (64 * MG__MAIL_LINES - 16)
