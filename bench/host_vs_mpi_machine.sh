@@ -16,12 +16,15 @@
 #
 # BASE_SRC=dir (a source tree of an earlier commit, e.g. `git archive`'s, unpacked in a
 # git-ignored folder) builds that mgcomm too and runs each set ROUNDS times (default 3) with each
-# build in turn, the first alternating: reports $OUT/<set>-{base,new}-<round>.md.
+# build in turn, the first alternating: reports $OUT/<set>-{base,new}-<round>.md (bench/mpi_paired.c
+# is built against this tree's mgcomm.h for both; their reports name this tree's commit).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:?OUT: the folder for the reports}
 build=${BUILD:-$root/build-host}
-sets=${*:-2:p:small 2:t:small 4:p:small 4:t:small 2:p:large 2:t:large 4:p:large 4:t:large}
+sets=("$@")
+[ ${#sets[@]} -gt 0 ] ||
+  sets=(2:p:small 2:t:small 4:p:small 4:t:small 2:p:large 2:t:large 4:p:large 4:t:large)
 mkdir -p "$out"
 
 command -v mpirun >/dev/null || { echo "host_vs_mpi_machine.sh: no Open MPI here" >&2; exit 1; }
@@ -44,14 +47,18 @@ if [ -n "${BASE_SRC:-}" ]; then
 fi
 
 rc=0
-for set in $sets; do
+for set in "${sets[@]}"; do
   IFS=: read -r ranks mode sizes <<<"$set"
   case $sizes in
     small) range=(-b 8 -e 8K -f 4 -n 3000 -w 300 -R 5) ;;
-    *) range=(-b 32K -e 128M -f 4 -n 10 -w 3 -R 3) ;;
+    large) range=(-b 32K -e 128M -f 4 -n 10 -w 3 -R 3) ;;
+    *) echo "host_vs_mpi_machine.sh: $set: sizes are small or large" >&2; exit 1 ;;
   esac
-  threads=0
-  [ "$mode" = t ] && threads=1
+  case $mode in
+    p) threads=0 ;;
+    t) threads=1 ;;
+    *) echo "host_vs_mpi_machine.sh: $set: the mode is p or t" >&2; exit 1 ;;
+  esac
   for run in "${runs[@]}"; do
     IFS=: read -r name dir round <<<"$run"
     report=$out/$ranks-$mode-$sizes.md

@@ -42,9 +42,9 @@ mg_test(NAME host_readv_bound_procs_unbounded EXE host_readv_bound ARGS procs 10
 mg_test(NAME host_readv_bound_threads EXE host_readv_bound ARGS threads 1048576 direct LABELS host)
 # The default direct threshold: 2 KiB among threads with a CPU each, 256 KiB otherwise.
 mg_test(NAME host_direct_threads_small EXE host_readv_bound ARGS threads 4096 direct LABELS host)
-mg_test(NAME host_direct_threads_1cpu EXE host_readv_bound ARGS threads-1cpu 4096 staged
+mg_test(NAME host_direct_threads_1cpu EXE host_readv_bound ARGS threads-1cpu 8192 staged
         LABELS host)
-mg_test(NAME host_direct_procs_small EXE host_readv_bound ARGS procs 4096 staged LABELS host)
+mg_test(NAME host_direct_procs_small EXE host_readv_bound ARGS procs 8192 staged LABELS host)
 # Two thread ranks on one CPU: a waiting rank that finds its peer on its CPU yields at once
 # (tests/unit/host_shared_cpu.c).
 mg_test(NAME host_shared_cpu SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_shared_cpu.c LABELS host
