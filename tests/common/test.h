@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mgcomm.h"
 
@@ -114,6 +115,21 @@ static inline int test_dbl_cmp(const void *a, const void *b) {
 static inline double test_median(double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, test_dbl_cmp);
   return v[n / 2];
+}
+
+/* Forks n ranks: rank r runs fn(r, arg) in a child of its own, which then exits with 0 (fn may
+ * exit itself, e.g. SKIP). Their pids go to pids[0 .. n); see test_wait_ranks. */
+static inline void test_fork_ranks(pid_t *pids, int n, void (*fn)(int r, void *arg), void *arg) {
+  fflush(NULL);
+  for (int r = 0; r < n; r++) {
+    pids[r] = fork();
+    ASSERT(pids[r] >= 0);
+    if (pids[r] == 0) {
+      fn(r, arg);
+      fflush(NULL); /* _exit flushes nothing */
+      _exit(0);
+    }
+  }
 }
 
 /* Reaps the forked ranks pids[0 .. n): each must have exited with 0, or all of them skipped. */

@@ -41,7 +41,7 @@ static mg_comm_t *join(const mg_unique_id_t *id, int rank) {
   return comm;
 }
 
-static void data_rank(const mg_unique_id_t *id, int me) {
+static void data_rank(int me, void *id) {
   mg_comm_t *comm = join(id, me);
   const int peer = 1 - me;
   unsigned char *send[MSGS], *recv[MSGS];
@@ -74,7 +74,7 @@ static void data_rank(const mg_unique_id_t *id, int me) {
 }
 
 #ifdef MGCOMM_TESTING
-static void hold_rank(const mg_unique_id_t *id, int me) {
+static void hold_rank(int me, void *id) {
   mg_comm_t *comm = join(id, me);
   comm->timeout_s = 0.5; /* the operation's, not the init's: the ranks meet first */
   const size_t bytes = 1024 * KIB;
@@ -101,21 +101,12 @@ static void hold_rank(const mg_unique_id_t *id, int me) {
 }
 #endif
 
-/* Runs fn as rank r of a new pair of processes. */
-static void run_pair(void (*fn)(const mg_unique_id_t *, int)) {
+/* Runs fn as rank r of a new pair of processes, which meet through a new unique id. */
+static void run_pair(void (*fn)(int r, void *id)) {
   mg_unique_id_t id;
   ASSERT_OK(mg_unique_id_create(MG_BACKEND_HOST, &id));
   pid_t pids[N];
-  fflush(NULL);
-  for (int r = 0; r < N; r++) {
-    pids[r] = fork();
-    ASSERT(pids[r] >= 0);
-    if (pids[r] == 0) {
-      fn(&id, r);
-      fflush(NULL); /* _exit flushes nothing */
-      _exit(0);
-    }
-  }
+  test_fork_ranks(pids, N, fn, &id);
   test_wait_ranks(pids, N);
 }
 

@@ -56,6 +56,9 @@ static void *run_rank(void *p) {
   return NULL;
 }
 
+/* Rank r of a[] in a process of its own. */
+static void run_proc(int r, void *a) { run_rank((arg_t *)a + r); }
+
 int main(int argc, char **argv) {
   if (argc != 4) FAIL("usage: host_readv_bound procs|threads|threads-1cpu bytes direct|staged");
   const int procs = strcmp(argv[1], "procs") == 0;
@@ -79,21 +82,8 @@ int main(int argc, char **argv) {
                    strcmp(argv[3], "direct") == 0};
   if (procs) {
     pid_t pids[N];
-    fflush(NULL);
-    for (int r = 0; r < N; r++) {
-      pids[r] = fork();
-      ASSERT(pids[r] >= 0);
-      if (pids[r] == 0) {
-        run_rank(&a[r]);
-        _exit(0);
-      }
-    }
-    for (int r = 0; r < N; r++) {
-      int status = 0;
-      ASSERT_EQ(waitpid(pids[r], &status, 0), pids[r]);
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        FAIL("rank %d ended with 0x%x", r, status);
-    }
+    test_fork_ranks(pids, N, run_proc, a);
+    test_wait_ranks(pids, N);
   } else {
     pthread_t t[N];
     for (int r = 0; r < N; r++) ASSERT_EQ(pthread_create(&t[r], NULL, run_rank, &a[r]), 0);
