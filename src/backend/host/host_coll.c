@@ -299,17 +299,21 @@ static int mg__mail_mismatch(mg__hx_t *x) {
   return mg__coll_match(x);
 }
 
+/* x's communicator was aborted or revoked (stop): x fails with MG_ERR_ABORTED. */
+static int mg__hx_aborted(mg__hx_t *x, int stop) {
+  char d[160];
+  mg__error(MG_ERR_ABORTED, "%s: the communicator was %s", mg__desc(x->op, d, sizeof d),
+            stop == MG__STOP_REVOKE ? "revoked" : "aborted");
+  return mg__hx_fail(x, MG_ERR_ABORTED, x->me);
+}
+
 /* Checks a blocked operation: abort, deadline, the decision of its lane, and (every 100 ms) the
  * peers it depends on. A failure decided elsewhere ends it at once, unless it was a timeout:
  * then this rank keeps to its own deadline, and names the rank that is really missing. */
 static int mg__hx_check(mg__hx_t *x, double now) {
   char d[192], why[160];
   const int stop = atomic_load(&x->comm->aborting);
-  if (stop && !mg__lent_busy(x)) {
-    mg__error(MG_ERR_ABORTED, "%s: the communicator was %s", mg__desc(x->op, d, sizeof d),
-              stop == MG__STOP_REVOKE ? "revoked" : "aborted");
-    return mg__hx_fail(x, MG_ERR_ABORTED, x->me);
-  }
+  if (stop && !mg__lent_busy(x)) return mg__hx_aborted(x, stop);
   if (x->settled) {
     /* Decided to have succeeded: it has all it needs and finishes at its next pass. Its bound
      * is one more timeout, should it not. */
@@ -1359,6 +1363,10 @@ static int mg__hx_start(mg__hx_t *x) {
     return -1;
   }
   const int coll = mg__opkind_is_collective(x->op->kind);
+  /* An abort or a revoke that came after the operation was numbered: that, not the failed state
+   * it left in the segment, is why x does not run. */
+  const int stop = atomic_load(&x->comm->aborting);
+  if (stop) return mg__hx_aborted(x, stop);
   if (atomic_load_explicit(&x->s->ranks[x->me].state, memory_order_relaxed) == MG__HRANK_FAILED) {
     /* An earlier operation failed here (mismatched, which leaves the communicator ready): this
      * rank's part of the segment is out of step with the others', and the decisions of its
