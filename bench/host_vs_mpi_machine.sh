@@ -10,9 +10,10 @@
 # VM) into $BUILD (default build-host).
 #
 # Each SET is ranks:mode:sizes, mode p (processes) or t (threads), sizes small (8 B-8 KiB, -n
-# 3000) or large (32 KiB-128 MiB, -n 10); default: 2 and 4 ranks, both modes, both sizes. Every
-# collective, in place and out of place, bench/host_vs_mpi.sh -I 1 (bench/mpi_paired.c): one
-# report per set in $OUT.
+# 3000), mid (32 KiB-8 MiB, -n 20) or large (32 KiB-128 MiB, -n 10); default: 2 and 4 ranks,
+# both modes, small and large. Every collective (or those of COLLS, host_vs_mpi.sh's -c list),
+# in place and out of place, bench/host_vs_mpi.sh -I 1 (bench/mpi_paired.c): one report per set
+# in $OUT.
 #
 # BASE_SRC=dir (a source tree of an earlier commit, e.g. `git archive`'s, unpacked in a
 # git-ignored folder) builds that mgcomm too and runs each set ROUNDS times (default 3) with each
@@ -51,8 +52,9 @@ for set in "${sets[@]}"; do
   IFS=: read -r ranks mode sizes <<<"$set"
   case $sizes in
     small) range=(-b 8 -e 8K -f 4 -n 3000 -w 300 -R 5) ;;
+    mid) range=(-b 32K -e 8M -f 4 -n 20 -w 3 -R 3) ;;
     large) range=(-b 32K -e 128M -f 4 -n 10 -w 3 -R 3) ;;
-    *) echo "host_vs_mpi_machine.sh: $set: sizes are small or large" >&2; exit 1 ;;
+    *) echo "host_vs_mpi_machine.sh: $set: sizes are small, mid or large" >&2; exit 1 ;;
   esac
   case $mode in
     p) threads=0 ;;
@@ -64,7 +66,7 @@ for set in "${sets[@]}"; do
     report=$out/$ranks-$mode-$sizes.md
     [ -n "${BASE_SRC:-}" ] && report=$out/$ranks-$mode-$sizes-$name-$round.md
     MGCOMM=$dir/mgcomm timeout 300 "$root/bench/host_vs_mpi.sh" -I 1 -t "$threads" -N "$ranks" \
-      -c all "${range[@]}" --inplace both -o "$report" || rc=1
+      -c "${COLLS:-all}" "${range[@]}" --inplace both -o "$report" || rc=1
   done
 done
 exit $rc

@@ -1,6 +1,7 @@
 /* readv_seg.c -- how fast one process reads another's buffer with process_vm_readv, by segment
  * size: the child holds a buffer of N bytes, the parent reads all of it in segments of 16 KiB to
- * N (one call per segment), best of R rounds; against memcpy within the process. The
+ * N (one call per segment), best of R rounds; against memcpy within the process and a read of
+ * the process's own buffer (process_vm_readv of its own pid). The
  * measurement behind MGCOMM_HOST_READV_MAX_BYTES (host_coll.c, mg__coll_start).
  *   cc -O2 bench/readv_seg.c -o readv_seg && ./readv_seg [bytes (8 MiB)] [rounds (20)] */
 #define _GNU_SOURCE
@@ -49,6 +50,15 @@ int main(int argc, char **argv) {
     if (t < best) best = t;
   }
   printf("bytes %zu memcpy %.2f GB/s\n", n, (double)n / best * 1e-9);
+  best = 1e9; /* this process reading itself: what the host backend's creator can time alone */
+  for (int r = 0; r < rounds; r++) {
+    struct iovec l = {dst, n}, rm = {src, n};
+    double t0 = now();
+    if (process_vm_readv(getpid(), &l, 1, &rm, 1, 0) != (ssize_t)n) { perror("readv"); return 1; }
+    double t = now() - t0;
+    if (t < best) best = t;
+  }
+  printf("bytes %zu self readv %.2f GB/s\n", n, (double)n / best * 1e-9);
   for (size_t seg = 16384; seg <= n; seg *= 2) {
     best = 1e9;
     for (int r = 0; r < rounds; r++) {

@@ -52,12 +52,20 @@
     "bytes per rank copy once, straight from the owner's buffer (process_vm_readv across "      \
     "processes), instead of through the staging slots; -1 = 2048 when the ranks are threads "   \
     "of one process and the thread that creates the communicator may run on as many CPUs as "  \
-    "there are ranks, else 262144. A send of at least this many bytes is read by its receiver " \
-    "straight from the send buffer (between processes with process_vm_readv)")                 \
-  X(HOST_READV_MAX_BYTES, INT, "262144", 0, 1e18, "",                                         \
+    "there are ranks, else 262144, and between processes 32768 where process_vm_readv is fast "\
+    "(HOST_READV_FAST). A send of at least this many bytes is read by its receiver straight "  \
+    "from the send buffer (between processes with process_vm_readv; -1: from 262144 where it " \
+    "is fast, else never)")                                                                    \
+  X(HOST_READV_MAX_BYTES, INT, "-1", -1, 1e18, "",                                             \
     "Host backend: between processes, a direct broadcast, all_gather or gather of which a rank " \
     "would read at least this many bytes (process_vm_readv) goes through the staging slots "   \
-    "instead, where the owner's and the readers' copies overlap; 0: no bound")                 \
+    "instead, where the owner's and the readers' copies overlap; 0: no bound; -1 = 262144, "   \
+    "or where process_vm_readv is fast 131072 for broadcast and all_gather of more than two "  \
+    "processes only (several readers of one buffer)")                                          \
+  X(HOST_READV_FAST, INT, "-1", -1, 1, "",                                                     \
+    "Host backend: 1 when process_vm_readv copies at least 0.4 as fast as memcpy here, which " \
+    "moves the defaults of HOST_DIRECT_BYTES and HOST_READV_MAX_BYTES between processes; -1 = " \
+    "measured once per process (256 KiB each way, about 0.1 ms)")                              \
   X(HOST_P2P_BYTES, INT, "262144", 4096, 1073741824.0, "",                                     \
     "Host backend: bytes of each send/recv channel between two ranks (the ring of the "       \
     "messages that are not lent: see HOST_DIRECT_BYTES)")                                      \

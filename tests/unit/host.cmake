@@ -34,7 +34,8 @@ mg_test(NAME host_coll_direct_procs_3 EXE test_host_coll ARGS procs 3 TIMEOUT 60
 # Between processes, a direct broadcast that would read MGCOMM_HOST_READV_MAX_BYTES (256 KiB) or
 # more per rank takes the staged pipeline (tests/unit/host_readv_bound.c); threads stay direct.
 mg_test(NAME host_readv_bound_procs_staged EXE host_readv_bound
-        SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_readv_bound.c ARGS procs 1048576 staged LABELS host)
+        SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_readv_bound.c ARGS procs 1048576 staged LABELS host
+        ENV MGCOMM_HOST_READV_FAST=0)
 mg_test(NAME host_readv_bound_procs_direct EXE host_readv_bound ARGS procs 65536 direct
         LABELS host ENV MGCOMM_HOST_DIRECT_BYTES=4096)
 mg_test(NAME host_readv_bound_procs_unbounded EXE host_readv_bound ARGS procs 1048576 direct
@@ -45,6 +46,16 @@ mg_test(NAME host_direct_threads_small EXE host_readv_bound ARGS threads 4096 di
 mg_test(NAME host_direct_threads_1cpu EXE host_readv_bound ARGS threads-1cpu 8192 staged
         LABELS host)
 mg_test(NAME host_direct_procs_small EXE host_readv_bound ARGS procs 8192 staged LABELS host)
+# Where process_vm_readv is fast (host_readv.c): direct between processes from 32 KiB, unbounded
+# for one reader, bounded from 128 KiB where several readers share the buffer.
+mg_test(NAME host_readv_fast_procs_direct EXE host_readv_bound ARGS procs 65536 direct
+        LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+mg_test(NAME host_readv_fast_procs_one_reader EXE host_readv_bound ARGS procs 1048576 direct
+        LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+mg_test(NAME host_readv_fast_procs_shared EXE host_readv_bound ARGS procs 1048576 staged 3
+        LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+mg_test(NAME host_readv_fast_procs_shared_small EXE host_readv_bound ARGS procs 32768 direct 3
+        LABELS host ENV MGCOMM_HOST_READV_FAST=1)
 # Two thread ranks on one CPU: a waiting rank that finds its peer on its CPU yields at once
 # (tests/unit/host_shared_cpu.c).
 mg_test(NAME host_shared_cpu SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_shared_cpu.c LABELS host
@@ -67,6 +78,11 @@ mg_test(NAME host_lent SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_lent.c LABELS ho
 # it (tests/unit/host_lent_procs.c).
 mg_test(NAME host_lent_procs SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_lent_procs.c LABELS host
         ENV MGCOMM_HOST_DIRECT_BYTES=65536)
+# By default, from 256 KiB where process_vm_readv is fast, and never where it is slow.
+mg_test(NAME host_lent_procs_fast EXE host_lent_procs ARGS lent LABELS host
+        ENV MGCOMM_HOST_READV_FAST=1)
+mg_test(NAME host_lent_procs_slow EXE host_lent_procs ARGS ring LABELS host
+        ENV MGCOMM_HOST_READV_FAST=0)
 # Collective data copies (host_copy.h): memcpy's bytes at every offset, and no collapse when the
 # destination lies a few bytes past the source modulo 4 KiB (malloc'd buffers against the slots).
 mg_test(NAME host_copy SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_copy.c LABELS host)

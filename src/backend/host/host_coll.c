@@ -416,10 +416,14 @@ static size_t mg__mail_len(const mg__hx_t *x) {
 }
 
 /* 1 when x is a broadcast, all_gather or gather of ranks in several processes that would make a
- * rank read MGCOMM_HOST_READV_MAX_BYTES or more from its peers directly (see mg__coll_start). */
+ * rank read MGCOMM_HOST_READV_MAX_BYTES or more from its peers directly (see mg__goes_direct);
+ * where process_vm_readv is fast, by default only a broadcast or all_gather whose readers share
+ * a buffer (host_shm.c, mg__sizes). */
 static int mg__readv_bound(const mg__hx_t *x) {
   const mg__opkind_t k = x->op->kind;
+  const int shared = (k == MG_OPK_BROADCAST || k == MG_OPK_ALL_GATHER) && x->n > 2;
   if (k != MG_OPK_BROADCAST && k != MG_OPK_ALL_GATHER && k != MG_OPK_GATHER) return 0;
+  if (x->s->hdr->readv_shared_only && !shared) return 0;
   const size_t pieces = k == MG_OPK_BROADCAST ? 1 : (size_t)x->n - 1;
   const uint64_t max = x->s->hdr->readv_max_bytes;
   return x->s->processes && max > 0 && pieces * x->op->count * x->es >= max;
@@ -451,9 +455,9 @@ static int mg__goes_direct(const mg__hx_t *x) {
    * 28 against 10; all_gather 1 MiB: 10.1 against 7.8), so these take it from
    * MGCOMM_HOST_READV_MAX_BYTES (256 KiB) read per rank; scatter and all_to_all, whose staged
    * form makes the owners copy every piece, stay direct (scatter of 4 MiB to 3 processes: 10.4
-   * direct against 4.3 GB/s). Between threads of one process the direct copy starts lower
-   * (host_shm.c, mg__sizes). x->s->direct, x->s->processes and the thresholds (the creator's)
-   * are the same on every rank. */
+   * direct against 4.3 GB/s). Where process_vm_readv is fast, and between threads of one
+   * process, the direct copy starts lower (host_shm.c, mg__sizes). x->s->direct,
+   * x->s->processes and the thresholds (the creator's) are the same on every rank. */
   const uint64_t from = x->s->processes ? x->s->hdr->direct_bytes : x->s->hdr->direct_threads_bytes;
   return directable && x->s->direct && x->op->count > 0 && x->op->count * x->es >= from &&
          !mg__readv_bound(x);
@@ -1212,19 +1216,19 @@ static void mg__direct_drain(const mg__hx_t *x) {
  * nothing. The receiver compares the sizes, which the ring cannot (it takes bytes as a stream).
  * Such a send waits for its receive, as a large MPI message does: sends and receives that depend
  * on each other must be in one group (mgcomm.h).
- * Between processes, from direct_bytes (256 KiB), the receiver copies with process_vm_readv and
- * claims the message only after its copy: a copy in another process may be stopped with it, so
- * the sender must not wait for one, and a read of a buffer given back meanwhile only fails or
- * reads what the claim then refuses. 2 and 4 processes on a 16-CPU Xeon: sendrecv of 512
- * KiB-128 MiB 0.31-0.79x Open MPI's time against 0.98-1.25x through the ring; on the 2-CPU VM,
- * whose process_vm_readv is slow, 0.95-1.02x against 0.80-0.94x
- * (bench/results/2026-11-25-host-p2p-lent-procs.md). */
+ * Between processes, from lend_bytes (256 KiB where process_vm_readv is fast, else never:
+ * host_shm.c, mg__sizes), the receiver copies with process_vm_readv and claims the message only
+ * after its copy: a copy in another process may be stopped with it, so the sender must not wait
+ * for one, and a read of a buffer given back meanwhile only fails or reads what the claim then
+ * refuses. 2 and 4 processes on a 16-CPU Xeon: sendrecv of 512 KiB-128 MiB 0.31-0.79x Open
+ * MPI's time against 0.98-1.25x through the ring; on the 2-CPU VM, whose process_vm_readv is
+ * slow, 0.95-1.02x against 0.80-0.94x (bench/results/2026-11-25-host-p2p-lent-procs.md). */
 static int mg__p2p_lends(const mg__hx_t *x) {
   const mg__hshm_t *s = x->s;
   if (x->op->kind != MG_OPK_SEND || x->bytes == 0) return 0;
   if (atomic_load_explicit(&s->ranks[x->op->root].pid, memory_order_relaxed) == s->mypid)
     return x->bytes >= s->hdr->direct_threads_bytes ? MG__LEND_THREAD : 0;
-  return s->direct && x->bytes >= s->hdr->direct_bytes ? MG__LEND_PROCESS : 0;
+  return s->direct && x->bytes >= s->hdr->lend_bytes ? MG__LEND_PROCESS : 0;
 }
 
 /* The sender of a lent message: phase 0, publish; 1, wait for the receiver's copy. */

@@ -98,8 +98,12 @@ static int mg__thread_cpus(void) {
   return n > 0 ? n : 1;
 }
 
-/* The staging slot and channel sizes and the size thresholds this thread would create a segment
- * of n ranks with; the other ranks adopt the creator's.
+typedef struct {
+  size_t slot, chan, small;
+} mg__sizes_t;
+
+/* The size thresholds of a segment of n ranks, which its creator writes into its header h
+ * (the other ranks adopt them).
  *
  * MGCOMM_HOST_DIRECT_BYTES -1: between threads of one process a direct copy is a memcpy, and from
  * 2 KiB it beats the staged one, which makes every cache line of the data cross between CPUs
@@ -108,29 +112,45 @@ static int mg__thread_cpus(void) {
  * adds to the owner's call a wait for its readers, which costs a switch of the CPU where ranks
  * outnumber CPUs (4 threads on 2 CPUs, or 2 under `taskset -c 0`: 1.3-3x slower below 256
  * KiB); the CPUs counted are those the creating rank's thread may run on. Between processes the
- * copy is a process_vm_readv, slower than the staged pipeline below 256 KiB. */
-static void mg__sizes(int n, size_t *slot, size_t *chan, size_t *small_out, size_t *direct_out,
-                      size_t *direct_threads_out, size_t *readv_max_out) {
+ * copy is a process_vm_readv: where it is slow (host_readv.c) it loses to the staged pipeline
+ * below 256 KiB, and where it is fast it wins from 32 KiB, except for broadcast and all_gather
+ * of 3 or more processes, whose readers all read one buffer at once: from 128 KiB read per rank
+ * those stay staged (4 processes on the 16-CPU Xeon, broadcast 128 KiB-2 MiB: 0.91-1.40x Open
+ * MPI's time read once, 0.50-0.80x staged; bench/results/2026-11-25-host-direct-threshold-
+ * 2machines.md). Messages between processes are read by the receiver from 256 KiB where
+ * process_vm_readv is fast (0.31-0.79x Open MPI's time from 512 KiB against 0.98-1.25x through
+ * the ring) and never where it is slow (0.95-1.02x against 0.80-0.94x;
+ * bench/results/2026-11-25-host-p2p-lent-procs.md). */
+static void mg__thresholds(int n, mg__hshm_header_t *h) {
   const int64_t direct = mg__param_int(MG_PARAM_HOST_DIRECT_BYTES);
-  *direct_out = direct >= 0 ? (size_t)direct : 256 * 1024;
-  *direct_threads_out = direct >= 0              ? (size_t)direct
-                        : n <= mg__thread_cpus() ? 2048
-                                                 : *direct_out;
-  *readv_max_out = (size_t)mg__param_int(MG_PARAM_HOST_READV_MAX_BYTES);
+  const int64_t readv_max = mg__param_int(MG_PARAM_HOST_READV_MAX_BYTES);
+  const int fast = (direct < 0 || readv_max < 0) && mg__readv_fast();
+  h->direct_bytes = direct >= 0 ? (uint64_t)direct : fast ? 32 * 1024 : 256 * 1024;
+  h->direct_threads_bytes = direct >= 0               ? (uint64_t)direct
+                            : n <= mg__thread_cpus() ? 2048
+                                                     : 256 * 1024;
+  h->lend_bytes = direct >= 0 ? (uint64_t)direct : fast ? 256 * 1024 : UINT64_MAX;
+  h->readv_max_bytes = readv_max >= 0 ? (uint64_t)readv_max : fast ? 128 * 1024 : 256 * 1024;
+  h->readv_shared_only = readv_max < 0 && fast;
+}
+
+/* The staging slot and channel sizes this thread would create a segment of n ranks with, and
+ * the small messages' bound. */
+static void mg__sizes(int n, mg__sizes_t *z) {
   size_t small = (size_t)mg__param_int(MG_PARAM_HOST_SMALL_BYTES);
   size_t sb = mg__round_up((size_t)mg__param_int(MG_PARAM_HOST_SLOT_BYTES), MG__PAGE);
   if (sb < small) sb = mg__round_up(small, MG__PAGE);
   /* Per-peer pieces (reduce_scatter, all_to_all) need room for 8 bytes per rank at least. */
   if (sb < mg__round_up((size_t)n * 64, MG__PAGE)) sb = mg__round_up((size_t)n * 64, MG__PAGE);
-  *small_out = small;
+  z->small = small;
   /* The channel rings grow with nranks^2: keep their total under 256 MiB of address space. */
   size_t cb = (size_t)mg__param_int(MG_PARAM_HOST_P2P_BYTES);
   size_t cap = ((size_t)256 << 20) / ((size_t)n * (size_t)n);
   if (cb > cap) cb = cap;
   cb = cb / MG__PAGE * MG__PAGE;
   if (cb < MG__PAGE) cb = MG__PAGE;
-  *slot = sb;
-  *chan = cb;
+  z->slot = sb;
+  z->chan = cb;
 }
 
 /* ---- attach and detach ----------------------------------------------------------------- */
@@ -261,12 +281,10 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   s->me = me;
   s->look = (me + 1) % nranks;
   s->mypid = getpid();
-  size_t slot_bytes, chan_bytes, small_bytes, direct_bytes, direct_threads_bytes, readv_max_bytes;
-  mg__sizes(nranks, &slot_bytes, &chan_bytes, &small_bytes, &direct_bytes, &direct_threads_bytes,
-            &readv_max_bytes);
+  mg__sizes_t z;
+  mg__sizes(nranks, &z);
   mg__layout_t l;
-  if (!mg__layout(nranks, slot_bytes, chan_bytes, &l))
-    return mg__too_big(s, slot_bytes, chan_bytes, NULL, 0);
+  if (!mg__layout(nranks, z.slot, z.chan, &l)) return mg__too_big(s, z.slot, z.chan, NULL, 0);
   mg_status_t st = MG_OK;
   int created = 0, fd = -1, cfd = -1, clfd = -1; /* cfd, clfd: copies of another rank's */
   int copied = mg__local_fds(name, &cfd, &clfd);
@@ -290,7 +308,7 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   s->base = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (s->base == MAP_FAILED) {
     s->base = NULL;
-    st = errno == ENOMEM ? mg__too_big(s, slot_bytes, chan_bytes, &l, ENOMEM)
+    st = errno == ENOMEM ? mg__too_big(s, z.slot, z.chan, &l, ENOMEM)
                          : mg__error_errno(MG_ERR_SYSTEM, errno, "mmap of segment %s", name);
     goto fail;
   }
@@ -301,12 +319,10 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
   if (created) {
     h->version = MG__HSHM_VERSION;
     h->nranks = nranks;
-    h->slot_bytes = slot_bytes;
-    h->small_bytes = small_bytes;
-    h->direct_bytes = direct_bytes;
-    h->direct_threads_bytes = direct_threads_bytes;
-    h->readv_max_bytes = readv_max_bytes;
-    h->chan_bytes = chan_bytes;
+    h->slot_bytes = z.slot;
+    h->small_bytes = z.small;
+    h->chan_bytes = z.chan;
+    mg__thresholds(nranks, h);
     h->seg_bytes = l.total;
     atomic_store_explicit(&h->magic, MG__HSHM_MAGIC, memory_order_release);
     /* Only now may other ranks have it: they find it whole. */

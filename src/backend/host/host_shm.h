@@ -23,7 +23,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 16u
+#define MG__HSHM_VERSION 17u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -43,6 +43,8 @@ typedef struct mg__hshm_header {
   uint64_t direct_bytes;    /* data collectives from this size per rank copy once, directly, */
   uint64_t direct_threads_bytes; /* or from this size when the ranks are threads of one process */
   uint64_t readv_max_bytes; /* ... unless ranks in different processes would read this many */
+  uint64_t readv_shared_only; /* ... and that bound holds only where readers share a buffer */
+  uint64_t lend_bytes;      /* messages of this size are read by their receiving process */
   uint64_t chan_bytes;      /* bytes of one send/recv ring */
   uint64_t seg_bytes;       /* size of the whole segment */
   _Atomic uint32_t attached; /* ranks that have attached */
@@ -306,6 +308,10 @@ static inline int mg__hmail_cmp(uint64_t p, uint64_t step) {
 /* Copies bytes from address `from` in rank r's memory to dst: memcpy for a rank of this
  * process, process_vm_readv for another process. MG_OK, or MG_ERR_REMOTE naming the rank. */
 mg_status_t mg__hshm_read_peer(const mg__hshm_t *s, int r, void *dst, uint64_t from, size_t bytes);
+
+/* 1 when process_vm_readv copies fast enough here that data between processes is better read
+ * once than staged (host_readv.c): MGCOMM_HOST_READV_FAST, or measured once per process. */
+int mg__readv_fast(void);
 
 /* Random bytes from the kernel. MG_OK or MG_ERR_SYSTEM. */
 mg_status_t mg__random_bytes(void *buf, size_t len);
