@@ -50,7 +50,13 @@ mg_test(NAME host_direct_threads_small EXE host_readv_bound ARGS threads 4096 di
 mg_test(NAME host_direct_threads_1cpu EXE host_readv_bound ARGS threads-1cpu 8192 staged
         LABELS host)
 mg_test(NAME host_direct_procs_small EXE host_readv_bound ARGS procs 8192 staged LABELS host)
-# Where process_vm_readv is fast (host_readv.c): direct between processes from 32 KiB, unbounded
+# Where process_vm_readv is slow, scatter and all_to_all take the staged pipeline too; where it
+# is fast (host_readv.c) they stay direct.
+mg_test(NAME host_readv_slow_procs_scatter EXE host_readv_bound ARGS procs 1048576 staged 2 scatter
+        LABELS host ENV MGCOMM_HOST_READV_FAST=0)
+mg_test(NAME host_readv_fast_procs_scatter EXE host_readv_bound ARGS procs 1048576 direct 3 scatter
+        LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+# Where process_vm_readv is fast: direct between processes from 32 KiB, unbounded
 # for one reader, bounded from 128 KiB where several readers share the buffer.
 mg_test(NAME host_readv_fast_procs_direct EXE host_readv_bound ARGS procs 65536 direct
         LABELS host ENV MGCOMM_HOST_READV_FAST=1)

@@ -67,8 +67,9 @@ int main(void) {
   printf("64 KiB: %.1f GB/s page-aligned, %.1f GB/s with the destination 16 bytes past\n",
          (double)n / aligned / 1e9, (double)n / skewed / 1e9);
   /* glibc's memcpy on the development VM: 12-20x; mg__copy: 1.5-2.5x. Not judged under the
-   * sanitizers, which instrument mg__copy's loop and replace memcpy. */
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+   * sanitizers, which instrument mg__copy's loop and replace memcpy, nor unoptimised, where the
+   * loop runs at a quarter of its speed (3.8x here, over 5 under load: a failure of ctest -j2). */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && defined(__OPTIMIZE__)
   if (skewed > 5 * aligned) FAIL("the skewed copy took %.1fx the aligned one", skewed / aligned);
 #endif
   free(src);

@@ -415,18 +415,16 @@ static size_t mg__mail_len(const mg__hx_t *x) {
   return pieces ? c * (size_t)x->n : c;
 }
 
-/* 1 when x is a broadcast, all_gather or gather of ranks in several processes that would make a
- * rank read MGCOMM_HOST_READV_MAX_BYTES or more from its peers directly (see mg__goes_direct);
- * where process_vm_readv is fast, by default only a broadcast or all_gather whose readers share
- * a buffer (host_shm.c, mg__sizes). */
+/* 1 when x, between ranks in several processes, is of a kind the segment bounds and would make
+ * a rank read MGCOMM_HOST_READV_MAX_BYTES or more from its peers directly (see mg__goes_direct):
+ * by default every kind where process_vm_readv is slow, and where it is fast only a broadcast or
+ * all_gather of more than 2 ranks, whose readers share a buffer (host_shm.c, mg__thresholds). */
 static int mg__readv_bound(const mg__hx_t *x) {
   const mg__opkind_t k = x->op->kind;
-  const int shared = (k == MG_OPK_BROADCAST || k == MG_OPK_ALL_GATHER) && x->n > 2;
-  if (k != MG_OPK_BROADCAST && k != MG_OPK_ALL_GATHER && k != MG_OPK_GATHER) return 0;
-  if (x->s->hdr->readv_shared_only && !shared) return 0;
-  const size_t pieces = k == MG_OPK_BROADCAST ? 1 : (size_t)x->n - 1;
   const uint64_t max = x->s->hdr->readv_max_bytes;
-  return x->s->processes && max > 0 && pieces * x->op->count * x->es >= max;
+  if (!x->s->processes || max == 0 || !((x->s->hdr->readv_kinds >> k) & 1)) return 0;
+  const size_t pieces = k == MG_OPK_BROADCAST || k == MG_OPK_SCATTER ? 1 : (size_t)x->n - 1;
+  return pieces * x->op->count * x->es >= max;
 }
 
 /* all_to_allv between threads of one process: whether this rank lends its pieces (its readers
@@ -453,11 +451,12 @@ static int mg__goes_direct(const mg__hx_t *x) {
    * readers copy out, beat it for broadcast, all_gather and gather at every size from 256 KiB,
    * for 2, 3 and 4 processes (2 processes, broadcast 1 MiB: 14.2 against 9.4 GB/s, 8 MiB in place
    * 28 against 10; all_gather 1 MiB: 10.1 against 7.8), so these take it from
-   * MGCOMM_HOST_READV_MAX_BYTES (256 KiB) read per rank; scatter and all_to_all, whose staged
-   * form makes the owners copy every piece, stay direct (scatter of 4 MiB to 3 processes: 10.4
-   * direct against 4.3 GB/s). Where process_vm_readv is fast, and between threads of one
-   * process, the direct copy starts lower (host_shm.c, mg__sizes). x->s->direct,
-   * x->s->processes and the thresholds (the creator's) are the same on every rank. */
+   * MGCOMM_HOST_READV_MAX_BYTES (256 KiB) read per rank, and by default scatter and all_to_all
+   * too (2 processes from 512 KiB: scatter in place 0.42-0.74x Open MPI's time staged against
+   * 1.01-1.06x; bench/results/2026-11-25-host-readv-probe.md). Where process_vm_readv is fast,
+   * and between threads of one process, the direct copy starts lower (host_shm.c,
+   * mg__thresholds). x->s->direct, x->s->processes and the thresholds (the creator's) are the
+   * same on every rank. */
   const uint64_t from = x->s->processes ? x->s->hdr->direct_bytes : x->s->hdr->direct_threads_bytes;
   return directable && x->s->direct && x->op->count > 0 && x->op->count * x->es >= from &&
          !mg__readv_bound(x);
@@ -1217,7 +1216,7 @@ static void mg__direct_drain(const mg__hx_t *x) {
  * Such a send waits for its receive, as a large MPI message does: sends and receives that depend
  * on each other must be in one group (mgcomm.h).
  * Between processes, from lend_bytes (256 KiB where process_vm_readv is fast, else never:
- * host_shm.c, mg__sizes), the receiver copies with process_vm_readv and claims the message only
+ * host_shm.c, mg__thresholds), the receiver copies with process_vm_readv and claims the message only
  * after its copy: a copy in another process may be stopped with it, so the sender must not wait
  * for one, and a read of a buffer given back meanwhile only fails or reads what the claim then
  * refuses. 2 and 4 processes on a 16-CPU Xeon: sendrecv of 512 KiB-128 MiB 0.31-0.79x Open

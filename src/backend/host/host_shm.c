@@ -29,6 +29,7 @@
 
 #include "backend/host/host_copy.h"
 #include "backend/host/host_shm.h"
+#include "core/backend.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -112,12 +113,14 @@ typedef struct {
  * adds to the owner's call a wait for its readers, which costs a switch of the CPU where ranks
  * outnumber CPUs (4 threads on 2 CPUs, or 2 under `taskset -c 0`: 1.3-3x slower below 256
  * KiB); the CPUs counted are those the creating rank's thread may run on. Between processes the
- * copy is a process_vm_readv: where it is slow (host_readv.c) it loses to the staged pipeline
- * below 256 KiB, and where it is fast it wins from 32 KiB, except for broadcast and all_gather
- * of 3 or more processes, whose readers all read one buffer at once: from 128 KiB read per rank
- * those stay staged (4 processes on the 16-CPU Xeon, broadcast 128 KiB-2 MiB: 0.91-1.40x Open
- * MPI's time read once, 0.50-0.80x staged; bench/results/2026-11-25-host-direct-threshold-
- * 2machines.md). Messages between processes are read by the receiver from 256 KiB where
+ * copy is a process_vm_readv. Where it is slow (host_readv.c) the staged pipeline, whose two
+ * copies overlap, beats it at every size, for every kind (2-CPU VM, 2 processes from 512 KiB:
+ * scatter in place 1.01-1.06x Open MPI's time read once, 0.42-0.74x staged; all_to_all 0.88-0.99
+ * against 0.82-0.89): those collectives stay staged. Where it is fast it wins from 32 KiB,
+ * except for broadcast and all_gather of 3 or more processes, whose readers all read one buffer
+ * at once: from 128 KiB read per rank those stay staged (4 processes on the 16-CPU Xeon,
+ * broadcast 128 KiB-2 MiB: 0.91-1.40x Open MPI's time read once, 0.50-0.80x staged;
+ * bench/results/2026-11-25-host-direct-threshold-2machines.md, ...-readv-probe.md). Messages between processes are read by the receiver from 256 KiB where
  * process_vm_readv is fast (0.31-0.79x Open MPI's time from 512 KiB against 0.98-1.25x through
  * the ring) and never where it is slow (0.95-1.02x against 0.80-0.94x;
  * bench/results/2026-11-25-host-p2p-lent-procs.md). */
@@ -130,8 +133,15 @@ static void mg__thresholds(int n, mg__hshm_header_t *h) {
                             : n <= mg__thread_cpus() ? 2048
                                                      : 256 * 1024;
   h->lend_bytes = direct >= 0 ? (uint64_t)direct : fast ? 256 * 1024 : UINT64_MAX;
-  h->readv_max_bytes = readv_max >= 0 ? (uint64_t)readv_max : fast ? 128 * 1024 : 256 * 1024;
-  h->readv_shared_only = readv_max < 0 && fast;
+  const uint64_t shared = 1u << MG_OPK_BROADCAST | 1u << MG_OPK_ALL_GATHER;
+  const uint64_t all = shared | 1u << MG_OPK_GATHER | 1u << MG_OPK_SCATTER | 1u << MG_OPK_ALL_TO_ALL;
+  if (readv_max >= 0) { /* as set, for the kinds that MGCOMM_HOST_READV_MAX_BYTES names */
+    h->readv_max_bytes = (uint64_t)readv_max;
+    h->readv_kinds = shared | 1u << MG_OPK_GATHER;
+  } else {
+    h->readv_max_bytes = fast ? 128 * 1024 : 256 * 1024;
+    h->readv_kinds = !fast ? all : n > 2 ? shared : 0;
+  }
 }
 
 /* The staging slot and channel sizes this thread would create a segment of n ranks with, and

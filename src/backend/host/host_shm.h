@@ -43,7 +43,7 @@ typedef struct mg__hshm_header {
   uint64_t direct_bytes;    /* data collectives from this size per rank copy once, directly, */
   uint64_t direct_threads_bytes; /* or from this size when the ranks are threads of one process */
   uint64_t readv_max_bytes; /* ... unless ranks in different processes would read this many */
-  uint64_t readv_shared_only; /* ... and that bound holds only where readers share a buffer */
+  uint64_t readv_kinds;      /* ... of these kinds (bits 1 << mg__opkind_t) */
   uint64_t lend_bytes;      /* messages of this size are read by their receiving process */
   uint64_t chan_bytes;      /* bytes of one send/recv ring */
   uint64_t seg_bytes;       /* size of the whole segment */
