@@ -1,8 +1,8 @@
 /* readv_seg.c -- how fast one process reads another's buffer with process_vm_readv, by segment
  * size: the child holds a buffer of N bytes, the parent reads all of it in segments of 16 KiB to
  * N (one call per segment), best of R rounds; against memcpy within the process and a read of
- * the process's own buffer (process_vm_readv of its own pid). The
- * measurement behind MGCOMM_HOST_READV_MAX_BYTES (host_coll.c, mg__coll_start).
+ * the process's own buffer (process_vm_readv of its own pid, what src/backend/host/host_readv.c
+ * times). The measurement behind MGCOMM_HOST_READV_MAX_BYTES (host_coll.c, mg__readv_bound).
  *   cc -O2 bench/readv_seg.c -o readv_seg && ./readv_seg [bytes (8 MiB)] [rounds (20)] */
 #define _GNU_SOURCE
 #include <signal.h>

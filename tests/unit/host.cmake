@@ -15,12 +15,16 @@ mg_test(NAME host_coll_procs_3_fast EXE test_host_coll ARGS procs 3 TIMEOUT 300 
 # Over 16 MiB, threads and processes.
 mg_test(NAME host_coll_big_threads_4 EXE test_host_coll ARGS threads 4 big TIMEOUT 600 LABELS host)
 mg_test(NAME host_coll_big_procs_2 EXE test_host_coll ARGS procs 2 big TIMEOUT 600 LABELS host)
+# ... and between processes read once (the thresholds of a fast process_vm_readv).
+mg_test(NAME host_coll_big_procs_2_fast EXE test_host_coll ARGS procs 2 big TIMEOUT 600
+        LABELS host ENV MGCOMM_HOST_READV_FAST=1)
 # Tiny staging slots: every message is pipelined through many steps and both buffers.
 mg_test(NAME host_coll_small_slots_3 EXE test_host_coll ARGS threads 3 TIMEOUT 600 LABELS host
         ENV MGCOMM_HOST_SLOT_BYTES=4096 MGCOMM_HOST_SMALL_BYTES=64 MGCOMM_HOST_P2P_BYTES=4096
             MGCOMM_HOST_DIRECT_BYTES=1000000000000)
 mg_test(NAME host_coll_small_slots_procs_4 EXE test_host_coll ARGS procs 4 TIMEOUT 600 LABELS host
-        ENV MGCOMM_HOST_SLOT_BYTES=4096 MGCOMM_HOST_SMALL_BYTES=64 MGCOMM_HOST_P2P_BYTES=4096)
+        ENV MGCOMM_HOST_SLOT_BYTES=4096 MGCOMM_HOST_SMALL_BYTES=64 MGCOMM_HOST_P2P_BYTES=4096
+            MGCOMM_HOST_DIRECT_BYTES=1000000000000)
 # Communicator management.
 mg_test(NAME host_comm_threads EXE test_host_comm SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_host_comm.c
         ARGS threads LABELS host)
@@ -35,8 +39,9 @@ mg_test(NAME host_coll_direct_threads_3 EXE test_host_coll ARGS threads 3 TIMEOU
 mg_test(NAME host_coll_direct_procs_3 EXE test_host_coll ARGS procs 3 TIMEOUT 600 LABELS host
         ENV MGCOMM_HOST_DIRECT_BYTES=1024 MGCOMM_HOST_SLOT_BYTES=4096
             MGCOMM_HOST_READV_MAX_BYTES=0)
-# Between processes, a direct broadcast that would read MGCOMM_HOST_READV_MAX_BYTES (256 KiB) or
-# more per rank takes the staged pipeline (tests/unit/host_readv_bound.c); threads stay direct.
+# Between processes, a direct broadcast that would read MGCOMM_HOST_READV_MAX_BYTES (256 KiB where
+# process_vm_readv is slow) or more per rank takes the staged pipeline
+# (tests/unit/host_readv_bound.c); threads stay direct.
 mg_test(NAME host_readv_bound_procs_staged EXE host_readv_bound
         SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_readv_bound.c ARGS procs 1048576 staged LABELS host
         ENV MGCOMM_HOST_READV_FAST=0)
@@ -45,7 +50,8 @@ mg_test(NAME host_readv_bound_procs_direct EXE host_readv_bound ARGS procs 65536
 mg_test(NAME host_readv_bound_procs_unbounded EXE host_readv_bound ARGS procs 1048576 direct
         LABELS host ENV MGCOMM_HOST_READV_MAX_BYTES=0)
 mg_test(NAME host_readv_bound_threads EXE host_readv_bound ARGS threads 1048576 direct LABELS host)
-# The default direct threshold: 2 KiB among threads with a CPU each, 256 KiB otherwise.
+# The default direct threshold: 2 KiB among threads with a CPU each, 256 KiB otherwise (between
+# processes 32 KiB where process_vm_readv is fast: 8 KiB stays staged either way).
 mg_test(NAME host_direct_threads_small EXE host_readv_bound ARGS threads 4096 direct LABELS host)
 mg_test(NAME host_direct_threads_1cpu EXE host_readv_bound ARGS threads-1cpu 8192 staged
         LABELS host)

@@ -1,6 +1,7 @@
 /*
  * host_lent_procs.c -- lent messages between processes (host_coll.c, mg__p2p_lends): a message of
- * MGCOMM_HOST_DIRECT_BYTES or more (64 KiB here, set by the test's environment) is copied by its
+ * MGCOMM_HOST_DIRECT_BYTES or more (64 KiB here, set by the test's environment; by default 256
+ * KiB where process_vm_readv is fast, MGCOMM_HOST_READV_FAST=1 in `lent`) is copied by its
  * receiver straight from the sender's buffer with process_vm_readv, and claimed only once copied,
  * so that the sender never waits for a copy it cannot see. Two processes, a communicator each:
  *

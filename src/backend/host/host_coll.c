@@ -422,7 +422,7 @@ static size_t mg__mail_len(const mg__hx_t *x) {
 static int mg__readv_bound(const mg__hx_t *x) {
   const mg__opkind_t k = x->op->kind;
   const uint64_t max = x->s->hdr->readv_max_bytes;
-  if (!x->s->processes || max == 0 || !((x->s->hdr->readv_kinds >> k) & 1)) return 0;
+  if (!x->s->processes || max == 0 || !(x->s->hdr->readv_kinds & MG__KIND_BIT(k))) return 0;
   const size_t pieces = k == MG_OPK_BROADCAST || k == MG_OPK_SCATTER ? 1 : (size_t)x->n - 1;
   return pieces * x->op->count * x->es >= max;
 }
@@ -1216,10 +1216,10 @@ static void mg__direct_drain(const mg__hx_t *x) {
  * Such a send waits for its receive, as a large MPI message does: sends and receives that depend
  * on each other must be in one group (mgcomm.h).
  * Between processes, from lend_bytes (256 KiB where process_vm_readv is fast, else never:
- * host_shm.c, mg__thresholds), the receiver copies with process_vm_readv and claims the message only
- * after its copy: a copy in another process may be stopped with it, so the sender must not wait
- * for one, and a read of a buffer given back meanwhile only fails or reads what the claim then
- * refuses. 2 and 4 processes on a 16-CPU Xeon: sendrecv of 512 KiB-128 MiB 0.31-0.79x Open
+ * host_shm.c, mg__thresholds), the receiver copies with process_vm_readv and claims the message
+ * only after its copy: a copy in another process may be stopped with it, so the sender must not
+ * wait for one, and a read of a buffer given back meanwhile only fails or reads what the claim
+ * then refuses. 2 and 4 processes on a 16-CPU Xeon: sendrecv of 512 KiB-128 MiB 0.31-0.79x Open
  * MPI's time against 0.98-1.25x through the ring; on the 2-CPU VM, whose process_vm_readv is
  * slow, 0.95-1.02x against 0.80-0.94x (bench/results/2026-11-25-host-p2p-lent-procs.md). */
 static int mg__p2p_lends(const mg__hx_t *x) {

@@ -29,11 +29,11 @@
 
 #include "backend/host/host_copy.h"
 #include "backend/host/host_shm.h"
-#include "core/backend.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/params.h"
+#include "core/backend.h"
 #include "loader/fault.h"
 
 #define MG__PAGE 4096u
@@ -116,31 +116,38 @@ typedef struct {
  * copy is a process_vm_readv. Where it is slow (host_readv.c) the staged pipeline, whose two
  * copies overlap, beats it at every size, for every kind (2-CPU VM, 2 processes from 512 KiB:
  * scatter in place 1.01-1.06x Open MPI's time read once, 0.42-0.74x staged; all_to_all 0.88-0.99
- * against 0.82-0.89): those collectives stay staged. Where it is fast it wins from 32 KiB,
- * except for broadcast and all_gather of 3 or more processes, whose readers all read one buffer
- * at once: from 128 KiB read per rank those stay staged (4 processes on the 16-CPU Xeon,
- * broadcast 128 KiB-2 MiB: 0.91-1.40x Open MPI's time read once, 0.50-0.80x staged;
- * bench/results/2026-11-25-host-direct-threshold-2machines.md, ...-readv-probe.md). Messages between processes are read by the receiver from 256 KiB where
- * process_vm_readv is fast (0.31-0.79x Open MPI's time from 512 KiB against 0.98-1.25x through
- * the ring) and never where it is slow (0.95-1.02x against 0.80-0.94x;
- * bench/results/2026-11-25-host-p2p-lent-procs.md). */
+ * against 0.82-0.89): those collectives stay staged. Where it is fast it wins from 128 KiB, and
+ * broadcast from 32 KiB (at 32 KiB the others are alike either way, so they start there too),
+ * except for broadcast and all_gather of 3 or more ranks, whose readers all read one buffer at
+ * once: from 128 KiB read per rank those stay staged (4 processes on the 16-CPU Xeon, broadcast
+ * 128 KiB-2 MiB: 0.91-1.40x Open MPI's time read once, 0.50-0.80x staged;
+ * bench/results/2026-11-25-host-direct-threshold-2machines.md, ...-readv-probe.md). Messages
+ * between processes are read by the receiver from 256 KiB where process_vm_readv is fast
+ * (0.31-0.79x Open MPI's time from 512 KiB against 0.98-1.25x through the ring) and never where
+ * it is slow (0.95-1.02x against 0.80-0.94x; bench/results/2026-11-25-host-p2p-lent-procs.md).
+ * Set by hand, MGCOMM_HOST_DIRECT_BYTES holds for all of these, and MGCOMM_HOST_READV_MAX_BYTES
+ * for broadcast, all_gather and gather. One rank has no peer to read: it measures nothing. */
+_Static_assert(MG_OPK_COUNT <= 64, "readv_kinds holds a bit per operation kind");
+
 static void mg__thresholds(int n, mg__hshm_header_t *h) {
   const int64_t direct = mg__param_int(MG_PARAM_HOST_DIRECT_BYTES);
   const int64_t readv_max = mg__param_int(MG_PARAM_HOST_READV_MAX_BYTES);
-  const int fast = (direct < 0 || readv_max < 0) && mg__readv_fast();
-  h->direct_bytes = direct >= 0 ? (uint64_t)direct : fast ? 32 * 1024 : 256 * 1024;
-  h->direct_threads_bytes = direct >= 0               ? (uint64_t)direct
-                            : n <= mg__thread_cpus() ? 2048
-                                                     : 256 * 1024;
-  h->lend_bytes = direct >= 0 ? (uint64_t)direct : fast ? 256 * 1024 : UINT64_MAX;
-  const uint64_t shared = 1u << MG_OPK_BROADCAST | 1u << MG_OPK_ALL_GATHER;
-  const uint64_t all = shared | 1u << MG_OPK_GATHER | 1u << MG_OPK_SCATTER | 1u << MG_OPK_ALL_TO_ALL;
-  if (readv_max >= 0) { /* as set, for the kinds that MGCOMM_HOST_READV_MAX_BYTES names */
+  const int fast = n > 1 && (direct < 0 || readv_max < 0) && mg__readv_fast();
+  const uint64_t set = (uint64_t)direct; /* when direct >= 0 */
+  h->direct_bytes = direct >= 0 ? set : fast ? 32 * 1024 : 256 * 1024;
+  h->direct_threads_bytes = direct >= 0 ? set : n <= mg__thread_cpus() ? 2048 : 256 * 1024;
+  h->lend_bytes = direct >= 0 ? set : fast ? 256 * 1024 : UINT64_MAX;
+  const uint64_t shared = MG__KIND_BIT(MG_OPK_BROADCAST) | MG__KIND_BIT(MG_OPK_ALL_GATHER);
+  const uint64_t named = shared | MG__KIND_BIT(MG_OPK_GATHER);
+  if (readv_max >= 0) {
     h->readv_max_bytes = (uint64_t)readv_max;
-    h->readv_kinds = shared | 1u << MG_OPK_GATHER;
+    h->readv_kinds = named;
+  } else if (fast) {
+    h->readv_max_bytes = 128 * 1024;
+    h->readv_kinds = n > 2 ? shared : 0;
   } else {
-    h->readv_max_bytes = fast ? 128 * 1024 : 256 * 1024;
-    h->readv_kinds = !fast ? all : n > 2 ? shared : 0;
+    h->readv_max_bytes = 256 * 1024;
+    h->readv_kinds = named | MG__KIND_BIT(MG_OPK_SCATTER) | MG__KIND_BIT(MG_OPK_ALL_TO_ALL);
   }
 }
 
