@@ -61,7 +61,8 @@
     "would read at least this many bytes (process_vm_readv) goes through the staging slots "   \
     "instead, where the owner's and the readers' copies overlap; 0: no bound; -1 = 262144 "    \
     "for scatter and all_to_all too, or where process_vm_readv is fast 131072 for broadcast "  \
-    "and all_gather of more than two ranks only (several readers of one buffer)")              \
+    "and all_gather of more than two ranks (several readers of one buffer) and 16 MiB for "    \
+    "gather (one reader of every piece)")                                                      \
   X(HOST_READV_FAST, INT, "-1", -1, 1, "",                                                     \
     "Host backend: 1 when process_vm_readv copies at least 0.4 as fast as memcpy here, which " \
     "moves the defaults of HOST_DIRECT_BYTES and HOST_READV_MAX_BYTES between processes; -1 = " \

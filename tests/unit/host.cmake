@@ -62,6 +62,11 @@ mg_test(NAME host_readv_slow_procs_scatter EXE host_readv_bound ARGS procs 10485
         LABELS host ENV MGCOMM_HOST_READV_FAST=0)
 mg_test(NAME host_readv_fast_procs_scatter EXE host_readv_bound ARGS procs 1048576 direct 3 scatter
         LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+# ... but a gather, whose root reads every piece alone, stages from 16 MiB read there.
+mg_test(NAME host_readv_fast_procs_gather EXE host_readv_bound ARGS procs 4194304 direct 3 gather
+        LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+mg_test(NAME host_readv_fast_procs_gather_big EXE host_readv_bound
+        ARGS procs 16777216 staged 2 gather LABELS host ENV MGCOMM_HOST_READV_FAST=1)
 # Where process_vm_readv is fast: direct between processes from 32 KiB, unbounded
 # for one reader, bounded from 128 KiB where several readers share the buffer.
 mg_test(NAME host_readv_fast_procs_direct EXE host_readv_bound ARGS procs 65536 direct

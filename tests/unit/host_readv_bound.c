@@ -1,20 +1,21 @@
 /*
- * host_readv_bound.c -- which path a broadcast (or scatter) takes. Between processes, a direct broadcast that
- * would make a rank read MGCOMM_HOST_READV_MAX_BYTES or more with process_vm_readv goes through
- * the staging pipeline; below the bound, and among threads of one process, it stays direct. By
- * default (MGCOMM_HOST_DIRECT_BYTES -1) the direct path starts at 2 KiB per rank among threads
- * that may run on as many CPUs as there are ranks, else at 256 KiB.
+ * host_readv_bound.c -- which path a broadcast, scatter or gather takes. Between processes, a
+ * direct one that would make a rank read MGCOMM_HOST_READV_MAX_BYTES or more with
+ * process_vm_readv goes through the staging pipeline; below the bound, and among threads of one
+ * process, it stays direct. By default (MGCOMM_HOST_DIRECT_BYTES -1) the direct path starts at 2
+ * KiB per rank among threads that may run on as many CPUs as there are ranks, else at 256 KiB.
  *
  * Where process_vm_readv is slow (MGCOMM_HOST_READV_FAST=0; measured by default) the bound holds
  * for scatter too; where it is fast (=1) the direct path between processes starts at 32 KiB, and
- * the bound holds only for a broadcast or all_gather of more than 2 ranks, at 128 KiB. A run
- * that expects the direct path skips where processes may not read each other's memory.
+ * the bound holds only for a broadcast or all_gather of more than 2 ranks, at 128 KiB, and for a
+ * gather at 16 MiB. A run that expects the direct path skips where processes may not read each
+ * other's memory.
  *
  * The direct path is the only one that publishes a rank's buffer address (daddr): after a
- * broadcast (or scatter) of `bytes` per rank, the root's daddr says which path ran. Arguments:
- * procs|threads|threads-1cpu bytes expect (direct|staged) [ranks (2, at most 4) [broadcast|
- * scatter]]; threads-1cpu binds the process to one CPU before the ranks start. The result is
- * checked too.
+ * collective of `bytes` per rank, the daddr of the rank whose buffer is read (the root; rank 1 in
+ * a gather) says which path ran. Arguments: procs|threads|threads-1cpu bytes expect
+ * (direct|staged) [ranks (2, at most 4) [broadcast|scatter|gather]]; threads-1cpu binds the
+ * process to one CPU before the ranks start. The result is checked too.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -32,7 +33,7 @@ typedef struct {
   int rank, nranks;
   size_t count;
   int direct;  /* 1: direct expected, 0: staged */
-  int scatter; /* a scatter of count per rank, not a broadcast */
+  char kind;  /* 'b'roadcast, 's'catter or 'g'ather, of count per rank, root 0 */
 } arg_t;
 
 static void *run_rank(void *p) {
@@ -42,25 +43,32 @@ static void *run_rank(void *p) {
   cfg.timeout_s = 60;
   mg_comm_t *comm = NULL;
   ASSERT_OK(mg_comm_init_rank(&cfg, a->nranks, a->id, a->rank, &comm));
-  const size_t in = a->scatter ? a->count * (size_t)a->nranks : a->count;
-  float *buf = malloc(in * sizeof *buf), *out = malloc(a->count * sizeof *out);
+  const size_t n = (size_t)a->nranks;
+  const size_t in = a->kind == 's' ? a->count * n : a->count;
+  const size_t outn = a->kind == 'g' ? a->count * n : a->count;
+  float *buf = malloc(in * sizeof *buf), *out = malloc(outn * sizeof *out);
   ASSERT(buf != NULL && out != NULL);
-  for (size_t i = 0; i < in; i++) buf[i] = (float)(i % 1000);
-  memset(out, 0, a->count * sizeof *out);
-  if (a->scatter)
+  for (size_t i = 0; i < in; i++) /* in a gather, each rank's piece continues the one before */
+    buf[i] = (float)(((a->kind == 'g' ? (size_t)a->rank * a->count : 0) + i) % 1000);
+  memset(out, 0, outn * sizeof *out);
+  if (a->kind == 's')
     ASSERT_OK(mg_scatter(buf, out, a->count, MG_FLOAT32, 0, comm, NULL));
+  else if (a->kind == 'g')
+    ASSERT_OK(mg_gather(buf, out, a->count, MG_FLOAT32, 0, comm, NULL));
   else
     ASSERT_OK(mg_broadcast(buf, out, a->count, MG_FLOAT32, 0, comm, NULL));
-  const size_t first = a->scatter ? (size_t)a->rank * a->count : 0;
-  for (size_t i = 0; i < a->count; i++)
+  const size_t first = a->kind == 's' ? (size_t)a->rank * a->count : 0;
+  const size_t check = a->kind == 'g' && a->rank != 0 ? 0 : outn;
+  for (size_t i = 0; i < check; i++)
     if (out[i] != (float)((first + i) % 1000))
       FAIL("rank %d: out[%zu] = %g", a->rank, i, (double)out[i]);
   mg__hshm_t *s = &mg__hcomm(comm)->shm;
   if (!s->direct && a->direct) SKIP("these processes may not read each other's memory");
-  const uint64_t daddr = atomic_load(&s->ranks[0].daddr);
+  const int owner = a->kind == 'g' ? 1 : 0;
+  const uint64_t daddr = atomic_load(&s->ranks[owner].daddr);
   if (!a->direct)
     ASSERT_EQ(daddr, 0); /* a fresh segment: never published */
-  else if (a->rank == 0)
+  else if (a->rank == owner)
     ASSERT_EQ(daddr, (uint64_t)(uintptr_t)buf);
   else
     ASSERT_NE(daddr, 0);
@@ -76,13 +84,14 @@ static void run_proc(int r, void *a) { run_rank((arg_t *)a + r); }
 int main(int argc, char **argv) {
   if (argc < 4 || argc > 6)
     FAIL("usage: host_readv_bound procs|threads|threads-1cpu bytes direct|staged [ranks "
-         "[broadcast|scatter]]");
+         "[broadcast|scatter|gather]]");
   const int procs = strcmp(argv[1], "procs") == 0;
   const int n = argc >= 5 ? atoi(argv[4]) : 2;
   if (n < 2 || n > MAX_RANKS) FAIL("ranks: 2 to %d, not %s", MAX_RANKS, argv[4]);
   const char *coll = argc == 6 ? argv[5] : "broadcast";
-  if (strcmp(coll, "broadcast") != 0 && strcmp(coll, "scatter") != 0)
-    FAIL("the collective is broadcast or scatter, not %s", coll);
+  if (strcmp(coll, "broadcast") != 0 && strcmp(coll, "scatter") != 0 &&
+      strcmp(coll, "gather") != 0)
+    FAIL("the collective is broadcast, scatter or gather, not %s", coll);
   cpu_set_t cpus;
   ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
   if (strcmp(argv[1], "threads-1cpu") == 0) {
@@ -100,7 +109,7 @@ int main(int argc, char **argv) {
   ASSERT_OK(mg_unique_id_create(MG_BACKEND_HOST, &id));
   for (int r = 0; r < n; r++)
     a[r] = (arg_t){&id, r, n, strtoull(argv[2], NULL, 0) / sizeof(float),
-                   strcmp(argv[3], "direct") == 0, strcmp(coll, "scatter") == 0};
+                   strcmp(argv[3], "direct") == 0, coll[0]};
   if (procs) {
     pid_t pids[MAX_RANKS];
     test_fork_ranks(pids, n, run_proc, a);

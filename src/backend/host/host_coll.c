@@ -415,14 +415,15 @@ static size_t mg__mail_len(const mg__hx_t *x) {
   return pieces ? c * (size_t)x->n : c;
 }
 
-/* 1 when x, between ranks in several processes, is of a kind the segment bounds and would make
- * a rank read MGCOMM_HOST_READV_MAX_BYTES or more from its peers directly (see mg__goes_direct):
- * by default every kind where process_vm_readv is slow, and where it is fast only a broadcast or
- * all_gather of more than 2 ranks, whose readers share a buffer (host_shm.c, mg__thresholds). */
+/* 1 when x, between ranks in several processes, would make a rank read its kind's bound
+ * (MGCOMM_HOST_READV_MAX_BYTES) or more from its peers directly (see mg__goes_direct): by default
+ * 256 KiB for every kind where process_vm_readv is slow; where it is fast 128 KiB for a broadcast
+ * or all_gather of more than 2 ranks, whose readers share a buffer, and 16 MiB for a gather,
+ * whose root reads alone (host_shm.c, mg__thresholds). */
 static int mg__readv_bound(const mg__hx_t *x) {
   const mg__opkind_t k = x->op->kind;
-  const uint64_t max = x->s->hdr->readv_max_bytes;
-  if (!x->s->processes || max == 0 || !(x->s->hdr->readv_kinds & MG__KIND_BIT(k))) return 0;
+  const uint64_t max = x->s->hdr->readv_max_bytes[k];
+  if (!x->s->processes || max == 0) return 0;
   const size_t pieces = k == MG_OPK_BROADCAST || k == MG_OPK_SCATTER ? 1 : (size_t)x->n - 1;
   return pieces * x->op->count * x->es >= max;
 }

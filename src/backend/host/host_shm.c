@@ -121,14 +121,15 @@ typedef struct {
  * except for broadcast and all_gather of 3 or more ranks, whose readers all read one buffer at
  * once: from 128 KiB read per rank those stay staged (4 processes on the 16-CPU Xeon, broadcast
  * 128 KiB-2 MiB: 0.91-1.40x Open MPI's time read once, 0.50-0.80x staged;
- * bench/results/2026-11-25-host-direct-threshold-2machines.md, ...-readv-probe.md). Messages
- * between processes are read by the receiver from 256 KiB where process_vm_readv is fast
- * (0.31-0.79x Open MPI's time from 512 KiB against 0.98-1.25x through the ring) and never where
- * it is slow (0.95-1.02x against 0.80-0.94x; bench/results/2026-11-25-host-p2p-lent-procs.md).
- * Set by hand, MGCOMM_HOST_DIRECT_BYTES holds for all of these, and MGCOMM_HOST_READV_MAX_BYTES
- * for broadcast, all_gather and gather. One rank has no peer to read: it measures nothing. */
-_Static_assert(MG_OPK_COUNT <= 64, "readv_kinds holds a bit per operation kind");
-
+ * bench/results/2026-11-25-host-direct-threshold-2machines.md, ...-readv-probe.md); and a
+ * gather, whose root reads every piece alone, from 16 MiB read, where the owners' copies in, in
+ * parallel, let the root's copies out run at memcpy's speed (4 processes, 32-128 MiB: 1.24-1.43x
+ * Open MPI's time read once, 0.97-1.03x staged). Messages between processes are read by the
+ * receiver from 256 KiB where process_vm_readv is fast (0.31-0.79x Open MPI's time from 512 KiB
+ * against 0.98-1.25x through the ring) and never where it is slow (0.95-1.02x against
+ * 0.80-0.94x; bench/results/2026-11-25-host-p2p-lent-procs.md). Set by hand,
+ * MGCOMM_HOST_DIRECT_BYTES holds for all of these, and MGCOMM_HOST_READV_MAX_BYTES for broadcast,
+ * all_gather and gather. One rank has no peer to read: it measures nothing. */
 static void mg__thresholds(int n, mg__hshm_header_t *h) {
   const int64_t direct = mg__param_int(MG_PARAM_HOST_DIRECT_BYTES);
   const int64_t readv_max = mg__param_int(MG_PARAM_HOST_READV_MAX_BYTES);
@@ -137,17 +138,15 @@ static void mg__thresholds(int n, mg__hshm_header_t *h) {
   h->direct_bytes = direct >= 0 ? set : fast ? 32 * 1024 : 256 * 1024;
   h->direct_threads_bytes = direct >= 0 ? set : n <= mg__thread_cpus() ? 2048 : 256 * 1024;
   h->lend_bytes = direct >= 0 ? set : fast ? 256 * 1024 : UINT64_MAX;
-  const uint64_t shared = MG__KIND_BIT(MG_OPK_BROADCAST) | MG__KIND_BIT(MG_OPK_ALL_GATHER);
-  const uint64_t named = shared | MG__KIND_BIT(MG_OPK_GATHER);
+  uint64_t *max = h->readv_max_bytes; /* 0 (no bound) for the other kinds */
   if (readv_max >= 0) {
-    h->readv_max_bytes = (uint64_t)readv_max;
-    h->readv_kinds = named;
+    max[MG_OPK_BROADCAST] = max[MG_OPK_ALL_GATHER] = max[MG_OPK_GATHER] = (uint64_t)readv_max;
   } else if (fast) {
-    h->readv_max_bytes = 128 * 1024;
-    h->readv_kinds = n > 2 ? shared : 0;
+    max[MG_OPK_BROADCAST] = max[MG_OPK_ALL_GATHER] = n > 2 ? 128 * 1024 : 0;
+    max[MG_OPK_GATHER] = 16 << 20;
   } else {
-    h->readv_max_bytes = 256 * 1024;
-    h->readv_kinds = named | MG__KIND_BIT(MG_OPK_SCATTER) | MG__KIND_BIT(MG_OPK_ALL_TO_ALL);
+    max[MG_OPK_BROADCAST] = max[MG_OPK_ALL_GATHER] = max[MG_OPK_GATHER] = 256 * 1024;
+    max[MG_OPK_SCATTER] = max[MG_OPK_ALL_TO_ALL] = 256 * 1024;
   }
 }
 

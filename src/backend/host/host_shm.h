@@ -20,10 +20,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/backend.h"
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 18u
+#define MG__HSHM_VERSION 19u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -34,9 +35,6 @@ enum { /* mg__hshm_rank_t.state */
   MG__HRANK_FAILED = 3  /* aborted, or its communicator broke (timeout, peer failure) */
 };
 
-/* The bit of an operation kind (mg__opkind_t) in a mask such as readv_kinds. */
-#define MG__KIND_BIT(k) (UINT64_C(1) << (k))
-
 typedef struct mg__hshm_header {
   _Atomic uint64_t magic;   /* MG__HSHM_MAGIC, stored last by the creator */
   uint32_t version;
@@ -45,8 +43,9 @@ typedef struct mg__hshm_header {
   uint64_t small_bytes;     /* all_reduce/reduce up to this size use the one-step algorithm */
   uint64_t direct_bytes;    /* data collectives from this size per rank copy once, directly, */
   uint64_t direct_threads_bytes; /* or from this size when the ranks are threads of one process */
-  uint64_t readv_max_bytes; /* ... unless ranks in different processes would read this many */
-  uint64_t readv_kinds;     /* ... in a collective of these kinds (MG__KIND_BIT) */
+  /* ... unless ranks in different processes would read this many in a collective of that kind
+   * (mg__opkind_t; 0: no bound) */
+  uint64_t readv_max_bytes[MG_OPK_COUNT];
   uint64_t lend_bytes;      /* between processes, messages of this size are read by the receiver */
   uint64_t chan_bytes;      /* bytes of one send/recv ring */
   uint64_t seg_bytes;       /* size of the whole segment */
