@@ -446,18 +446,11 @@ static int mg__goes_direct(const mg__hx_t *x) {
   const mg__opkind_t k = x->op->kind;
   const int directable = k == MG_OPK_BROADCAST || k == MG_OPK_ALL_GATHER || k == MG_OPK_GATHER ||
                          k == MG_OPK_SCATTER || k == MG_OPK_ALL_TO_ALL;
-  /* Between processes a reader's copy is a process_vm_readv, on the reader's CPU alone: 6-10
-   * GB/s on the 2-CPU development VM whatever the size of the calls' segments
-   * (bench/readv_seg.c). There the staged pipeline, in which the owner copies in while the
-   * readers copy out, beat it for broadcast, all_gather and gather at every size from 256 KiB,
-   * for 2, 3 and 4 processes (2 processes, broadcast 1 MiB: 14.2 against 9.4 GB/s, 8 MiB in place
-   * 28 against 10; all_gather 1 MiB: 10.1 against 7.8), so these take it from
-   * MGCOMM_HOST_READV_MAX_BYTES (256 KiB) read per rank, and by default scatter and all_to_all
-   * too (2 processes from 512 KiB: scatter in place 0.42-0.74x Open MPI's time staged against
-   * 1.01-1.06x; bench/results/2026-11-25-host-readv-probe.md). Where process_vm_readv is fast,
-   * and between threads of one process, the direct copy starts lower (host_shm.c,
-   * mg__thresholds). x->s->direct, x->s->processes and the thresholds (the creator's) are the
-   * same on every rank. */
+  /* Between processes a reader's copy is a process_vm_readv, on the reader's CPU alone; whether
+   * it beats the staged pipeline, where the owner copies in while the readers copy out, depends
+   * on the machine and the kind, and the creator chose the thresholds for it (host_shm.c,
+   * mg__thresholds; host_readv.c). x->s->direct, x->s->processes and the thresholds (the
+   * creator's) are the same on every rank. */
   const uint64_t from = x->s->processes ? x->s->hdr->direct_bytes : x->s->hdr->direct_threads_bytes;
   return directable && x->s->direct && x->op->count > 0 && x->op->count * x->es >= from &&
          !mg__readv_bound(x);
