@@ -211,7 +211,7 @@ static void *inflight_rank(void *arg) {
   mg_comm_t *comm;
   ASSERT_OK(mg_comm_init_rank(&cfg, 2, &sh->uid, r, &comm));
   int64_t msg = 42, got = 0;
-  if (r == 0) ASSERT_OK(mg_send(&msg, 1, MG_INT64, 1, comm, NULL)); /* fits the ring: returns */
+  if (r == 0) ASSERT_OK(mg_send(&msg, 1, MG_INT64, 1, comm, NULL)); /* fits the box: returns */
   ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_comm_suspend(comm, MG_SUSPEND_MEM));
   ASSERT_CONTAINS(mg_last_error(), "in flight");
   if (r == 1) {

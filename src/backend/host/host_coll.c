@@ -1257,18 +1257,22 @@ static int mg__lent_busy(const mg__hx_t *x) {
          mg__hdec_succeeded(x, atomic_load_explicit(x->dec, memory_order_acquire));
 }
 
+/* A receive that found its message, of `bytes`, in the box or lent: fails as misused unless the
+ * sizes agree. */
+static int mg__p2p_mismatch(mg__hx_t *x, uint64_t bytes) {
+  char d[160];
+  mg__error(MG_ERR_INVALID_USAGE, "%s: rank %d sends %llu bytes, this receive expects %zu; a "
+            "send and its receive must have the same count and dtype",
+            mg__desc(x->op, d, sizeof d), x->op->root, (unsigned long long)bytes, x->bytes);
+  return mg__hx_fail(x, MG_ERR_INVALID_USAGE, x->me);
+}
+
 /* The receiver of a lent message, published as id in ch: compare, claim, copy, acknowledge (from
  * another process: compare, copy, claim, acknowledge). */
 static int mg__p2p_take(mg__hx_t *x, mg__hshm_chan_t *ch, uint64_t id) {
   const uint64_t bytes = atomic_load_explicit(&ch->lent_bytes, memory_order_relaxed);
   const uint64_t from = atomic_load_explicit(&ch->lent_addr, memory_order_relaxed);
-  if (bytes != x->bytes) {
-    char d[160];
-    mg__error(MG_ERR_INVALID_USAGE, "%s: rank %d sends %llu bytes, this receive expects %zu; a "
-              "send and its receive must have the same count and dtype",
-              mg__desc(x->op, d, sizeof d), x->op->root, (unsigned long long)bytes, x->bytes);
-    return mg__hx_fail(x, MG_ERR_INVALID_USAGE, x->me);
-  }
+  if (bytes != x->bytes) return mg__p2p_mismatch(x, bytes);
   const int other = atomic_load_explicit(&x->s->ranks[x->op->root].pid, memory_order_relaxed) !=
                     x->s->mypid;
   if ((other ? mg__hx_doomed(x) : mg__hx_succeed(x)) < 0) return -1;
@@ -1292,10 +1296,41 @@ static int mg__p2p_take(mg__hx_t *x, mg__hshm_chan_t *ch, uint64_t id) {
   return 1;
 }
 
-/* Moves as many bytes as the ring allows (or a lent message). 1: progress, 0: blocked, -1:
- * failed. The sender settles the message's outcome before it publishes its last bytes, so that a
- * receiver that has them all finds it decided; the receiver looks at the decision (in the line of
- * the head it reads anyway) before it copies anything out. */
+/* The box (host_shm.h). A send of at most MG__HSHM_BOX_BYTES that can be published whole in
+ * this pass (the ring has room for it, as far as the sender knows without reading the
+ * receiver's line) settles its outcome first, which takes the line of the head, the outcome
+ * and the box; then, if the receiver has taken the box's last message out (box_done, in that
+ * line), it copies its bytes into the box and publishes the box word, else it goes through the
+ * ring. The receiver of message k reads the head first and then the box word: if the word is
+ * not k's, every ring byte that head shows belongs to k (the sender wrote a later message's
+ * bytes only after k's box word), so a message in the box is never taken from the ring or
+ * overtaken by one. The receiver compares the sizes, copies the bytes out and stores box_done.
+ * Both checked on the 2-CPU VM: sendrecv of 8-128 B between 2 processes in
+ * bench/results/2026-11-25-host-p2p-box.md. */
+static int mg__p2p_box(mg__hx_t *x, mg__hshm_chan_t *ch) {
+  memcpy(ch->box, x->op->send, x->bytes);
+  mg__publish(x->s, &ch->box_word, mg__hbox_word(x->key, x->bytes));
+  x->moved = x->bytes;
+  x->op->status = MG_OK;
+  x->done = 1;
+  return 1;
+}
+
+static int mg__p2p_unbox(mg__hx_t *x, mg__hshm_chan_t *ch, uint64_t word) {
+  if (mg__hbox_bytes(word) != x->bytes) return mg__p2p_mismatch(x, mg__hbox_bytes(word));
+  if (mg__hx_succeed(x) < 0) return -1; /* a load: the sender settled before it published */
+  memcpy(x->op->recv, ch->box, x->bytes);
+  atomic_store_explicit(&ch->box_done, mg__hbox_id(word), memory_order_release);
+  x->moved = x->bytes;
+  x->op->status = MG_OK;
+  x->done = 1;
+  return 1;
+}
+
+/* Moves as many bytes as the ring allows (or a lent or boxed message). 1: progress, 0: blocked,
+ * -1: failed. The sender settles the message's outcome before it publishes its last bytes, so
+ * that a receiver that has them all finds it decided; the receiver looks at the decision (in the
+ * line of the head it reads anyway) before it copies anything out. */
 static int mg__p2p_progress(mg__hx_t *x) {
   const mg__op_t *op = x->op;
   const int send = op->kind == MG_OPK_SEND;
@@ -1307,21 +1342,36 @@ static int mg__p2p_progress(mg__hx_t *x) {
     return mg__p2p_take(x, ch, x->key + 1);
   unsigned char *ring = mg__hshm_ring(x->s, src, dst);
   const uint64_t cap = x->s->hdr->chan_bytes;
+  if (send && x->moved == 0 && x->bytes > 0 && x->bytes <= MG__HSHM_BOX_BYTES &&
+      cap - (ch->sent - ch->tail_seen) >= x->bytes) {
+    if (mg__hx_succeed(x) < 0) return -1;
+    if (mg__hbox_id(atomic_load_explicit(&ch->box_word, memory_order_relaxed)) ==
+        atomic_load_explicit(&ch->box_done, memory_order_acquire))
+      return mg__p2p_box(x, ch);
+  }
   int progressed = 0;
   while (x->moved < x->bytes) {
+    const size_t want = x->bytes - x->moved;
     uint64_t head, tail, avail;
     if (send) {
-      head = atomic_load_explicit(&ch->head, memory_order_relaxed);
-      tail = atomic_load_explicit(&ch->tail, memory_order_acquire);
+      head = ch->sent;
+      tail = ch->tail_seen;
       avail = cap - (head - tail);
+      if (avail < want) {
+        tail = ch->tail_seen = atomic_load_explicit(&ch->tail, memory_order_acquire);
+        avail = cap - (head - tail);
+      }
     } else {
       head = atomic_load_explicit(&ch->head, memory_order_acquire);
       tail = atomic_load_explicit(&ch->tail, memory_order_relaxed);
       avail = head - tail;
+      if (x->moved == 0) { /* in the box? After the head: see "the box" */
+        const uint64_t w = atomic_load_explicit(&ch->box_word, memory_order_acquire);
+        if (mg__hbox_id(w) == x->key + 1) return mg__p2p_unbox(x, ch, w);
+      }
     }
     if (avail == 0) break;
     uint64_t pos = send ? head : tail;
-    size_t want = x->bytes - x->moved;
     size_t nb = (size_t)(avail < want ? avail : want);
     size_t at = (size_t)(pos % cap), first = nb < cap - at ? nb : (size_t)(cap - at);
     if (send) {
@@ -1329,6 +1379,7 @@ static int mg__p2p_progress(mg__hx_t *x) {
       mg__copy(ring, (const unsigned char *)op->send + x->moved + first, nb - first);
       if ((x->moved + nb == x->bytes ? mg__hx_succeed(x) : mg__hx_doomed(x)) < 0) return -1;
       atomic_store(&ch->head, head + nb); /* sequentially consistent: see mg__hshm_wake */
+      ch->sent = head + nb;
     } else {
       if (mg__hx_doomed(x) < 0) return -1;
       mg__copy((unsigned char *)op->recv + x->moved, ring + at, first);

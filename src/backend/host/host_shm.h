@@ -24,7 +24,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 19u
+#define MG__HSHM_VERSION 20u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -133,23 +133,43 @@ typedef struct mg__hshm_rank {
 _Static_assert(sizeof(mg__hshm_rank_t) == 64 * (5 + 2 * MG__MAIL_LINES),
                "rank block is whole cache lines");
 
-/* Cursors of the ring from rank s to rank d (bytes written / read since the start), and the
- * outcome of the pair's messages (mg__hdec_*) in the line that the receiver reads anyway. A
- * message that d copies straight from s's buffer (host_coll.c, "lent messages") is described
- * in the same line and acknowledged in the tail's. */
+/* The messages from rank s to rank d. A message of up to MG__HSHM_BOX_BYTES goes in the box
+ * when the box is free: its bytes share the lines of the head and the outcome, which the
+ * receiver reads anyway, so that the message crosses between the CPUs in one transfer rather
+ * than a cursor's and then the ring's (host_coll.c, "the box"). Larger messages, and small ones
+ * while the box is full, go through the ring (bytes written / read since the start); a message
+ * that d copies straight from s's buffer (host_coll.c, "lent messages") is described in a line
+ * of its own and acknowledged in the tail's. */
+#define MG__HSHM_BOX_BYTES 160
 typedef struct mg__hshm_chan {
-  _Atomic uint64_t head; /* written by s */
+  _Atomic uint64_t head;     /* written by s */
   _Atomic uint64_t decision; /* settled by s or d, once per message */
-  _Atomic uint64_t lent_seq; /* written by s: 1 + the sequence number of the message it lends, */
+  _Atomic uint64_t box_word; /* written by s: the message in the box (mg__hbox_word), 0: none */
+  _Atomic uint64_t box_done; /* written by d: mg__hbox_id of the last message it took out */
+  unsigned char box[MG__HSHM_BOX_BYTES];
+  _Atomic uint64_t lent_seq;  /* written by s: 1 + the sequence number of the message it lends, */
   _Atomic uint64_t lent_addr; /* stored after its buffer's address */
   _Atomic uint64_t lent_bytes; /* and size */
-  char pad0_[24];
+  char pad0_[40];
   _Atomic uint64_t tail; /* written by d */
   _Atomic uint64_t copied_seq; /* written by d: 1 + the sequence number of the last lent message
                                 * it copied out */
   char pad1_[48];
+  /* s's own view, which no other rank reads: its head, and the tail it last loaded (at least
+   * ring size - (sent - tail_seen) bytes are free), so that a send reads d's line only when
+   * the ring seems full, and its own line 0 only after it took that line to settle. */
+  uint64_t sent;
+  uint64_t tail_seen;
+  char pad2_[48];
 } mg__hshm_chan_t;
-_Static_assert(sizeof(mg__hshm_chan_t) == 128, "a channel is two cache lines");
+_Static_assert(sizeof(mg__hshm_chan_t) == 6 * 64, "a channel is six cache lines");
+
+/* The box word of the message of sequence number seq, of bytes bytes, and its parts. */
+static inline uint64_t mg__hbox_word(uint64_t seq, size_t bytes) {
+  return ((seq + 1) << 8) | (uint64_t)bytes;
+}
+static inline uint64_t mg__hbox_id(uint64_t word) { return word >> 8; }
+static inline size_t mg__hbox_bytes(uint64_t word) { return (size_t)(word & 0xff); }
 
 /* One rank's mapping of a segment. */
 typedef struct mg__hshm {

@@ -75,7 +75,9 @@ static int mg__hsusp_busy_peer(const mg__hshm_t *s) {
   for (int p = 0; p < s->nranks; p++) {
     const mg__hshm_chan_t *in = mg__hshm_chan(s, p, s->me), *out = mg__hshm_chan(s, s->me, p);
     if (atomic_load(&in->head) != atomic_load(&in->tail) ||
-        atomic_load(&out->head) != atomic_load(&out->tail))
+        atomic_load(&out->head) != atomic_load(&out->tail) ||
+        mg__hbox_id(atomic_load(&in->box_word)) != atomic_load(&in->box_done) ||
+        mg__hbox_id(atomic_load(&out->box_word)) != atomic_load(&out->box_done))
       return p;
   }
   return -1;

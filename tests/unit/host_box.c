@@ -1,0 +1,178 @@
+/*
+ * host_box.c -- the box (host_coll.c): a message of up to MG__HSHM_BOX_BYTES goes in the line of
+ * its lane's head while the receiver has taken the box's last message out, else through the
+ * ring; the receiver takes them in order either way and compares the sizes of a boxed one. Two
+ * thread ranks (mg_comm_init_all), a fresh pair of communicators per case:
+ *
+ *  busy      rank 0 sends three 8-byte messages in one group before rank 1 receives any: the
+ *            first goes in the box, the other two through the ring (the box is full), and rank
+ *            1 receives all three in order;
+ *  stream    rank 0 sends 3000 messages of 0 B to 1000 B (around the box's size), one call each,
+ *            while rank 1 receives them one call each: every message arrives whole and in
+ *            order, through the box and the ring both;
+ *  exchange  500 rounds of a group in which each rank sends the other 8 messages of those sizes
+ *            and receives 8: the same, both ways at once;
+ *  sizes     8 bytes sent, 16 expected: the receive fails MG_ERR_INVALID_USAGE naming both sizes
+ *            and writes nothing; the send has succeeded (as a truncated MPI receive).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/host/host.h"
+#include "test.h"
+
+#define N 2
+
+typedef struct {
+  mg_comm_t *comm;
+  int rank;
+  mg_status_t st;     /* what the rank's operation returned (sizes) */
+  char err[512];      /* and its message */
+  atomic_int *gate;   /* busy: rank 1 receives once rank 0's group has returned */
+} arg_t;
+
+static const size_t sizes[] = {8, MG__HSHM_BOX_BYTES, MG__HSHM_BOX_BYTES + 1, 0, 100, 4, 1000, 1};
+#define NSIZES (sizeof sizes / sizeof sizes[0])
+
+static unsigned char pat(int rank, int msg, size_t i) {
+  return (unsigned char)(i * 7 + (size_t)msg * 31 + (size_t)rank * 101 + 1);
+}
+
+static void fill(unsigned char *buf, int rank, int msg, size_t bytes) {
+  for (size_t i = 0; i < bytes; i++) buf[i] = pat(rank, msg, i);
+}
+
+static void check(const unsigned char *buf, int from, int msg, size_t bytes) {
+  for (size_t i = 0; i < bytes; i++)
+    if (buf[i] != pat(from, msg, i))
+      FAIL("message %d of %zu bytes from rank %d: byte %zu is %u, expected %u", msg, bytes, from,
+           i, buf[i], pat(from, msg, i));
+}
+
+static const mg__hshm_chan_t *lane(mg_comm_t *comm, int src, int dst) {
+  return mg__hshm_chan(&mg__hcomm(comm)->shm, src, dst);
+}
+
+static void run_case(void *(*fn)(void *), arg_t *a) {
+  mg_comm_t *comms[N];
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_HOST;
+  cfg.timeout_s = 60;
+  ASSERT_OK(mg_comm_init_all(&cfg, N, NULL, comms));
+  pthread_t t[N];
+  for (int r = 0; r < N; r++) {
+    a[r].comm = comms[r];
+    a[r].rank = r;
+    ASSERT_EQ(pthread_create(&t[r], NULL, fn, &a[r]), 0);
+  }
+  for (int r = 0; r < N; r++) ASSERT_EQ(pthread_join(t[r], NULL), 0);
+  for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
+}
+
+static void *busy_rank(void *p) {
+  arg_t *a = p;
+  unsigned char buf[3][8];
+  if (a->rank == 0) {
+    ASSERT_OK(mg_group_begin());
+    for (int m = 0; m < 3; m++) {
+      fill(buf[m], 0, m, 8);
+      ASSERT_OK(mg_send(buf[m], 8, MG_UINT8, 1, a->comm, NULL));
+    }
+    ASSERT_OK(mg_group_end());
+    const mg__hshm_chan_t *ch = lane(a->comm, 0, 1);
+    ASSERT_EQ(atomic_load(&ch->box_word), mg__hbox_word(0, 8)); /* #0 in the box */
+    ASSERT_EQ(atomic_load(&ch->head), 16);                     /* #1 and #2 in the ring */
+    atomic_store(a->gate, 1);
+  } else {
+    while (atomic_load(a->gate) == 0) sched_yield();
+    memset(buf, 0, sizeof buf);
+    for (int m = 0; m < 3; m++) {
+      ASSERT_OK(mg_recv(buf[m], 8, MG_UINT8, 0, a->comm, NULL));
+      check(buf[m], 0, m, 8);
+    }
+    ASSERT_EQ(atomic_load(&lane(a->comm, 0, 1)->box_done), 1);
+  }
+  return NULL;
+}
+
+static void *stream_rank(void *p) {
+  arg_t *a = p;
+  unsigned char buf[1000];
+  for (int m = 0; m < 3000; m++) {
+    const size_t bytes = sizes[(size_t)m % NSIZES];
+    if (a->rank == 0) {
+      fill(buf, 0, m, bytes);
+      ASSERT_OK(mg_send(buf, bytes, MG_UINT8, 1, a->comm, NULL));
+    } else {
+      memset(buf, 0, sizeof buf);
+      ASSERT_OK(mg_recv(buf, bytes, MG_UINT8, 0, a->comm, NULL));
+      check(buf, 0, m, bytes);
+    }
+  }
+  if (a->rank == 0) { /* both ways were taken */
+    const mg__hshm_chan_t *ch = lane(a->comm, 0, 1);
+    ASSERT(mg__hbox_id(atomic_load(&ch->box_word)) > 0);
+    ASSERT(atomic_load(&ch->head) > 0);
+  }
+  return NULL;
+}
+
+static void *exchange_rank(void *p) {
+  arg_t *a = p;
+  const int peer = 1 - a->rank;
+  static _Thread_local unsigned char out[NSIZES][1000], in[NSIZES][1000];
+  for (int round = 0; round < 500; round++) {
+    ASSERT_OK(mg_group_begin());
+    for (size_t m = 0; m < NSIZES; m++) {
+      const size_t bytes = sizes[(m + (size_t)round) % NSIZES];
+      fill(out[m], a->rank, round * (int)NSIZES + (int)m, bytes);
+      memset(in[m], 0, bytes);
+      ASSERT_OK(mg_send(out[m], bytes, MG_UINT8, peer, a->comm, NULL));
+      ASSERT_OK(mg_recv(in[m], bytes, MG_UINT8, peer, a->comm, NULL));
+    }
+    ASSERT_OK(mg_group_end());
+    for (size_t m = 0; m < NSIZES; m++)
+      check(in[m], peer, round * (int)NSIZES + (int)m, sizes[(m + (size_t)round) % NSIZES]);
+  }
+  ASSERT(mg__hbox_id(atomic_load(&lane(a->comm, a->rank, peer)->box_word)) > 0);
+  return NULL;
+}
+
+static void *sizes_rank(void *p) {
+  arg_t *a = p;
+  unsigned char buf[16] = {0};
+  if (a->rank == 0) {
+    memset(buf, 0x5a, sizeof buf);
+    a->st = mg_send(buf, 8, MG_UINT8, 1, a->comm, NULL);
+  } else {
+    a->st = mg_recv(buf, 16, MG_UINT8, 0, a->comm, NULL);
+    for (size_t i = 0; i < sizeof buf; i++)
+      if (buf[i] != 0) FAIL("rank 1: byte %zu of the failed receive was written", i);
+  }
+  snprintf(a->err, sizeof a->err, "%s", mg_last_error());
+  return NULL;
+}
+
+int main(void) {
+  arg_t a[N];
+  atomic_int gate = 0;
+  memset(a, 0, sizeof a);
+  for (int r = 0; r < N; r++) a[r].gate = &gate;
+  run_case(busy_rank, a);
+  printf("busy: the first of three 8-byte messages in the box, the others through the ring\n");
+
+  run_case(stream_rank, a);
+  printf("stream: 3000 messages of 0-1000 B in order, through the box and the ring\n");
+
+  run_case(exchange_rank, a);
+  printf("exchange: 500 rounds of 8 messages each way in one group, in order\n");
+
+  run_case(sizes_rank, a);
+  ASSERT_EQ(a[1].st, MG_ERR_INVALID_USAGE);
+  ASSERT_CONTAINS(a[1].err, "rank 0 sends 8 bytes, this receive expects 16");
+  ASSERT_OK(a[0].st);
+  printf("sizes: receive %s (%s); send %s\n", mg_status_name(a[1].st), a[1].err,
+         mg_status_name(a[0].st));
+  return 0;
+}
