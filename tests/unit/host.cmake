@@ -95,8 +95,9 @@ mg_test(NAME host_mail SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_mail.c LABELS ho
 mg_test(NAME host_lent SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_lent.c LABELS host TIMEOUT 120
         ENV MGCOMM_HOST_DIRECT_BYTES=4096)
 # Messages of up to 160 bytes go in the line of their lane's head while it is free, else
-# through the ring, in order either way (tests/unit/host_box.c).
-mg_test(NAME host_box SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_box.c LABELS host TIMEOUT 120)
+# through the ring; lent ones are described there; in order either way (tests/unit/host_box.c).
+mg_test(NAME host_box SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_box.c LABELS host TIMEOUT 120
+        ENV MGCOMM_HOST_DIRECT_BYTES=4096)
 # Between processes too, from MGCOMM_HOST_DIRECT_BYTES: the receiver reads the sender's buffer
 # (process_vm_readv) and claims the message after the copy, so that the sender never waits for
 # it (tests/unit/host_lent_procs.c).

@@ -1,19 +1,27 @@
 /*
  * host_box.c -- the box (host_coll.c): a message of up to MG__HSHM_BOX_BYTES goes in the line of
  * its lane's head while the receiver has taken the box's last message out, else through the
- * ring; the receiver takes them in order either way and compares the sizes of a boxed one. Two
- * thread ranks (mg_comm_init_all), a fresh pair of communicators per case:
+ * ring; a lent message (from MGCOMM_HOST_DIRECT_BYTES, 4096 here) is described there once the
+ * box is free; the receiver takes them in order either way and compares the sizes of a boxed
+ * one. Two thread ranks (mg_comm_init_all), a fresh pair of communicators per case:
  *
  *  busy      rank 0 sends three 8-byte messages in one group before rank 1 receives any: the
  *            first goes in the box, the other two through the ring (the box is full), and rank
  *            1 receives all three in order;
- *  stream    rank 0 sends 3000 messages of 0 B to 1000 B (around the box's size), one call each,
- *            while rank 1 receives them one call each: every message arrives whole and in
- *            order, through the box and the ring both;
- *  exchange  500 rounds of a group in which each rank sends the other 8 messages of those sizes
- *            and receives 8: the same, both ways at once;
+ *  lend      rank 0 sends 8 B and then 8 KiB in one group, rank 1 receives them one call
+ *            each: the lent message waits for the box until rank 1 has taken the 8 bytes out,
+ *            and nothing goes through the ring;
+ *  stream    rank 0 sends 3000 messages of 0 B to 5000 B (around the box's size, and lent), one
+ *            call each, while rank 1 receives them one call each: every message arrives whole
+ *            and in order, through the box and the ring both;
+ *  exchange  500 rounds of a group in which each rank sends the other 9 messages of those sizes
+ *            and receives 9: the same, both ways at once;
  *  sizes     8 bytes sent, 16 expected: the receive fails MG_ERR_INVALID_USAGE naming both sizes
- *            and writes nothing; the send has succeeded (as a truncated MPI receive).
+ *            and writes nothing; the send has succeeded (it was complete once published);
+ *  short     200 bytes sent through the ring, then 8 in the box, while 300 are expected: the
+ *            receive takes the 200, finds the ring empty and a later message in the box, and
+ *            fails MG_ERR_INVALID_USAGE naming both sizes (before the box it waited for bytes
+ *            that never came); both sends succeed.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -32,7 +40,9 @@ typedef struct {
   atomic_int *gate;   /* busy: rank 1 receives once rank 0's group has returned */
 } arg_t;
 
-static const size_t sizes[] = {8, MG__HSHM_BOX_BYTES, MG__HSHM_BOX_BYTES + 1, 0, 100, 4, 1000, 1};
+static const size_t sizes[] = {8, MG__HSHM_BOX_BYTES, MG__HSHM_BOX_BYTES + 1, 0, 100, 4, 1000, 1,
+                               5000};
+#define MAXB 5000
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
 static unsigned char pat(int rank, int msg, size_t i) {
@@ -96,9 +106,32 @@ static void *busy_rank(void *p) {
   return NULL;
 }
 
+static void *lend_rank(void *p) {
+  arg_t *a = p;
+  static _Thread_local unsigned char small[8], big[8192];
+  if (a->rank == 0) {
+    fill(small, 0, 0, sizeof small);
+    fill(big, 0, 1, sizeof big);
+    ASSERT_OK(mg_group_begin());
+    ASSERT_OK(mg_send(small, sizeof small, MG_UINT8, 1, a->comm, NULL));
+    ASSERT_OK(mg_send(big, sizeof big, MG_UINT8, 1, a->comm, NULL));
+    ASSERT_OK(mg_group_end());
+    const mg__hshm_chan_t *ch = lane(a->comm, 0, 1);
+    ASSERT_EQ(atomic_load(&ch->box_word), mg__hbox_word(1, MG__HBOX_LENT));
+    ASSERT_EQ(atomic_load(&ch->box_done), 2); /* rank 1 copied it before the send ended */
+    ASSERT_EQ(atomic_load(&ch->head), 0);
+  } else {
+    ASSERT_OK(mg_recv(small, sizeof small, MG_UINT8, 0, a->comm, NULL));
+    check(small, 0, 0, sizeof small);
+    ASSERT_OK(mg_recv(big, sizeof big, MG_UINT8, 0, a->comm, NULL));
+    check(big, 0, 1, sizeof big);
+  }
+  return NULL;
+}
+
 static void *stream_rank(void *p) {
   arg_t *a = p;
-  unsigned char buf[1000];
+  unsigned char buf[MAXB];
   for (int m = 0; m < 3000; m++) {
     const size_t bytes = sizes[(size_t)m % NSIZES];
     if (a->rank == 0) {
@@ -121,7 +154,7 @@ static void *stream_rank(void *p) {
 static void *exchange_rank(void *p) {
   arg_t *a = p;
   const int peer = 1 - a->rank;
-  static _Thread_local unsigned char out[NSIZES][1000], in[NSIZES][1000];
+  static _Thread_local unsigned char out[NSIZES][MAXB], in[NSIZES][MAXB];
   for (int round = 0; round < 500; round++) {
     ASSERT_OK(mg_group_begin());
     for (size_t m = 0; m < NSIZES; m++) {
@@ -154,6 +187,19 @@ static void *sizes_rank(void *p) {
   return NULL;
 }
 
+static void *short_rank(void *p) {
+  arg_t *a = p;
+  unsigned char buf[300] = {0};
+  if (a->rank == 0) {
+    a->st = mg_send(buf, 200, MG_UINT8, 1, a->comm, NULL);
+    if (a->st == MG_OK) a->st = mg_send(buf, 8, MG_UINT8, 1, a->comm, NULL);
+  } else {
+    a->st = mg_recv(buf, 300, MG_UINT8, 0, a->comm, NULL);
+  }
+  snprintf(a->err, sizeof a->err, "%s", mg_last_error());
+  return NULL;
+}
+
 int main(void) {
   arg_t a[N];
   atomic_int gate = 0;
@@ -162,17 +208,27 @@ int main(void) {
   run_case(busy_rank, a);
   printf("busy: the first of three 8-byte messages in the box, the others through the ring\n");
 
+  run_case(lend_rank, a);
+  printf("lend: 8 B in the box, then 8 KiB lent once the box was free\n");
+
   run_case(stream_rank, a);
-  printf("stream: 3000 messages of 0-1000 B in order, through the box and the ring\n");
+  printf("stream: 3000 messages of 0-5000 B in order, through the box and the ring, and lent\n");
 
   run_case(exchange_rank, a);
-  printf("exchange: 500 rounds of 8 messages each way in one group, in order\n");
+  printf("exchange: 500 rounds of 9 messages each way in one group, in order\n");
 
   run_case(sizes_rank, a);
   ASSERT_EQ(a[1].st, MG_ERR_INVALID_USAGE);
   ASSERT_CONTAINS(a[1].err, "rank 0 sends 8 bytes, this receive expects 16");
   ASSERT_OK(a[0].st);
   printf("sizes: receive %s (%s); send %s\n", mg_status_name(a[1].st), a[1].err,
+         mg_status_name(a[0].st));
+
+  run_case(short_rank, a);
+  ASSERT_EQ(a[1].st, MG_ERR_INVALID_USAGE);
+  ASSERT_CONTAINS(a[1].err, "rank 0 sends 200 bytes, this receive expects 300");
+  ASSERT_OK(a[0].st);
+  printf("short: receive %s (%s); sends %s\n", mg_status_name(a[1].st), a[1].err,
          mg_status_name(a[0].st));
   return 0;
 }

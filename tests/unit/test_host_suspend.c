@@ -203,21 +203,28 @@ static int run_ranks(int threads) {
   return 0;
 }
 
-/* Rank 0 sends a message that rank 1 has not received: neither may suspend (the message lies
- * in the memory suspend releases); once it is received, both may. */
+/* Rank 0 sends two messages that rank 1 has not received, 8 bytes (in the box) and 1000 (in the
+ * ring, which suspend releases): neither rank may suspend until both are received. */
 static void *inflight_rank(void *arg) {
   const int r = (int)(intptr_t)arg;
   mg_config_t cfg = host_cfg();
   mg_comm_t *comm;
   ASSERT_OK(mg_comm_init_rank(&cfg, 2, &sh->uid, r, &comm));
-  int64_t msg = 42, got = 0;
-  if (r == 0) ASSERT_OK(mg_send(&msg, 1, MG_INT64, 1, comm, NULL)); /* fits the box: returns */
+  int64_t msg = 42, got = 0, big[125] = {0};
+  if (r == 0) { /* both fit: the sends return */
+    ASSERT_OK(mg_send(&msg, 1, MG_INT64, 1, comm, NULL));
+    ASSERT_OK(mg_send(big, 125, MG_INT64, 1, comm, NULL));
+  }
   ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_comm_suspend(comm, MG_SUSPEND_MEM));
   ASSERT_CONTAINS(mg_last_error(), "in flight");
   if (r == 1) {
     ASSERT_OK(mg_recv(&got, 1, MG_INT64, 0, comm, NULL));
     ASSERT_EQ(got, 42);
   }
+  check_sum(comm, r, 1); /* the box is empty now, the ring is not */
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_comm_suspend(comm, MG_SUSPEND_MEM));
+  ASSERT_CONTAINS(mg_last_error(), "in flight");
+  if (r == 1) ASSERT_OK(mg_recv(big, 125, MG_INT64, 0, comm, NULL));
   check_sum(comm, r, 1); /* rank 0 waits here until the message was received */
   ASSERT_OK(mg_comm_suspend(comm, MG_SUSPEND_MEM));
   ASSERT_OK(mg_comm_resume(comm));

@@ -1201,12 +1201,13 @@ static void mg__direct_drain(const mg__hx_t *x) {
 /* Lent messages. Between two threads of one process, a message of direct_threads_bytes or more
  * (host_shm.c: 2 KiB when the ranks have a CPU each, as for the direct collectives) does not go
  * through the ring, where the sender copies it in and the receiver out, so that every cache line
- * of it crosses between the CPUs twice: the sender publishes its buffer (address and size, then
- * lent_seq) and waits; the receiver claims the message by settling its outcome (success), copies
- * it straight from the sender's buffer and publishes copied_seq, which ends the send. Once
- * claimed, the send waits for that copy whatever happens (an abort included), so that its buffer
- * is never given back while it is read; the copy is a memcpy of the other thread, which waits on
- * nothing. The receiver compares the sizes, which the ring cannot (it takes bytes as a stream).
+ * of it crosses between the CPUs twice: the sender describes its buffer (address and size) in
+ * the box, once the box is free, and waits; the receiver claims the message by settling its
+ * outcome (success), copies it straight from the sender's buffer and stores box_done, which ends
+ * the send. A lent send that finds the box full waits for its receiver to take the message before
+ * it, which that receiver does before it takes this one. Once claimed, the send waits for that
+ * copy whatever happens (an abort included), so that its buffer is never given back while it is
+ * read; the copy is a memcpy of the other thread, which waits on nothing. The receiver compares the sizes, which the ring cannot (it takes bytes as a stream).
  * Such a send waits for its receive, as a large MPI message does: sends and receives that depend
  * on each other must be in one group (mgcomm.h).
  * Between processes, from lend_bytes (256 KiB where process_vm_readv is fast, else never:
@@ -1224,21 +1225,23 @@ static int mg__p2p_lends(const mg__hx_t *x) {
   return s->direct && x->bytes >= s->hdr->lend_bytes ? MG__LEND_PROCESS : 0;
 }
 
-/* The sender of a lent message: phase 0, publish; 1, wait for the receiver's copy. */
+/* The sender of a lent message: phase 0, describe it in the box once the box is free; 1, wait
+ * for the receiver's copy. */
 static int mg__p2p_lend(mg__hx_t *x, mg__hshm_chan_t *ch) {
   const uint64_t id = x->key + 1;
   int progressed = 0;
   if (x->phase == 0) {
     if (mg__hx_doomed(x) < 0) return -1;
-    atomic_store_explicit(&ch->lent_addr, (uint64_t)(uintptr_t)x->op->send, memory_order_relaxed);
-    atomic_store_explicit(&ch->lent_bytes, x->bytes, memory_order_relaxed);
+    if (!mg__hbox_free(ch)) return 0;
+    const uint64_t desc[2] = {(uint64_t)(uintptr_t)x->op->send, x->bytes};
+    memcpy(ch->box, desc, sizeof desc);
     MG__TSAN_RELEASE(x->op->send);
-    mg__publish(x->s, &ch->lent_seq, id);
+    mg__publish(x->s, &ch->box_word, mg__hbox_word(x->key, MG__HBOX_LENT));
     x->phase = 1;
     progressed = 1;
   }
   /* Done once acknowledged; between processes already once claimed, which follows the copy. */
-  if (atomic_load_explicit(&ch->copied_seq, memory_order_acquire) < id &&
+  if (atomic_load_explicit(&ch->box_done, memory_order_acquire) != id &&
       !(x->lend == MG__LEND_PROCESS &&
         mg__hdec_succeeded(x, atomic_load_explicit(x->dec, memory_order_acquire))))
     return progressed;
@@ -1267,11 +1270,12 @@ static int mg__p2p_mismatch(mg__hx_t *x, uint64_t bytes) {
   return mg__hx_fail(x, MG_ERR_INVALID_USAGE, x->me);
 }
 
-/* The receiver of a lent message, published as id in ch: compare, claim, copy, acknowledge (from
+/* The receiver of a lent message, described in ch's box: compare, claim, copy, acknowledge (from
  * another process: compare, copy, claim, acknowledge). */
-static int mg__p2p_take(mg__hx_t *x, mg__hshm_chan_t *ch, uint64_t id) {
-  const uint64_t bytes = atomic_load_explicit(&ch->lent_bytes, memory_order_relaxed);
-  const uint64_t from = atomic_load_explicit(&ch->lent_addr, memory_order_relaxed);
+static int mg__p2p_take(mg__hx_t *x, mg__hshm_chan_t *ch) {
+  uint64_t desc[2]; /* address, size */
+  memcpy(desc, ch->box, sizeof desc);
+  const uint64_t from = desc[0], bytes = desc[1];
   if (bytes != x->bytes) return mg__p2p_mismatch(x, bytes);
   const int other = atomic_load_explicit(&x->s->ranks[x->op->root].pid, memory_order_relaxed) !=
                     x->s->mypid;
@@ -1289,7 +1293,7 @@ static int mg__p2p_take(mg__hx_t *x, mg__hshm_chan_t *ch, uint64_t id) {
     mg__copy(x->op->recv, (const void *)(uintptr_t)from, x->bytes);
     MG__TSAN_RELEASE(from);
   }
-  mg__publish(x->s, &ch->copied_seq, id);
+  mg__publish(x->s, &ch->box_done, x->key + 1);
   x->moved = x->bytes;
   x->op->status = MG_OK;
   x->done = 1;
@@ -1302,11 +1306,12 @@ static int mg__p2p_take(mg__hx_t *x, mg__hshm_chan_t *ch, uint64_t id) {
  * and the box; then, if the receiver has taken the box's last message out (box_done, in that
  * line), it copies its bytes into the box and publishes the box word, else it goes through the
  * ring. The receiver of message k reads the head first and then the box word: if the word is
- * not k's, every ring byte that head shows belongs to k (the sender wrote a later message's
- * bytes only after k's box word), so a message in the box is never taken from the ring or
- * overtaken by one. The receiver compares the sizes, copies the bytes out and stores box_done.
- * Both checked on the 2-CPU VM: sendrecv of 8-128 B between 2 processes in
- * bench/results/2026-11-25-host-p2p-box.md. */
+ * not k's, the ring's bytes from the tail begin with k's (the sender wrote a later message's
+ * bytes only after k's box word), so a message in the box, boxed or lent, is never taken from
+ * the ring or overtaken by one. The receiver compares the sizes, copies the bytes out and
+ * stores box_done (waking a lent send that waits for the box). Only the first 32 bytes share
+ * the head's line; the rest lie in the next two, which the receiver fetches together. Sendrecv
+ * of 8-128 B between processes: bench/results/2026-11-25-host-p2p-box.md. */
 static int mg__p2p_box(mg__hx_t *x, mg__hshm_chan_t *ch) {
   memcpy(ch->box, x->op->send, x->bytes);
   mg__publish(x->s, &ch->box_word, mg__hbox_word(x->key, x->bytes));
@@ -1320,11 +1325,19 @@ static int mg__p2p_unbox(mg__hx_t *x, mg__hshm_chan_t *ch, uint64_t word) {
   if (mg__hbox_bytes(word) != x->bytes) return mg__p2p_mismatch(x, mg__hbox_bytes(word));
   if (mg__hx_succeed(x) < 0) return -1; /* a load: the sender settled before it published */
   memcpy(x->op->recv, ch->box, x->bytes);
-  atomic_store_explicit(&ch->box_done, mg__hbox_id(word), memory_order_release);
+  mg__publish(x->s, &ch->box_done, mg__hbox_id(word));
   x->moved = x->bytes;
   x->op->status = MG_OK;
   x->done = 1;
   return 1;
+}
+
+/* A receive whose message is described in the box: 1 when taken, -1 when it failed, 0 when the
+ * box holds another message. */
+static int mg__p2p_from_box(mg__hx_t *x, mg__hshm_chan_t *ch) {
+  const uint64_t w = atomic_load_explicit(&ch->box_word, memory_order_acquire);
+  if (mg__hbox_id(w) != x->key + 1) return 0;
+  return mg__hbox_bytes(w) == MG__HBOX_LENT ? mg__p2p_take(x, ch) : mg__p2p_unbox(x, ch, w);
 }
 
 /* Moves as many bytes as the ring allows (or a lent or boxed message). 1: progress, 0: blocked,
@@ -1337,17 +1350,15 @@ static int mg__p2p_progress(mg__hx_t *x) {
   const int src = send ? x->me : op->root, dst = send ? op->root : x->me;
   mg__hshm_chan_t *ch = mg__hshm_chan(x->s, src, dst);
   if (send && x->lend) return mg__p2p_lend(x, ch);
-  if (!send && x->moved == 0 &&
-      atomic_load_explicit(&ch->lent_seq, memory_order_acquire) == x->key + 1)
-    return mg__p2p_take(x, ch, x->key + 1);
+  int r;
+  /* An empty receive that finds its message in the box refuses it (it has bytes). */
+  if (!send && x->bytes == 0 && (r = mg__p2p_from_box(x, ch)) != 0) return r;
   unsigned char *ring = mg__hshm_ring(x->s, src, dst);
   const uint64_t cap = x->s->hdr->chan_bytes;
   if (send && x->moved == 0 && x->bytes > 0 && x->bytes <= MG__HSHM_BOX_BYTES &&
       cap - (ch->sent - ch->tail_seen) >= x->bytes) {
     if (mg__hx_succeed(x) < 0) return -1;
-    if (mg__hbox_id(atomic_load_explicit(&ch->box_word, memory_order_relaxed)) ==
-        atomic_load_explicit(&ch->box_done, memory_order_acquire))
-      return mg__p2p_box(x, ch);
+    if (mg__hbox_free(ch)) return mg__p2p_box(x, ch);
   }
   int progressed = 0;
   while (x->moved < x->bytes) {
@@ -1365,10 +1376,15 @@ static int mg__p2p_progress(mg__hx_t *x) {
       head = atomic_load_explicit(&ch->head, memory_order_acquire);
       tail = atomic_load_explicit(&ch->tail, memory_order_relaxed);
       avail = head - tail;
-      if (x->moved == 0) { /* in the box? After the head: see "the box" */
-        const uint64_t w = atomic_load_explicit(&ch->box_word, memory_order_acquire);
-        if (mg__hbox_id(w) == x->key + 1) return mg__p2p_unbox(x, ch, w);
-      }
+      /* In the box? Looked at after the head: see "the box". */
+      if (x->moved == 0 && (r = mg__p2p_from_box(x, ch)) != 0) return r;
+      /* A later message in the box while the ring is empty: the sender's message, whose bytes
+       * all preceded that box word, was shorter than this receive (the head is read again
+       * after the word, to have them all). */
+      if (avail == 0 &&
+          mg__hbox_id(atomic_load_explicit(&ch->box_word, memory_order_acquire)) > x->key + 1 &&
+          atomic_load_explicit(&ch->head, memory_order_acquire) == tail)
+        return mg__p2p_mismatch(x, x->moved);
     }
     if (avail == 0) break;
     uint64_t pos = send ? head : tail;

@@ -24,7 +24,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 20u
+#define MG__HSHM_VERSION 21u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -133,28 +133,23 @@ typedef struct mg__hshm_rank {
 _Static_assert(sizeof(mg__hshm_rank_t) == 64 * (5 + 2 * MG__MAIL_LINES),
                "rank block is whole cache lines");
 
-/* The messages from rank s to rank d. A message of up to MG__HSHM_BOX_BYTES goes in the box
- * when the box is free: its bytes share the lines of the head and the outcome, which the
- * receiver reads anyway, so that the message crosses between the CPUs in one transfer rather
- * than a cursor's and then the ring's (host_coll.c, "the box"). Larger messages, and small ones
- * while the box is full, go through the ring (bytes written / read since the start); a message
- * that d copies straight from s's buffer (host_coll.c, "lent messages") is described in a line
- * of its own and acknowledged in the tail's. */
+/* The messages from rank s to rank d. Each goes through the ring (bytes written / read since the
+ * start), or is described in the box: a message of up to MG__HSHM_BOX_BYTES is copied into it,
+ * and a lent one (host_coll.c, "lent messages", which d copies straight from s's buffer) leaves
+ * its address and size there. The box begins in the line of the head and the pair's outcome,
+ * which the receiver polls anyway, so that such a message (up to 32 bytes of it) crosses between
+ * the CPUs in one transfer rather than a cursor's and then the ring's (host_coll.c, "the box").
+ * A box holds one message at a time: d takes it out (or copies the lent message) and stores
+ * box_done. */
 #define MG__HSHM_BOX_BYTES 160
 typedef struct mg__hshm_chan {
   _Atomic uint64_t head;     /* written by s */
   _Atomic uint64_t decision; /* settled by s or d, once per message */
   _Atomic uint64_t box_word; /* written by s: the message in the box (mg__hbox_word), 0: none */
   _Atomic uint64_t box_done; /* written by d: mg__hbox_id of the last message it took out */
-  unsigned char box[MG__HSHM_BOX_BYTES];
-  _Atomic uint64_t lent_seq;  /* written by s: 1 + the sequence number of the message it lends, */
-  _Atomic uint64_t lent_addr; /* stored after its buffer's address */
-  _Atomic uint64_t lent_bytes; /* and size */
-  char pad0_[40];
+  unsigned char box[MG__HSHM_BOX_BYTES]; /* its bytes, or a lent one's address and size */
   _Atomic uint64_t tail; /* written by d */
-  _Atomic uint64_t copied_seq; /* written by d: 1 + the sequence number of the last lent message
-                                * it copied out */
-  char pad1_[48];
+  char pad1_[56];
   /* s's own view, which no other rank reads: its head, and the tail it last loaded (at least
    * ring size - (sent - tail_seen) bytes are free), so that a send reads d's line only when
    * the ring seems full, and its own line 0 only after it took that line to settle. */
@@ -162,14 +157,22 @@ typedef struct mg__hshm_chan {
   uint64_t tail_seen;
   char pad2_[48];
 } mg__hshm_chan_t;
-_Static_assert(sizeof(mg__hshm_chan_t) == 6 * 64, "a channel is six cache lines");
+_Static_assert(sizeof(mg__hshm_chan_t) == 5 * 64, "a channel is five cache lines");
 
-/* The box word of the message of sequence number seq, of bytes bytes, and its parts. */
+/* The box word of the message of sequence number seq: its size, or MG__HBOX_LENT when the box
+ * holds a lent message's address and size (two uint64_t); and the word's parts. */
+#define MG__HBOX_LENT 0xffu
+_Static_assert(MG__HSHM_BOX_BYTES < MG__HBOX_LENT, "a boxed size is told from a lent message");
 static inline uint64_t mg__hbox_word(uint64_t seq, size_t bytes) {
   return ((seq + 1) << 8) | (uint64_t)bytes;
 }
 static inline uint64_t mg__hbox_id(uint64_t word) { return word >> 8; }
 static inline size_t mg__hbox_bytes(uint64_t word) { return (size_t)(word & 0xff); }
+/* 1 when d has taken the box's last message out: s may describe another there. */
+static inline int mg__hbox_free(const struct mg__hshm_chan *ch) {
+  return mg__hbox_id(atomic_load_explicit(&ch->box_word, memory_order_relaxed)) ==
+         atomic_load_explicit(&ch->box_done, memory_order_acquire);
+}
 
 /* One rank's mapping of a segment. */
 typedef struct mg__hshm {

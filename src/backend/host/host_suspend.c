@@ -6,11 +6,12 @@
  * the rings that carry messages to it (only this rank reads those). They are shared memory
  * (tmpfs), so madvise(MADV_REMOVE) gives the pages back to the system; the next touch after
  * resume maps zeroed pages, which is all the transport needs, since a slot or a ring holds data
- * only while an operation runs. The control area (progress counters, mail, cursors) stays.
+ * only while an operation runs. The control area (progress counters, mail, cursors, the
+ * small-message boxes) stays.
  *
  * Suspend is an internal all_gather (numbered like any collective, so it shows in the flight
  * recorder) in which each rank says that it suspends and whether a message to or from it is
- * still in its ring; the ranks then all suspend or all refuse. When it completes on a rank, every
+ * still in flight (in a ring or a box); the ranks then all suspend or all refuse. When it completes on a rank, every
  * rank has finished the operations before it (each joined the all_gather after them), so no
  * peer still reads this rank's slots; and the all_gather itself travels in the mail lines of the
  * control area, not in the slots. Resume is an all_gather too: no rank posts to a peer's slot
