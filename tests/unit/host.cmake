@@ -94,6 +94,9 @@ mg_test(NAME host_mail SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_mail.c LABELS ho
 # (tests/unit/host_lent.c).
 mg_test(NAME host_lent SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_lent.c LABELS host TIMEOUT 120
         ENV MGCOMM_HOST_DIRECT_BYTES=4096)
+# Ranks that are all threads of one process never call process_vm_readv: under a seccomp filter
+# that kills on it, init_all, collectives and split run (tests/unit/host_seccomp.c).
+mg_test(NAME host_seccomp SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_seccomp.c LABELS host)
 # Messages of up to 160 bytes go in the line of their lane's head while it is free, else
 # through the ring; lent ones are described there; in order either way (tests/unit/host_box.c).
 mg_test(NAME host_box SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_box.c LABELS host TIMEOUT 120

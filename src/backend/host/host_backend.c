@@ -67,12 +67,14 @@ static mg_status_t mg__hid_parse(const mg_unique_id_t *uid, mg__hid_t *id, const
   return MG_OK;
 }
 
-/* Attaches comm's rank to the segment of id, without waiting for the other ranks. */
-static mg_status_t mg__attach(mg_comm_t *comm, const mg__hid_t *id, double deadline) {
+/* Attaches comm's rank to the segment of id, without waiting for the other ranks; local: every
+ * rank is known to be in this process (mg__hshm_attach). */
+static mg_status_t mg__attach(mg_comm_t *comm, const mg__hid_t *id, int local, double deadline) {
   mg__hcomm_t *hc = mg__hcomm(comm);
   hc->id = *id;
   hc->step = 0;
-  return mg__hshm_attach(&hc->shm, id->name, comm->nranks, comm->rank, deadline, &comm->aborting);
+  return mg__hshm_attach(&hc->shm, id->name, comm->nranks, comm->rank, local, deadline,
+                         &comm->aborting);
 }
 
 /* Leaves a segment after a failed init: a rank that only timed out does not make the others
@@ -87,7 +89,7 @@ mg_status_t mg__host_join(mg_comm_t *comm, const mg_unique_id_t *uid, double dea
                           const char *fn) {
   mg__hid_t id;
   MG_CHECK(mg__hid_parse(uid, &id, fn));
-  MG_CHECK(mg__attach(comm, &id, deadline));
+  MG_CHECK(mg__attach(comm, &id, 0, deadline));
   mg_status_t st = mg__hshm_wait_all(&mg__hcomm(comm)->shm, deadline, &comm->aborting, fn);
   if (st < 0) mg__init_failed(comm, st);
   return st;
@@ -106,7 +108,7 @@ static mg_status_t h_init_all(mg_comm_t **comms, int n, const int *devices, doub
   int attached = 0;
   /* One thread attaches them all: the first makes the segment, the others take its descriptor
    * from it in this process (none of them answers at the socket before all are attached). */
-  for (; attached < n && st >= 0; attached++) st = mg__attach(comms[attached], &id, deadline);
+  for (; attached < n && st >= 0; attached++) st = mg__attach(comms[attached], &id, 1, deadline);
   if (st < 0) attached--; /* the one that failed left nothing mapped */
   for (int i = 0; i < attached && st >= 0; i++) /* every rank's verdict first, then all of them */
     st = mg__hshm_wait_attached(&mg__hcomm(comms[i])->shm, deadline, &comms[i]->aborting,
@@ -142,9 +144,10 @@ mg_status_t mg__internal(mg_comm_t *comm, mg__opkind_t kind, const void *send, v
   return st;
 }
 
-static mg_status_t mg__child_init(mg_comm_t *child, const mg__hid_t *id, double deadline,
-                                  const char *fn) {
-  mg_status_t st = mg__attach(child, id, deadline);
+/* A child of split or shrink: its ranks are some of comm's, all in this process if comm's are. */
+static mg_status_t mg__child_init(const mg_comm_t *comm, mg_comm_t *child, const mg__hid_t *id,
+                                  double deadline, const char *fn) {
+  mg_status_t st = mg__attach(child, id, !mg__hcomm(comm)->shm.processes, deadline);
   if (st >= 0) {
     st = mg__hshm_wait_all(&mg__hcomm(child)->shm, deadline, &child->aborting, fn);
     if (st < 0) mg__init_failed(child, st);
@@ -176,7 +179,7 @@ static mg_status_t h_split(mg_comm_t *comm, int color, int key, mg_comm_t *child
     child->rank = rank;
     mg__hid_t id;
     mg__hid_derive(&mg__hcomm(comm)->id, comm->split_seq, (uint64_t)(uint32_t)color, 0x5b17, &id);
-    st = mg__child_init(child, &id, deadline, "mg_comm_split");
+    st = mg__child_init(comm, child, &id, deadline, "mg_comm_split");
   }
   free(all);
   return st;
@@ -195,7 +198,7 @@ static mg_status_t h_shrink(mg_comm_t *comm, const int *exclude, int nexclude, m
   mg__hid_t id;
   /* The exclude list is part of the name: survivors that disagree on it never meet. */
   mg__hid_derive(&mg__hcomm(comm)->id, comm->split_seq, h, (uint64_t)nexclude, &id);
-  return mg__child_init(child, &id, deadline, "mg_comm_shrink");
+  return mg__child_init(comm, child, &id, deadline, "mg_comm_shrink");
 }
 
 static mg_status_t h_finalize(mg_comm_t *comm, double deadline) {

@@ -9,8 +9,10 @@
  * size; on a 16-CPU Xeon (Sapphire Rapids) at 0.51-0.56 (16-20 against 32-36 GB/s), and there
  * copying once wins 2-3x from 128 KiB (bench/results/2026-11-25-host-readv-probe.md). The
  * creator of a communicator asks mg__readv_fast() which of the two it is on (host_shm.c,
- * mg__thresholds); this file times both copies once per process, at the first call (about 0.7
- * ms on the VM).
+ * mg__thresholds), unless every rank is known to be in its process (mg_comm_init_all, and split
+ * or shrink of such a communicator), so that a thread-only program never calls process_vm_readv
+ * (a sandbox may forbid it); this file times both copies once per process, at the first call
+ * (about 0.7 ms on the VM).
  */
 #include <errno.h>
 #include <pthread.h>

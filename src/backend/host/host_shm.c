@@ -130,10 +130,11 @@ typedef struct {
  * 0.80-0.94x; bench/results/2026-11-25-host-p2p-lent-procs.md). Set by hand,
  * MGCOMM_HOST_DIRECT_BYTES holds for all of these, and MGCOMM_HOST_READV_MAX_BYTES for broadcast,
  * all_gather and gather. One rank has no peer to read: it measures nothing. */
-static void mg__thresholds(int n, mg__hshm_header_t *h) {
+static void mg__thresholds(int n, int local, mg__hshm_header_t *h) {
   const int64_t direct = mg__param_int(MG_PARAM_HOST_DIRECT_BYTES);
   const int64_t readv_max = mg__param_int(MG_PARAM_HOST_READV_MAX_BYTES);
-  const int fast = n > 1 && (direct < 0 || readv_max < 0) && mg__readv_fast();
+  /* Ranks all in this process use direct_threads_bytes alone: nothing to measure for them. */
+  const int fast = !local && n > 1 && (direct < 0 || readv_max < 0) && mg__readv_fast();
   const uint64_t set = (uint64_t)direct; /* when direct >= 0 */
   h->direct_bytes = direct >= 0 ? set : fast ? 32 * 1024 : 256 * 1024;
   h->direct_threads_bytes = direct >= 0 ? set : n <= mg__thread_cpus() ? 2048 : 256 * 1024;
@@ -279,8 +280,8 @@ static int mg__local_fds(const char *name, int *fd, int *lfd) {
   return found;
 }
 
-mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me, double deadline,
-                            const atomic_int *aborting) {
+mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me, int local,
+                            double deadline, const atomic_int *aborting) {
   memset(s, 0, sizeof *s);
   s->fd = s->lfd = s->efd = -1;
   /* Test builds: "host.attach" fails the attach with the rule's code (MG_ERR_SYSTEM when it is
@@ -338,7 +339,7 @@ mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me,
     h->slot_bytes = z.slot;
     h->small_bytes = z.small;
     h->chan_bytes = z.chan;
-    mg__thresholds(nranks, h);
+    mg__thresholds(nranks, local, h);
     h->seg_bytes = l.total;
     atomic_store_explicit(&h->magic, MG__HSHM_MAGIC, memory_order_release);
     /* Only now may other ranks have it: they find it whole. */

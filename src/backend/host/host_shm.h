@@ -202,13 +202,16 @@ typedef struct mg__hshm {
 
 /* Creates or opens the segment `name` for nranks ranks and attaches rank me: from a rank of this
  * process that holds it, else at the meeting socket (host_meet.c). Waits (deadline) only for a
- * rank that holds the segment to answer. Errors: MG_ERR_INVALID_ARGUMENT
+ * rank that holds the segment to answer. local: the caller knows that every rank is in this
+ * process (mg_comm_init_all, and split or shrink of such a communicator), so that the creator
+ * chooses the thresholds without timing process_vm_readv (host_readv.c), which a thread-only
+ * program then never calls. Errors: MG_ERR_INVALID_ARGUMENT
  * (more ranks than the backend takes), MG_ERR_OUT_OF_MEMORY (a segment larger than this process
  * can map: the message gives its parts and the parameters that size them), MG_ERR_SYSTEM,
  * MG_ERR_REMOTE (the segment was made for another number of ranks, or the rank is taken),
  * MG_ERR_TIMED_OUT, MG_ERR_ABORTED (aborting flag set). On error nothing is left mapped. */
-mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me, double deadline,
-                            const atomic_int *aborting);
+mg_status_t mg__hshm_attach(mg__hshm_t *s, const char *name, int nranks, int me, int local,
+                            double deadline, const atomic_int *aborting);
 /* host_meet.c. Finds the segment of `name` at its socket, or makes it: *created = 1 when this
  * rank made it (a new memfd of `bytes`, zero-filled, and the socket bound but not listening:
  * the caller initialises the segment, then calls mg__hmeet_listen); 0 when a rank that holds it
