@@ -18,6 +18,10 @@
  *            and receives 9: the same, both ways at once;
  *  sizes     8 bytes sent, 16 expected: the receive fails MG_ERR_INVALID_USAGE naming both sizes
  *            and writes nothing; the send has succeeded (it was complete once published);
+ *  late      (timeout 2 s) rank 0 sends 8 B, then 8 KiB lent, which waits for the box; rank 1
+ *            receives only after that send failed MG_ERR_TIMED_OUT ("did not take this rank's
+ *            message before it out of the box"): the 8 B arrive, and the receive of the lent
+ *            message fails MG_ERR_REMOTE naming rank 0's timeout at once, not at its own deadline;
  *  short     200 bytes sent through the ring, then 8 in the box, while 300 are expected: the
  *            receive takes the 200, finds the ring empty and a later message in the box, and
  *            fails MG_ERR_INVALID_USAGE naming both sizes (before the box it waited for bytes
@@ -64,11 +68,13 @@ static const mg__hshm_chan_t *lane(mg_comm_t *comm, int src, int dst) {
   return mg__hshm_chan(&mg__hcomm(comm)->shm, src, dst);
 }
 
+static double timeout_s = 60; /* of the next case's communicators */
+
 static void run_case(void *(*fn)(void *), arg_t *a) {
   mg_comm_t *comms[N];
   mg_config_t cfg = MG_CONFIG_INIT;
   cfg.backend = MG_BACKEND_HOST;
-  cfg.timeout_s = 60;
+  cfg.timeout_s = timeout_s;
   ASSERT_OK(mg_comm_init_all(&cfg, N, NULL, comms));
   pthread_t t[N];
   for (int r = 0; r < N; r++) {
@@ -125,6 +131,25 @@ static void *lend_rank(void *p) {
     check(small, 0, 0, sizeof small);
     ASSERT_OK(mg_recv(big, sizeof big, MG_UINT8, 0, a->comm, NULL));
     check(big, 0, 1, sizeof big);
+  }
+  return NULL;
+}
+
+static void *late_rank(void *p) {
+  arg_t *a = p;
+  static _Thread_local unsigned char small[8], big[8192];
+  if (a->rank == 0) {
+    ASSERT_OK(mg_send(small, sizeof small, MG_UINT8, 1, a->comm, NULL));
+    a->st = mg_send(big, sizeof big, MG_UINT8, 1, a->comm, NULL);
+    snprintf(a->err, sizeof a->err, "%s", mg_last_error());
+    atomic_store(a->gate, 1);
+  } else {
+    while (atomic_load(a->gate) == 0) usleep(1000);
+    ASSERT_OK(mg_recv(small, sizeof small, MG_UINT8, 0, a->comm, NULL));
+    const double t0 = test_now();
+    a->st = mg_recv(big, sizeof big, MG_UINT8, 0, a->comm, NULL);
+    snprintf(a->err, sizeof a->err, "%s", mg_last_error());
+    if (test_now() - t0 > 1.0) FAIL("the receive took %.2f s, not at once", test_now() - t0);
   }
   return NULL;
 }
@@ -226,6 +251,17 @@ int main(void) {
 
   run_case(exchange_rank, a);
   printf("exchange: 500 rounds of 9 messages each way in one group, in order\n");
+
+  atomic_store(&gate, 0);
+  timeout_s = 2;
+  run_case(late_rank, a);
+  timeout_s = 60;
+  ASSERT_EQ(a[0].st, MG_ERR_TIMED_OUT);
+  ASSERT_CONTAINS(a[0].err, "did not take this rank's message before it out of the box");
+  ASSERT_EQ(a[1].st, MG_ERR_REMOTE);
+  ASSERT_CONTAINS(a[1].err, "rank 0 timed out");
+  printf("late: send %s (%s); receive %s (%s)\n", mg_status_name(a[0].st), a[0].err,
+         mg_status_name(a[1].st), a[1].err);
 
   mismatch_case("sizes", sizes_rank, a, "rank 0 sends 8 bytes, this receive expects 16");
   mismatch_case("short", short_rank, a, "rank 0 sends 200 bytes, this receive expects 300");

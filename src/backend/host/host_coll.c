@@ -328,7 +328,11 @@ static int mg__hx_check(mg__hx_t *x, double now) {
   }
   if (now > x->op->deadline) {
     if (mg__opkind_is_collective(x->op->kind)) return mg__coll_timeout(x);
-    if (x->lend)
+    if (x->lend && x->phase == 0)
+      mg__error(MG_ERR_TIMED_OUT, "%s timed out after %g s: rank %d did not take this rank's "
+                "message before it out of the box", mg__desc(x->op, d, sizeof d),
+                x->comm->timeout_s, x->op->root);
+    else if (x->lend)
       mg__error(MG_ERR_TIMED_OUT, "%s timed out after %g s: rank %d did not take the message "
                 "from this rank's buffer", mg__desc(x->op, d, sizeof d), x->comm->timeout_s,
                 x->op->root);
@@ -1207,9 +1211,10 @@ static void mg__direct_drain(const mg__hx_t *x) {
  * the send. A lent send that finds the box full waits for its receiver to take the message before
  * it, which that receiver does before it takes this one. Once claimed, the send waits for that
  * copy whatever happens (an abort included), so that its buffer is never given back while it is
- * read; the copy is a memcpy of the other thread, which waits on nothing. The receiver compares the sizes, which the ring cannot (it takes bytes as a stream).
- * Such a send waits for its receive, as a large MPI message does: sends and receives that depend
- * on each other must be in one group (mgcomm.h).
+ * read; the copy is a memcpy of the other thread, which waits on nothing. The receiver compares
+ * the sizes, which the ring cannot (it takes bytes as a stream). Such a send waits for its
+ * receive, as a large MPI message does: sends and receives that depend on each other must be in
+ * one group (mgcomm.h).
  * Between processes, from lend_bytes (256 KiB where process_vm_readv is fast, else never:
  * host_shm.c, mg__thresholds), the receiver copies with process_vm_readv and claims the message
  * only after its copy: a copy in another process may be stopped with it, so the sender must not
@@ -1351,7 +1356,8 @@ static int mg__p2p_progress(mg__hx_t *x) {
   mg__hshm_chan_t *ch = mg__hshm_chan(x->s, src, dst);
   if (send && x->lend) return mg__p2p_lend(x, ch);
   int r;
-  /* An empty receive that finds its message in the box refuses it (it has bytes). */
+  /* An empty receive that finds its message in the box refuses it (it has bytes); one that
+   * comes first ends at once, unable to tell (docs/design.md, failure model). */
   if (!send && x->bytes == 0 && (r = mg__p2p_from_box(x, ch)) != 0) return r;
   unsigned char *ring = mg__hshm_ring(x->s, src, dst);
   const uint64_t cap = x->s->hdr->chan_bytes;
@@ -1406,6 +1412,10 @@ static int mg__p2p_progress(mg__hx_t *x) {
     x->moved += nb;
     progressed = 1;
   }
+  /* A receive that waits: a pair has no third rank to blame, so a failure of its message
+   * decided by the sender, a timeout included, ends it now (a lent send that timed out waiting
+   * for the box published nothing this receive could find). */
+  if (!send && !progressed && x->moved < x->bytes && mg__hx_doomed(x) < 0) return -1;
   if (x->moved == x->bytes) {
     if (mg__hx_succeed(x) < 0) return -1; /* a load: decided by the sender (or empty) */
     x->op->status = MG_OK;

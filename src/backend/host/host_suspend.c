@@ -7,11 +7,11 @@
  * (tmpfs), so madvise(MADV_REMOVE) gives the pages back to the system; the next touch after
  * resume maps zeroed pages, which is all the transport needs, since a slot or a ring holds data
  * only while an operation runs. The control area (progress counters, mail, cursors, the
- * small-message boxes) stays.
+ * small-message boxes) stays: a message in a box waits there through a suspend.
  *
  * Suspend is an internal all_gather (numbered like any collective, so it shows in the flight
  * recorder) in which each rank says that it suspends and whether a message to or from it is
- * still in flight (in a ring or a box); the ranks then all suspend or all refuse. When it completes on a rank, every
+ * still in its ring; the ranks then all suspend or all refuse. When it completes on a rank, every
  * rank has finished the operations before it (each joined the all_gather after them), so no
  * peer still reads this rank's slots; and the all_gather itself travels in the mail lines of the
  * control area, not in the slots. Resume is an all_gather too: no rank posts to a peer's slot
@@ -76,9 +76,7 @@ static int mg__hsusp_busy_peer(const mg__hshm_t *s) {
   for (int p = 0; p < s->nranks; p++) {
     const mg__hshm_chan_t *in = mg__hshm_chan(s, p, s->me), *out = mg__hshm_chan(s, s->me, p);
     if (atomic_load(&in->head) != atomic_load(&in->tail) ||
-        atomic_load(&out->head) != atomic_load(&out->tail) ||
-        mg__hbox_id(atomic_load(&in->box_word)) != atomic_load(&in->box_done) ||
-        mg__hbox_id(atomic_load(&out->box_word)) != atomic_load(&out->box_done))
+        atomic_load(&out->head) != atomic_load(&out->tail))
       return p;
   }
   return -1;
