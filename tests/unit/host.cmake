@@ -101,6 +101,8 @@ mg_test(NAME host_seccomp SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_seccomp.c LAB
 # through the ring; lent ones are described there; in order either way (tests/unit/host_box.c).
 mg_test(NAME host_box SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_box.c LABELS host TIMEOUT 120
         ENV MGCOMM_HOST_DIRECT_BYTES=4096)
+mg_test(NAME host_box_procs EXE host_box ARGS procs LABELS host TIMEOUT 120
+        ENV MGCOMM_HOST_DIRECT_BYTES=4096)
 # Between processes too, from MGCOMM_HOST_DIRECT_BYTES: the receiver reads the sender's buffer
 # (process_vm_readv) and claims the message after the copy, so that the sender never waits for
 # it (tests/unit/host_lent_procs.c).

@@ -3,7 +3,9 @@
  * its lane's head while the receiver has taken the box's last message out, else through the
  * ring; a lent message (from MGCOMM_HOST_DIRECT_BYTES, 4096 here) is described there once the
  * box is free; the receiver takes them in order either way and compares the sizes of a boxed
- * one. Two thread ranks (mg_comm_init_all), a fresh pair of communicators per case:
+ * one. Two thread ranks (mg_comm_init_all), a fresh pair of communicators per case (with the
+ * argument `procs`: busy, lend, stream and exchange between two processes, each a rank through
+ * mg_comm_init_rank, as test_fork_ranks makes them):
  *
  *  busy      rank 0 sends three 8-byte messages in one group before rank 1 receives any: the
  *            first goes in the box, the other two through the ring (the box is full), and rank
@@ -41,7 +43,7 @@ typedef struct {
   int rank;
   mg_status_t st;     /* what the rank's operation returned (sizes) */
   char err[512];      /* and its message */
-  atomic_int *gate;   /* busy: rank 1 receives once rank 0's group has returned */
+  atomic_int *gate;   /* late: rank 1 receives once rank 0's send has returned */
 } arg_t;
 
 static const size_t sizes[] = {8, MG__HSHM_BOX_BYTES, MG__HSHM_BOX_BYTES + 1, 0, 100, 4, 1000, 1,
@@ -70,6 +72,27 @@ static const mg__hshm_chan_t *lane(mg_comm_t *comm, int src, int dst) {
 
 static double timeout_s = 60; /* of the next case's communicators */
 
+/* `procs`: the ranks are processes (fork), each with its own communicator (mg_comm_init_rank). */
+static void proc_rank(int r, void *p) {
+  void **v = p; /* the case, the id */
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_HOST;
+  cfg.timeout_s = timeout_s;
+  arg_t a = {NULL, r, MG_OK, "", NULL};
+  ASSERT_OK(mg_comm_init_rank(&cfg, N, v[1], r, &a.comm));
+  ((void *(*)(void *))v[0])(&a);
+  ASSERT_OK(mg_comm_destroy(a.comm));
+}
+
+static void run_procs(void *(*fn)(void *)) {
+  mg_unique_id_t id;
+  ASSERT_OK(mg_unique_id_create(MG_BACKEND_HOST, &id));
+  void *v[2] = {(void *)fn, &id};
+  pid_t pids[N];
+  test_fork_ranks(pids, N, proc_rank, v);
+  test_wait_ranks(pids, N);
+}
+
 static void run_case(void *(*fn)(void *), arg_t *a) {
   mg_comm_t *comms[N];
   mg_config_t cfg = MG_CONFIG_INIT;
@@ -86,6 +109,13 @@ static void run_case(void *(*fn)(void *), arg_t *a) {
   for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
 }
 
+/* Every rank has reached it (a collective: another lane than the messages'). */
+static void barrier(mg_comm_t *comm) {
+  int64_t one = 1, n = 0;
+  ASSERT_OK(mg_all_reduce(&one, &n, 1, MG_INT64, MG_SUM, comm, NULL));
+  ASSERT_EQ(n, N);
+}
+
 static void *busy_rank(void *p) {
   arg_t *a = p;
   unsigned char buf[3][8];
@@ -99,9 +129,9 @@ static void *busy_rank(void *p) {
     const mg__hshm_chan_t *ch = lane(a->comm, 0, 1);
     ASSERT_EQ(atomic_load(&ch->box_word), mg__hbox_word(0, 8)); /* #0 in the box */
     ASSERT_EQ(atomic_load(&ch->head), 16);                     /* #1 and #2 in the ring */
-    atomic_store(a->gate, 1);
+    barrier(a->comm);
   } else {
-    while (atomic_load(a->gate) == 0) sched_yield();
+    barrier(a->comm); /* rank 0's group has returned */
     memset(buf, 0, sizeof buf);
     for (int m = 0; m < 3; m++) {
       ASSERT_OK(mg_recv(buf[m], 8, MG_UINT8, 0, a->comm, NULL));
@@ -114,6 +144,10 @@ static void *busy_rank(void *p) {
 
 static void *lend_rank(void *p) {
   arg_t *a = p;
+  if (!mg__hcomm(a->comm)->shm.direct) { /* processes that may not read each other: no lending */
+    printf("lend: rank %d: skipped, this pair cannot read each other's memory\n", a->rank);
+    return NULL;
+  }
   static _Thread_local unsigned char small[8], big[8192];
   if (a->rank == 0) {
     fill(small, 0, 0, sizeof small);
@@ -235,7 +269,16 @@ static void mismatch_case(const char *name, void *(*fn)(void *), arg_t *a, const
          mg_status_name(a[0].st));
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc > 1) {
+    if (strcmp(argv[1], "procs") != 0) FAIL("usage: host_box [procs]");
+    run_procs(busy_rank);
+    run_procs(lend_rank);
+    run_procs(stream_rank);
+    run_procs(exchange_rank);
+    printf("procs: busy, lend, stream and exchange between two processes\n");
+    return 0;
+  }
   arg_t a[N];
   atomic_int gate = 0;
   memset(a, 0, sizeof a);
