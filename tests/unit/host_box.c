@@ -2,10 +2,11 @@
  * host_box.c -- the box (host_coll.c): a message of up to MG__HSHM_BOX_BYTES goes in the line of
  * its lane's head while the receiver has taken the box's last message out, else through the
  * ring; a lent message (from MGCOMM_HOST_DIRECT_BYTES, 4096 here) is described there once the
- * box is free; the receiver takes them in order either way and compares the sizes of a boxed
- * one. Two thread ranks (mg_comm_init_all), a fresh pair of communicators per case (with the
- * argument `procs`: busy, lend, stream and exchange between two processes, each a rank through
- * mg_comm_init_rank, as test_fork_ranks makes them):
+ * box is free; the receiver takes them in order either way and compares the sizes (the box
+ * word's, or the header of a message through the ring). Two thread ranks (mg_comm_init_all), a
+ * fresh pair of communicators per case (with the argument `procs`: busy, lend, stream and
+ * exchange between two processes, each a rank through mg_comm_init_rank, as test_fork_ranks
+ * makes them):
  *
  *  busy      rank 0 sends three 8-byte messages in one group before rank 1 receives any: the
  *            first goes in the box, the other two through the ring (the box is full), and rank
@@ -18,16 +19,17 @@
  *            and in order, through the box and the ring both;
  *  exchange  500 rounds of a group in which each rank sends the other 9 messages of those sizes
  *            and receives 9: the same, both ways at once;
- *  sizes     8 bytes sent, 16 expected: the receive fails MG_ERR_INVALID_USAGE naming both sizes
- *            and writes nothing; the send has succeeded (it was complete once published);
  *  late      (timeout 2 s) rank 0 sends 8 B, then 8 KiB lent, which waits for the box; rank 1
  *            receives only after that send failed MG_ERR_TIMED_OUT ("did not take this rank's
  *            message before it out of the box"): the 8 B arrive, and the receive of the lent
  *            message fails MG_ERR_REMOTE naming rank 0's timeout at once, not at its own deadline;
- *  short     200 bytes sent through the ring, then 8 in the box, while 300 are expected: the
- *            receive takes the 200, finds the ring empty and a later message in the box, and
- *            fails MG_ERR_INVALID_USAGE naming both sizes (before the box it waited for bytes
- *            that never came); both sends succeed.
+ *  mismatches a receive of another size than its message (mismatch_t): 8 B in the box, 16
+ *            expected; 200 B through the ring (then 8 in the box), 300 expected; 1000 B through
+ *            the ring, 500 expected; an empty message (which carries nothing), then 300 B through
+ *            the ring or 8 in the box, 300 expected for the first; 300 B twice, received as 0 and
+ *            300: the receive fails MG_ERR_INVALID_USAGE naming both sizes (the last: the message
+ *            left in the ring), from the box word or the ring's header, and writes nothing; the
+ *            sends succeed (each was complete once published).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -128,7 +130,7 @@ static void *busy_rank(void *p) {
     ASSERT_OK(mg_group_end());
     const mg__hshm_chan_t *ch = lane(a->comm, 0, 1);
     ASSERT_EQ(atomic_load(&ch->box_word), mg__hbox_word(0, 8)); /* #0 in the box */
-    ASSERT_EQ(atomic_load(&ch->head), 16);                     /* #1 and #2 in the ring */
+    ASSERT_EQ(atomic_load(&ch->head), 2 * (8 + sizeof(mg__hring_hdr_t))); /* #1 and #2 in the ring */
     barrier(a->comm);
   } else {
     barrier(a->comm); /* rank 0's group has returned */
@@ -231,42 +233,44 @@ static void *exchange_rank(void *p) {
   return NULL;
 }
 
-static void *sizes_rank(void *p) {
+/* Mismatched sizes: rank 0 sends each of `sends` (one call each, 0 B included), rank 1 receives
+ * each of `recvs` (one call each): every receive but the last succeeds; the last fails naming
+ * `want` and writes nothing; every send succeeds (each was complete once published). */
+typedef struct {
+  const char *name;
+  size_t sends[2], recvs[2];
+  int nsends, nrecvs;
+  const char *want;
+} mismatch_t;
+
+static const mismatch_t mismatches[] = {
+    {"sizes", {8}, {16}, 1, 1, "rank 0 sends 8 bytes, this receive expects 16"},
+    {"short", {200, 8}, {300}, 2, 1, "rank 0 sends 200 bytes, this receive expects 300"},
+    {"long", {1000}, {500}, 1, 1, "rank 0 sends 1000 bytes, this receive expects 500"},
+    {"empty", {0, 300}, {300}, 2, 1, "rank 0 sends 0 bytes, this receive expects 300"},
+    {"empty, then the box", {0, 8}, {300}, 2, 1, "rank 0 sends 0 bytes, this receive expects 300"},
+    {"empty receive", {300, 300}, {0, 300}, 2, 2,
+     "rank 0's message #0 (300 bytes) is still in the ring: its receive expected none"},
+};
+static const mismatch_t *mismatch;
+
+static void *mismatch_rank(void *p) {
   arg_t *a = p;
-  unsigned char buf[16] = {0};
+  unsigned char buf[1000] = {0};
+  a->st = MG_OK;
   if (a->rank == 0) {
     memset(buf, 0x5a, sizeof buf);
-    a->st = mg_send(buf, 8, MG_UINT8, 1, a->comm, NULL);
+    for (int i = 0; i < mismatch->nsends && a->st == MG_OK; i++)
+      a->st = mg_send(buf, mismatch->sends[i], MG_UINT8, 1, a->comm, NULL);
   } else {
-    a->st = mg_recv(buf, 16, MG_UINT8, 0, a->comm, NULL);
+    for (int i = 0; i < mismatch->nrecvs - 1; i++)
+      ASSERT_OK(mg_recv(buf, mismatch->recvs[i], MG_UINT8, 0, a->comm, NULL));
+    a->st = mg_recv(buf, mismatch->recvs[mismatch->nrecvs - 1], MG_UINT8, 0, a->comm, NULL);
     for (size_t i = 0; i < sizeof buf; i++)
       if (buf[i] != 0) FAIL("rank 1: byte %zu of the failed receive was written", i);
   }
   snprintf(a->err, sizeof a->err, "%s", mg_last_error());
   return NULL;
-}
-
-static void *short_rank(void *p) {
-  arg_t *a = p;
-  unsigned char buf[300] = {0};
-  if (a->rank == 0) {
-    a->st = mg_send(buf, 200, MG_UINT8, 1, a->comm, NULL);
-    if (a->st == MG_OK) a->st = mg_send(buf, 8, MG_UINT8, 1, a->comm, NULL);
-  } else {
-    a->st = mg_recv(buf, 300, MG_UINT8, 0, a->comm, NULL);
-  }
-  snprintf(a->err, sizeof a->err, "%s", mg_last_error());
-  return NULL;
-}
-
-/* A case whose receive (rank 1) fails on its size, saying `want`, while the sends succeed. */
-static void mismatch_case(const char *name, void *(*fn)(void *), arg_t *a, const char *want) {
-  run_case(fn, a);
-  ASSERT_EQ(a[1].st, MG_ERR_INVALID_USAGE);
-  ASSERT_CONTAINS(a[1].err, want);
-  ASSERT_OK(a[0].st);
-  printf("%s: receive %s (%s); send %s\n", name, mg_status_name(a[1].st), a[1].err,
-         mg_status_name(a[0].st));
 }
 
 int main(int argc, char **argv) {
@@ -306,7 +310,14 @@ int main(int argc, char **argv) {
   printf("late: send %s (%s); receive %s (%s)\n", mg_status_name(a[0].st), a[0].err,
          mg_status_name(a[1].st), a[1].err);
 
-  mismatch_case("sizes", sizes_rank, a, "rank 0 sends 8 bytes, this receive expects 16");
-  mismatch_case("short", short_rank, a, "rank 0 sends 200 bytes, this receive expects 300");
+  for (size_t i = 0; i < sizeof mismatches / sizeof mismatches[0]; i++) {
+    mismatch = &mismatches[i];
+    run_case(mismatch_rank, a);
+    ASSERT_EQ(a[1].st, MG_ERR_INVALID_USAGE);
+    ASSERT_CONTAINS(a[1].err, mismatch->want);
+    ASSERT_OK(a[0].st);
+    printf("%s: receive %s (%s); send %s\n", mismatch->name, mg_status_name(a[1].st), a[1].err,
+           mg_status_name(a[0].st));
+  }
   return 0;
 }

@@ -97,6 +97,7 @@ typedef struct mg__hx {
   uint64_t mail_key;    /* MAIL: mg__mail_key of the operation, which every rank compares */
   /* send/recv */
   size_t bytes, moved;
+  int framed;           /* through the ring: its header is written (send) or was read (receive) */
   int lend;             /* a send whose receiver copies it from the send buffer (phase 0, 1):
                          * MG__LEND_THREAD or MG__LEND_PROCESS (mg__p2p_lends) */
   int a2av_lend;        /* all_to_allv: this rank lends its pieces (the readers copy them from
@@ -1212,9 +1213,8 @@ static void mg__direct_drain(const mg__hx_t *x) {
  * it, which that receiver does before it takes this one. Once claimed, the send waits for that
  * copy whatever happens (an abort included), so that its buffer is never given back while it is
  * read; the copy is a memcpy of the other thread, which waits on nothing. The receiver compares
- * the sizes, which the ring cannot (it takes bytes as a stream). Such a send waits for its
- * receive, as a large MPI message does: sends and receives that depend on each other must be in
- * one group (mgcomm.h).
+ * the sizes first. Such a send waits for its receive, as a large MPI message does: sends and
+ * receives that depend on each other must be in one group (mgcomm.h).
  * Between processes, from lend_bytes (256 KiB where process_vm_readv is fast, else never:
  * host_shm.c, mg__thresholds), the receiver copies with process_vm_readv and claims the message
  * only after its copy: a copy in another process may be stopped with it, so the sender must not
@@ -1345,10 +1345,45 @@ static int mg__p2p_from_box(mg__hx_t *x, mg__hshm_chan_t *ch) {
   return mg__hbox_bytes(w) == MG__HBOX_LENT ? mg__p2p_take(x, ch) : mg__p2p_unbox(x, ch, w);
 }
 
+/* Copies n bytes into the ring of cap bytes at stream position pos (wrapping), and out of it. */
+static void mg__ring_put(unsigned char *ring, uint64_t cap, uint64_t pos, const void *src,
+                         size_t n) {
+  const size_t at = (size_t)(pos % cap), first = n < cap - at ? n : (size_t)(cap - at);
+  mg__copy(ring + at, src, first);
+  mg__copy(ring, (const unsigned char *)src + first, n - first);
+}
+
+static void mg__ring_get(void *dst, const unsigned char *ring, uint64_t cap, uint64_t pos,
+                         size_t n) {
+  const size_t at = (size_t)(pos % cap), first = n < cap - at ? n : (size_t)(cap - at);
+  mg__copy(dst, ring + at, first);
+  mg__copy((unsigned char *)dst + first, ring, n - first);
+}
+
+/* The receiver's look at the header of the message at the ring's tail: 0 when it is this
+ * receive's, of its size; else x fails as misused, naming what the sender sent. A later number:
+ * this receive's message was empty, and went nowhere; an earlier one: an empty receive ended
+ * without that message. */
+static int mg__ring_header(mg__hx_t *x, const mg__hring_hdr_t *h) {
+  if (h->id < x->key + 1) {
+    char d[160];
+    mg__error(MG_ERR_INVALID_USAGE, "%s: rank %d's message #%llu (%llu bytes) is still in the "
+              "ring: its receive expected none; a send and its receive must have the same count "
+              "and dtype", mg__desc(x->op, d, sizeof d), x->op->root,
+              (unsigned long long)(h->id - 1), (unsigned long long)h->bytes);
+    return mg__hx_fail(x, MG_ERR_INVALID_USAGE, x->me);
+  }
+  const uint64_t bytes = h->id == x->key + 1 ? h->bytes : 0;
+  return bytes == x->bytes ? 0 : mg__p2p_mismatch(x, bytes);
+}
+
 /* Moves as many bytes as the ring allows (or a lent or boxed message). 1: progress, 0: blocked,
- * -1: failed. The sender settles the message's outcome before it publishes its last bytes, so
- * that a receiver that has them all finds it decided; the receiver looks at the decision (in the
- * line of the head it reads anyway) before it copies anything out. */
+ * -1: failed. A message through the ring begins with its header (host_shm.h), which the sender
+ * publishes together with the message's first bytes, so that the receiver compares the sizes
+ * before it copies anything. The sender settles the message's outcome before it publishes its
+ * last bytes, so that a receiver that has them all finds it decided; the receiver looks at the
+ * decision (in the line of the head it reads anyway) before it copies anything out. An empty
+ * message carries nothing. */
 static int mg__p2p_progress(mg__hx_t *x) {
   const mg__op_t *op = x->op;
   const int send = op->kind == MG_OPK_SEND;
@@ -1361,20 +1396,22 @@ static int mg__p2p_progress(mg__hx_t *x) {
   if (!send && x->bytes == 0 && (r = mg__p2p_from_box(x, ch)) != 0) return r;
   unsigned char *ring = mg__hshm_ring(x->s, src, dst);
   const uint64_t cap = x->s->hdr->chan_bytes;
-  if (send && x->moved == 0 && x->bytes > 0 && x->bytes <= MG__HSHM_BOX_BYTES &&
-      cap - (ch->sent - ch->tail_seen) >= x->bytes) {
+  const size_t hdr = sizeof(mg__hring_hdr_t);
+  if (send && !x->framed && x->bytes > 0 && x->bytes <= MG__HSHM_BOX_BYTES &&
+      cap - (ch->sent - ch->tail_seen) >= hdr + x->bytes) {
     if (mg__hx_succeed(x) < 0) return -1;
     if (mg__hbox_free(ch)) return mg__p2p_box(x, ch);
   }
   int progressed = 0;
   while (x->moved < x->bytes) {
+    const size_t lead = x->framed ? 0 : hdr; /* the header, unless it went with earlier bytes */
     const size_t want = x->bytes - x->moved;
     uint64_t head, tail, avail;
     if (send) {
       head = ch->sent;
       tail = ch->tail_seen;
       avail = cap - (head - tail);
-      if (avail < want) {
+      if (avail < lead + want) {
         tail = ch->tail_seen = atomic_load_explicit(&ch->tail, memory_order_acquire);
         avail = cap - (head - tail);
       }
@@ -1382,33 +1419,40 @@ static int mg__p2p_progress(mg__hx_t *x) {
       head = atomic_load_explicit(&ch->head, memory_order_acquire);
       tail = atomic_load_explicit(&ch->tail, memory_order_relaxed);
       avail = head - tail;
-      /* In the box? Looked at after the head: see "the box". */
-      if (x->moved == 0 && (r = mg__p2p_from_box(x, ch)) != 0) return r;
-      /* A later message in the box while the ring is empty: the sender's message, whose bytes
-       * all preceded that box word, was shorter than this receive (the head is read again
-       * after the word, to have them all). */
-      if (avail == 0 &&
-          mg__hbox_id(atomic_load_explicit(&ch->box_word, memory_order_acquire)) > x->key + 1 &&
-          atomic_load_explicit(&ch->head, memory_order_acquire) == tail)
-        return mg__p2p_mismatch(x, x->moved);
+      if (!x->framed) {
+        /* In the box? Looked at after the head: see "the box". */
+        if ((r = mg__p2p_from_box(x, ch)) != 0) return r;
+        /* A later message in the box while the ring is empty: this receive's message was
+         * empty (the head is read again after the box word, to have every byte before it). */
+        if (avail == 0 &&
+            mg__hbox_id(atomic_load_explicit(&ch->box_word, memory_order_acquire)) > x->key + 1 &&
+            atomic_load_explicit(&ch->head, memory_order_acquire) == tail)
+          return mg__p2p_mismatch(x, 0);
+      }
     }
-    if (avail == 0) break;
-    uint64_t pos = send ? head : tail;
-    size_t nb = (size_t)(avail < want ? avail : want);
-    size_t at = (size_t)(pos % cap), first = nb < cap - at ? nb : (size_t)(cap - at);
+    if (avail <= lead) break; /* a header comes with at least one byte after it */
+    const size_t nb = (size_t)(avail - lead < want ? avail - lead : want);
     if (send) {
-      mg__copy(ring + at, (const unsigned char *)op->send + x->moved, first);
-      mg__copy(ring, (const unsigned char *)op->send + x->moved + first, nb - first);
+      if (lead > 0) {
+        const mg__hring_hdr_t h = {x->key + 1, x->bytes};
+        mg__ring_put(ring, cap, head, &h, hdr);
+      }
+      mg__ring_put(ring, cap, head + lead, (const unsigned char *)op->send + x->moved, nb);
       if ((x->moved + nb == x->bytes ? mg__hx_succeed(x) : mg__hx_doomed(x)) < 0) return -1;
-      atomic_store(&ch->head, head + nb); /* sequentially consistent: see mg__hshm_wake */
-      ch->sent = head + nb;
+      atomic_store(&ch->head, head + lead + nb); /* sequentially consistent: see mg__hshm_wake */
+      ch->sent = head + lead + nb;
     } else {
       if (mg__hx_doomed(x) < 0) return -1;
-      mg__copy((unsigned char *)op->recv + x->moved, ring + at, first);
-      mg__copy((unsigned char *)op->recv + x->moved + first, ring, nb - first);
-      atomic_store(&ch->tail, tail + nb);
+      if (lead > 0) {
+        mg__hring_hdr_t h;
+        mg__ring_get(&h, ring, cap, tail, hdr);
+        if (mg__ring_header(x, &h) < 0) return -1;
+      }
+      mg__ring_get((unsigned char *)op->recv + x->moved, ring, cap, tail + lead, nb);
+      atomic_store(&ch->tail, tail + lead + nb);
     }
     mg__hshm_wake(x->s);
+    x->framed = 1;
     x->moved += nb;
     progressed = 1;
   }

@@ -24,7 +24,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 21u
+#define MG__HSHM_VERSION 22u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -134,7 +134,8 @@ _Static_assert(sizeof(mg__hshm_rank_t) == 64 * (5 + 2 * MG__MAIL_LINES),
                "rank block is whole cache lines");
 
 /* The messages from rank s to rank d. Each goes through the ring (bytes written / read since the
- * start), or is described in the box: a message of up to MG__HSHM_BOX_BYTES is copied into it,
+ * start), behind a header that gives its number and size (mg__hring_hdr_t), or is described in
+ * the box: a message of up to MG__HSHM_BOX_BYTES is copied into it,
  * and a lent one (host_coll.c, "lent messages", which d copies straight from s's buffer) leaves
  * its address and size there. The box begins in the line of the head and the pair's outcome,
  * which the receiver polls anyway, so that such a message (up to 32 bytes of it) crosses between
@@ -142,6 +143,13 @@ _Static_assert(sizeof(mg__hshm_rank_t) == 64 * (5 + 2 * MG__MAIL_LINES),
  * A box holds one message at a time: d takes it out (or copies the lent message) and stores
  * box_done. */
 #define MG__HSHM_BOX_BYTES 160
+/* The header of a message through the ring, written with its first bytes: the receiver checks
+ * the size against its own (a stream of bytes could not tell a short message from the start of
+ * the next) and the number against the message it expects. */
+typedef struct mg__hring_hdr {
+  uint64_t id;    /* sequence number + 1 */
+  uint64_t bytes; /* the message's size */
+} mg__hring_hdr_t;
 typedef struct mg__hshm_chan {
   _Atomic uint64_t head;     /* written by s */
   _Atomic uint64_t decision; /* settled by s or d, once per message */
