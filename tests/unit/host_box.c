@@ -23,13 +23,14 @@
  *            receives only after that send failed MG_ERR_TIMED_OUT ("did not take this rank's
  *            message before it out of the box"): the 8 B arrive, and the receive of the lent
  *            message fails MG_ERR_REMOTE naming rank 0's timeout at once, not at its own deadline;
- *  mismatches a receive of another size than its message (mismatch_t): 8 B in the box, 16
- *            expected; 200 B through the ring (then 8 in the box), 300 expected; 1000 B through
- *            the ring, 500 expected; an empty message (which carries nothing), then 300 B through
- *            the ring or 8 in the box, 300 expected for the first; 300 B twice, received as 0 and
- *            300: the receive fails MG_ERR_INVALID_USAGE naming both sizes (the last: the message
- *            left in the ring), from the box word or the ring's header, and writes nothing; the
- *            sends succeed (each was complete once published).
+ *  mismatches a receive of another size than its message (mismatch_t), once the sends have
+ *            returned: 8 B in the box, 16 expected; 200 B through the ring (then 8 in the box),
+ *            300 expected; 1000 B through the ring, 500 expected; an empty message (which
+ *            carries nothing), then 300 B through the ring or 8 in the box, 300 expected for the
+ *            first; 300 B through the ring, 0 expected; 300 B twice, received as 0 before they
+ *            were sent (that receive ends at once) and then as 300: the receive fails
+ *            MG_ERR_INVALID_USAGE naming both sizes (the last: the message left in the ring),
+ *            from the box word or the ring's header, and writes nothing; the sends succeed.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -45,7 +46,7 @@ typedef struct {
   int rank;
   mg_status_t st;     /* what the rank's operation returned (sizes) */
   char err[512];      /* and its message */
-  atomic_int *gate;   /* late: rank 1 receives once rank 0's send has returned */
+  atomic_int *gate;   /* late, mismatches: rank 1 receives once rank 0's sends returned */
 } arg_t;
 
 static const size_t sizes[] = {8, MG__HSHM_BOX_BYTES, MG__HSHM_BOX_BYTES + 1, 0, 100, 4, 1000, 1,
@@ -93,6 +94,10 @@ static void run_procs(void *(*fn)(void *)) {
   pid_t pids[N];
   test_fork_ranks(pids, N, proc_rank, v);
   test_wait_ranks(pids, N);
+}
+
+static void wait_gate(const atomic_int *gate, int v) {
+  while (atomic_load(gate) < v) usleep(1000);
 }
 
 static void run_case(void *(*fn)(void *), arg_t *a) {
@@ -180,7 +185,7 @@ static void *late_rank(void *p) {
     snprintf(a->err, sizeof a->err, "%s", mg_last_error());
     atomic_store(a->gate, 1);
   } else {
-    while (atomic_load(a->gate) == 0) usleep(1000);
+    wait_gate(a->gate, 1);
     ASSERT_OK(mg_recv(small, sizeof small, MG_UINT8, 0, a->comm, NULL));
     const double t0 = test_now();
     a->st = mg_recv(big, sizeof big, MG_UINT8, 0, a->comm, NULL);
@@ -233,24 +238,29 @@ static void *exchange_rank(void *p) {
   return NULL;
 }
 
-/* Mismatched sizes: rank 0 sends each of `sends` (one call each, 0 B included), rank 1 receives
- * each of `recvs` (one call each): every receive but the last succeeds; the last fails naming
- * `want` and writes nothing; every send succeeds (each was complete once published). */
+/* Mismatched sizes: rank 0 sends each of `sends` (one call each, 0 B included), then rank 1
+ * receives each of `recvs` (one call each; with `early`, the first before rank 0 sends): every
+ * receive but the last succeeds; the last fails naming `want` and writes nothing; every send
+ * has succeeded (each was complete once published: the failing receive begins after the sends
+ * returned, so that it cannot fail a send still under way). */
 typedef struct {
   const char *name;
   size_t sends[2], recvs[2];
-  int nsends, nrecvs;
+  int nsends, nrecvs, early;
   const char *want;
 } mismatch_t;
 
 static const mismatch_t mismatches[] = {
-    {"sizes", {8}, {16}, 1, 1, "rank 0 sends 8 bytes, this receive expects 16"},
-    {"short", {200, 8}, {300}, 2, 1, "rank 0 sends 200 bytes, this receive expects 300"},
-    {"long", {1000}, {500}, 1, 1, "rank 0 sends 1000 bytes, this receive expects 500"},
-    {"empty", {0, 300}, {300}, 2, 1, "rank 0 sends 0 bytes, this receive expects 300"},
-    {"empty, then the box", {0, 8}, {300}, 2, 1, "rank 0 sends 0 bytes, this receive expects 300"},
-    {"empty receive", {300, 300}, {0, 300}, 2, 2,
-     "rank 0's message #0 (300 bytes) is still in the ring: its receive expected none"},
+    {"sizes", {8}, {16}, 1, 1, 0, "rank 0 sends 8 bytes, this receive expects 16"},
+    {"short", {200, 8}, {300}, 2, 1, 0, "rank 0 sends 200 bytes, this receive expects 300"},
+    {"long", {1000}, {500}, 1, 1, 0, "rank 0 sends 1000 bytes, this receive expects 500"},
+    {"empty", {0, 300}, {300}, 2, 1, 0, "rank 0 sends 0 bytes, this receive expects 300"},
+    {"empty, then the box", {0, 8}, {300}, 2, 1, 0,
+     "rank 0 sends 0 bytes, this receive expects 300"},
+    {"empty receive", {300}, {0}, 1, 1, 0, "rank 0 sends 300 bytes, this receive expects 0"},
+    {"early empty receive", {300, 300}, {0, 300}, 2, 2, 1,
+     "rank 0's message #0 (300 bytes) is still in the ring ahead of this receive's (which "
+     "expects 300): its receive expected none"},
 };
 static const mismatch_t *mismatch;
 
@@ -259,15 +269,23 @@ static void *mismatch_rank(void *p) {
   unsigned char buf[1000] = {0};
   a->st = MG_OK;
   if (a->rank == 0) {
+    wait_gate(a->gate, mismatch->early);
     memset(buf, 0x5a, sizeof buf);
     for (int i = 0; i < mismatch->nsends && a->st == MG_OK; i++)
       a->st = mg_send(buf, mismatch->sends[i], MG_UINT8, 1, a->comm, NULL);
+    atomic_store(a->gate, 2);
   } else {
-    for (int i = 0; i < mismatch->nrecvs - 1; i++)
+    int i = 0;
+    if (mismatch->early) { /* it ends at once: no message is there yet */
+      ASSERT_OK(mg_recv(buf, mismatch->recvs[i++], MG_UINT8, 0, a->comm, NULL));
+      atomic_store(a->gate, 1);
+    }
+    wait_gate(a->gate, 2);
+    for (; i < mismatch->nrecvs - 1; i++)
       ASSERT_OK(mg_recv(buf, mismatch->recvs[i], MG_UINT8, 0, a->comm, NULL));
-    a->st = mg_recv(buf, mismatch->recvs[mismatch->nrecvs - 1], MG_UINT8, 0, a->comm, NULL);
-    for (size_t i = 0; i < sizeof buf; i++)
-      if (buf[i] != 0) FAIL("rank 1: byte %zu of the failed receive was written", i);
+    a->st = mg_recv(buf, mismatch->recvs[i], MG_UINT8, 0, a->comm, NULL);
+    for (size_t j = 0; j < sizeof buf; j++)
+      if (buf[j] != 0) FAIL("rank 1: byte %zu of the failed receive was written", j);
   }
   snprintf(a->err, sizeof a->err, "%s", mg_last_error());
   return NULL;
@@ -312,6 +330,7 @@ int main(int argc, char **argv) {
 
   for (size_t i = 0; i < sizeof mismatches / sizeof mismatches[0]; i++) {
     mismatch = &mismatches[i];
+    atomic_store(&gate, 0);
     run_case(mismatch_rank, a);
     ASSERT_EQ(a[1].st, MG_ERR_INVALID_USAGE);
     ASSERT_CONTAINS(a[1].err, mismatch->want);

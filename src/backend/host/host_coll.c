@@ -1265,8 +1265,8 @@ static int mg__lent_busy(const mg__hx_t *x) {
          mg__hdec_succeeded(x, atomic_load_explicit(x->dec, memory_order_acquire));
 }
 
-/* A receive that found its message, of `bytes`, in the box or lent: fails as misused unless the
- * sizes agree. */
+/* A receive whose message has `bytes` (in the box, lent, or as the ring's header says): fails as
+ * misused unless the sizes agree. */
 static int mg__p2p_mismatch(mg__hx_t *x, uint64_t bytes) {
   char d[160];
   mg__error(MG_ERR_INVALID_USAGE, "%s: rank %d sends %llu bytes, this receive expects %zu; a "
@@ -1306,13 +1306,13 @@ static int mg__p2p_take(mg__hx_t *x, mg__hshm_chan_t *ch) {
 }
 
 /* The box (host_shm.h). A send of at most MG__HSHM_BOX_BYTES that can be published whole in
- * this pass (the ring has room for it, as far as the sender knows without reading the
- * receiver's line) settles its outcome first, which takes the line of the head, the outcome
+ * this pass (the ring has room for it and its header, as far as the sender knows without
+ * reading the receiver's line) settles its outcome first, which takes the line of the head, the outcome
  * and the box; then, if the receiver has taken the box's last message out (box_done, in that
  * line), it copies its bytes into the box and publishes the box word, else it goes through the
  * ring. The receiver of message k reads the head first and then the box word: if the word is
- * not k's, the ring's bytes from the tail begin with k's (the sender wrote a later message's
- * bytes only after k's box word), so a message in the box, boxed or lent, is never taken from
+ * not k's, the ring's bytes from the tail begin with k's header, or a later message's if k was
+ * empty (the sender wrote a later message's bytes only after k's box word), so a message in the box, boxed or lent, is never taken from
  * the ring or overtaken by one. The receiver compares the sizes, copies the bytes out and
  * stores box_done (waking a lent send that waits for the box). Only the first 32 bytes share
  * the head's line; the rest lie in the next two, which the receiver fetches together. Sendrecv
@@ -1368,9 +1368,10 @@ static int mg__ring_header(mg__hx_t *x, const mg__hring_hdr_t *h) {
   if (h->id < x->key + 1) {
     char d[160];
     mg__error(MG_ERR_INVALID_USAGE, "%s: rank %d's message #%llu (%llu bytes) is still in the "
-              "ring: its receive expected none; a send and its receive must have the same count "
-              "and dtype", mg__desc(x->op, d, sizeof d), x->op->root,
-              (unsigned long long)(h->id - 1), (unsigned long long)h->bytes);
+              "ring ahead of this receive's (which expects %zu): its receive expected none; a "
+              "send and its receive must have the same count and dtype",
+              mg__desc(x->op, d, sizeof d), x->op->root, (unsigned long long)(h->id - 1),
+              (unsigned long long)h->bytes, x->bytes);
     return mg__hx_fail(x, MG_ERR_INVALID_USAGE, x->me);
   }
   const uint64_t bytes = h->id == x->key + 1 ? h->bytes : 0;
@@ -1390,13 +1391,23 @@ static int mg__p2p_progress(mg__hx_t *x) {
   const int src = send ? x->me : op->root, dst = send ? op->root : x->me;
   mg__hshm_chan_t *ch = mg__hshm_chan(x->s, src, dst);
   if (send && x->lend) return mg__p2p_lend(x, ch);
-  int r;
-  /* An empty receive that finds its message in the box refuses it (it has bytes); one that
-   * comes first ends at once, unable to tell (docs/design.md, failure model). */
-  if (!send && x->bytes == 0 && (r = mg__p2p_from_box(x, ch)) != 0) return r;
   unsigned char *ring = mg__hshm_ring(x->s, src, dst);
   const uint64_t cap = x->s->hdr->chan_bytes;
   const size_t hdr = sizeof(mg__hring_hdr_t);
+  int r;
+  if (!send && x->bytes == 0) {
+    /* An empty receive refuses a message of its number that is already there, in the box or at
+     * the ring's tail (it has bytes); one that comes first ends at once, unable to tell
+     * (docs/design.md, failure model). The head before the box: see "the box". */
+    const uint64_t head = atomic_load_explicit(&ch->head, memory_order_acquire);
+    const uint64_t tail = atomic_load_explicit(&ch->tail, memory_order_relaxed);
+    if ((r = mg__p2p_from_box(x, ch)) != 0) return r;
+    if (head - tail > hdr) {
+      mg__hring_hdr_t h;
+      mg__ring_get(&h, ring, cap, tail, hdr);
+      if (h.id == x->key + 1) return mg__p2p_mismatch(x, h.bytes);
+    }
+  }
   if (send && !x->framed && x->bytes > 0 && x->bytes <= MG__HSHM_BOX_BYTES &&
       cap - (ch->sent - ch->tail_seen) >= hdr + x->bytes) {
     if (mg__hx_succeed(x) < 0) return -1;
