@@ -135,7 +135,8 @@ static void *busy_rank(void *p) {
     ASSERT_OK(mg_group_end());
     const mg__hshm_chan_t *ch = lane(a->comm, 0, 1);
     ASSERT_EQ(atomic_load(&ch->box_word), mg__hbox_word(0, 8)); /* #0 in the box */
-    ASSERT_EQ(atomic_load(&ch->head), 2 * (8 + sizeof(mg__hring_hdr_t))); /* #1 and #2 in the ring */
+    /* #1 and #2 in the ring, each behind its header */
+    ASSERT_EQ(atomic_load(&ch->head), 2 * (8 + sizeof(mg__hring_hdr_t)));
     barrier(a->comm);
   } else {
     barrier(a->comm); /* rank 0's group has returned */
