@@ -25,12 +25,12 @@
  *            message fails MG_ERR_REMOTE naming rank 0's timeout at once, not at its own deadline;
  *  mismatches a receive of another size than its message (mismatch_t), once the sends have
  *            returned: 8 B in the box, 16 expected; 200 B through the ring (then 8 in the box),
- *            300 expected; 1000 B through the ring, 500 expected; an empty message (which
- *            carries nothing), then 300 B through the ring or 8 in the box, 300 expected for the
- *            first; 300 B through the ring, 0 expected; 300 B twice, received as 0 before they
- *            were sent (that receive ends at once) and then as 300: the receive fails
- *            MG_ERR_INVALID_USAGE naming both sizes (the last: the message left in the ring),
- *            from the box word or the ring's header, and writes nothing; the sends succeed.
+ *            300 expected; 1000 B through the ring, 500 expected; an empty message (which carries
+ *            nothing), then 300 B through the ring or 8 in the box, 300 expected for the first;
+ *            300 B through the ring, or 8 in the box, 0 expected; 300 B twice, received as 0
+ *            before they were sent (that receive ends at once) and then as 300: the receive fails
+ *            MG_ERR_INVALID_USAGE naming both sizes (the last: the message left in the ring), from
+ *            the box word or the ring's header, and writes nothing; the sends succeed.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -259,6 +259,7 @@ static const mismatch_t mismatches[] = {
     {"empty, then the box", {0, 8}, {300}, 2, 1, 0,
      "rank 0 sends 0 bytes, this receive expects 300"},
     {"empty receive", {300}, {0}, 1, 1, 0, "rank 0 sends 300 bytes, this receive expects 0"},
+    {"empty receive, the box", {8}, {0}, 1, 1, 0, "rank 0 sends 8 bytes, this receive expects 0"},
     {"early empty receive", {300, 300}, {0, 300}, 2, 2, 1,
      "rank 0's message #0 (300 bytes) is still in the ring ahead of this receive's (which "
      "expects 300): its receive expected none"},

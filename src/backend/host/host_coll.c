@@ -1311,12 +1311,13 @@ static int mg__p2p_take(mg__hx_t *x, mg__hshm_chan_t *ch) {
  * outcome and the box; then, if the receiver has taken the box's last message out (box_done, in
  * that line), it copies its bytes into the box and publishes the box word, else it goes through
  * the ring. The receiver of message k reads the head first and then the box word: if the word
- * is not k's, the ring's bytes from the tail begin with k's header, or a later message's if k
- * was empty (the sender wrote a later message's bytes only after k's box word), so a message in
- * the box, boxed or lent, is never taken from the ring or overtaken by one. The receiver
- * compares the sizes, copies the bytes out and stores box_done (waking a lent send that waits
- * for the box). Only the first 32 bytes share the head's line; the rest lie in the next two,
- * which the receiver fetches together. Sendrecv of 8-128 B between processes:
+ * is not k's, the ring's bytes from the tail begin with k's header, a later message's if k was
+ * empty, or an earlier one's that an empty receive left there (mg__ring_header); the sender
+ * wrote a later message's bytes only after k's box word, so a message in the box, boxed or
+ * lent, is never taken from the ring or overtaken by one. The receiver compares the sizes,
+ * copies the bytes out and stores box_done (waking a lent send that waits for the box). Only
+ * the first 32 bytes share the head's line; the rest lie in the next two, which the receiver
+ * fetches together. Sendrecv of 8-128 B between processes:
  * bench/results/2026-11-25-host-p2p-box.md. */
 static int mg__p2p_box(mg__hx_t *x, mg__hshm_chan_t *ch) {
   memcpy(ch->box, x->op->send, x->bytes);
