@@ -1203,6 +1203,14 @@ static void mg__direct_drain(const mg__hx_t *x) {
 
 /* ---- send/recv ------------------------------------------------------------------------------ */
 
+/* A message moved whole (or, lent, copied): its operation succeeded. 1, as progress. */
+static int mg__p2p_done(mg__hx_t *x) {
+  x->moved = x->bytes;
+  x->op->status = MG_OK;
+  x->done = 1;
+  return 1;
+}
+
 /* Lent messages. Between two threads of one process, a message of direct_threads_bytes or more
  * (host_shm.c: 2 KiB when the ranks have a CPU each, as for the direct collectives) does not go
  * through the ring, where the sender copies it in and the receiver out, so that every cache line
@@ -1252,10 +1260,7 @@ static int mg__p2p_lend(mg__hx_t *x, mg__hshm_chan_t *ch) {
     return progressed;
   MG__TSAN_ACQUIRE(x->op->send);
   if (mg__hx_succeed(x) < 0) return -1; /* a load: the receiver decided */
-  x->moved = x->bytes;
-  x->op->status = MG_OK;
-  x->done = 1;
-  return 1;
+  return mg__p2p_done(x);
 }
 
 /* 1 while a thread of this process copies out of a message this rank lent: it claimed it, and
@@ -1299,10 +1304,7 @@ static int mg__p2p_take(mg__hx_t *x, mg__hshm_chan_t *ch) {
     MG__TSAN_RELEASE(from);
   }
   mg__publish(x->s, &ch->box_done, x->key + 1);
-  x->moved = x->bytes;
-  x->op->status = MG_OK;
-  x->done = 1;
-  return 1;
+  return mg__p2p_done(x);
 }
 
 /* The box (host_shm.h). A send of at most MG__HSHM_BOX_BYTES that can be published whole in
@@ -1322,10 +1324,7 @@ static int mg__p2p_take(mg__hx_t *x, mg__hshm_chan_t *ch) {
 static int mg__p2p_box(mg__hx_t *x, mg__hshm_chan_t *ch) {
   memcpy(ch->box, x->op->send, x->bytes);
   mg__publish(x->s, &ch->box_word, mg__hbox_word(x->key, x->bytes));
-  x->moved = x->bytes;
-  x->op->status = MG_OK;
-  x->done = 1;
-  return 1;
+  return mg__p2p_done(x);
 }
 
 static int mg__p2p_unbox(mg__hx_t *x, mg__hshm_chan_t *ch, uint64_t word) {
@@ -1333,10 +1332,7 @@ static int mg__p2p_unbox(mg__hx_t *x, mg__hshm_chan_t *ch, uint64_t word) {
   if (mg__hx_succeed(x) < 0) return -1; /* a load: the sender settled before it published */
   memcpy(x->op->recv, ch->box, x->bytes);
   mg__publish(x->s, &ch->box_done, mg__hbox_id(word));
-  x->moved = x->bytes;
-  x->op->status = MG_OK;
-  x->done = 1;
-  return 1;
+  return mg__p2p_done(x);
 }
 
 /* A receive whose message is described in the box: 1 when taken, -1 when it failed, 0 when the
@@ -1475,9 +1471,7 @@ static int mg__p2p_progress(mg__hx_t *x) {
   if (!send && !progressed && x->moved < x->bytes && mg__hx_doomed(x) < 0) return -1;
   if (x->moved == x->bytes) {
     if (mg__hx_succeed(x) < 0) return -1; /* a load: decided by the sender (or empty) */
-    x->op->status = MG_OK;
-    x->done = 1;
-    return 1;
+    return mg__p2p_done(x);
   }
   return progressed;
 }

@@ -135,9 +135,8 @@ _Static_assert(sizeof(mg__hshm_rank_t) == 64 * (5 + 2 * MG__MAIL_LINES),
 
 /* The messages from rank s to rank d. Each goes through the ring (bytes written / read since the
  * start), behind a header that gives its number and size (mg__hring_hdr_t), or is described in
- * the box: a message of up to MG__HSHM_BOX_BYTES is copied into it,
- * and a lent one (host_coll.c, "lent messages", which d copies straight from s's buffer) leaves
- * its address and size there. The box begins in the line of the head and the pair's outcome,
+ * the box: a message of up to MG__HSHM_BOX_BYTES is copied into it, and a lent one (host_coll.c,
+ * "lent messages", which d copies straight from s's buffer) leaves its address and size there. The box begins in the line of the head and the pair's outcome,
  * which the receiver polls anyway, so that such a message (up to 32 bytes of it) crosses between
  * the CPUs in one transfer rather than a cursor's and then the ring's (host_coll.c, "the box").
  * A box holds one message at a time: d takes it out (or copies the lent message) and stores
