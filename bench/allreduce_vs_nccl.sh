@@ -26,7 +26,8 @@
 #
 #   bench/allreduce_vs_nccl.sh [-g "2 4"] [-R repeats]
 # Environment: SOURCE_COMMIT, NCCL_LIB (default /usr/lib/x86_64-linux-gnu/libnccl.so.2), CUDA_HOME,
-# JOBS (16), BUILD (build-gpu), OUT ($BUILD/kernels-out), NCCL_TESTS_SRC.
+# JOBS (16), BUILD (build-gpu), OUT ($BUILD/kernels-out), NCCL_TESTS_SRC, NT_BUILD
+# (where nccl-tests is built: $BUILD/nccl-tests).
 # Exit code: 0 every test passed and every target met; 1 a target missed; 2 a test failed or
 # something could not run.
 set -euo pipefail
@@ -39,6 +40,7 @@ build=${BUILD:-$root/build-gpu}
 out=${OUT:-$build/kernels-out}
 src=${NCCL_TESTS_SRC:-$root/.peer/nccl-tests}
 nccl_lib=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
+nt_build=${NT_BUILD:-$build/nccl-tests}
 gpu_counts="" repeats=3
 while getopts "g:R:" o; do
   case $o in
@@ -58,8 +60,8 @@ say "building mgcomm in $build"
   >"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log" >&2; fail "mgcomm did not build"; }
 kt=$build/tests/gpu/test_gpu_kernels
 nt=""
-if [ -d "$src/src" ] && mg_build_nccl_tests "$src" "$build/nccl-tests" "$nccl_lib" "$logs"; then
-  nt=$build/nccl-tests/all_reduce_perf
+if [ -d "$src/src" ] && mg_build_nccl_tests "$src" "$nt_build" "$nccl_lib" "$logs"; then
+  nt=$nt_build/all_reduce_perf
 else
   say "no nccl-tests (fetch github:NVIDIA/nccl-tests into $src): the graph target is not compared"
 fi
@@ -73,6 +75,13 @@ one="${K}_LL_BYTES=0 ${K}_ONESHOT_BYTES=4194304"
 two="${K}_LL_BYTES=0 ${K}_ONESHOT_BYTES=0"
 lent="${K}_INPLACE_BYTES=0"
 staged="${K}_INPLACE_BYTES=1000000000000000000" # above any message
+
+# A run stopped from outside (timeout sends TERM) keeps its test results and logs under $OUT, and
+# a report of whatever timings ran.
+trap 'say "stopped: keeping what ran"
+      python3 "$root/bench/allreduce_report.py" "$logs" "$out/allreduce-vs-nccl.md" "$repeats" \
+        "$gpu_counts" "$out/tests.txt"
+      tar -czf "$out/logs.tar.gz" -C "$logs" .; exit 124' TERM INT
 
 # ---- 2. correctness -------------------------------------------------------------------------
 tests_failed=0

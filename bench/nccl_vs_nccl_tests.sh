@@ -304,7 +304,7 @@ if [ -n "$base" ]; then
     { tail -30 "$logs/build-base.log" >&2; fail "the base tree did not build"; }
 fi
 
-nt_build="$build/nccl-tests"
+nt_build=${NT_BUILD:-$build/nccl-tests}
 say "building nccl-tests ($(cat "$src/COMMIT" 2>/dev/null || echo 'unknown commit')) for this GPU"
 mg_build_nccl_tests "$src" "$nt_build" "$nccl_lib" "$logs" || fail "nccl-tests did not build"
 hdr=$mg_nccl_hdr hdr_code=$mg_nccl_hdr_code

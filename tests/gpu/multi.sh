@@ -8,9 +8,14 @@
 # Steps (the run of issue 21 each one makes):
 #   build     configure and build once (Release, with the tests; nvcc compiles our kernels) into
 #             $BUILD, which the later steps and a later call on the same machine reuse
-#   kernels   run 6: bench/allreduce_vs_nccl.sh (our all-reduce across the GPUs, against NCCL)
+#   kernels   run 6: bench/allreduce_vs_nccl.sh (our all-reduce across the GPUs, against NCCL),
+#             KERNELS_REPEATS rounds (3)
 #   nccl      run 2: bench/nccl_vs_nccl_tests.sh -T 1 -I 1 (every collective against nccl-tests,
-#             and against raw NCCL in turn in one process up to 64 MiB)
+#             and against raw NCCL in turn in one process up to 64 MiB; NCCL_PAIRED=0 leaves
+#             that out, NCCL_MAX is the largest size, 1G), in its own Release build without the
+#             test seam ($BUILD-release)
+# The kernels and nccl steps compare on GPU_COUNTS GPUs (default 2, and all of them where there
+# are more; nccl-tests is built once, in $NT_BUILD).
 #   p2p       run 4: tests/gpu/p2p.sh (gpu_p2p, mgcomm topo, copies against cudaMemcpyPeerAsync)
 #   suite     run 1: every test labelled gpu (tests/gpu/run.sh's tests on the built tree)
 #   suitenb   run 1 again in nonblocking mode (MGCOMM_NCCL_BLOCKING=0)
@@ -28,6 +33,11 @@ out=${OUT:-$BUILD/multi-out}
 work=$BUILD/multi-work
 mkdir -p "$out" "$work"
 ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+# The GPU counts the kernels and nccl steps compare at: 2, and every GPU where there are more.
+counts=${GPU_COUNTS:-2}
+[ -n "${GPU_COUNTS:-}" ] || [ "$ngpus" -le 2 ] || counts="2 $ngpus"
+# nccl-tests is built once, for both steps that run it.
+export NT_BUILD=${NT_BUILD:-$BUILD/nccl-tests}
 steps=${STEPS:-build kernels nccl p2p suite suitenb shmem machines}
 rc_all=0
 
@@ -35,8 +45,13 @@ step_build() {
   cmake -S "$root" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMGCOMM_TESTING=ON >/dev/null &&
     cmake --build "$BUILD" -j "$JOBS" 2>&1 | tail -n 5
 }
-step_kernels() { OUT=$work/kernels bench/allreduce_vs_nccl.sh -g "$ngpus" -R 3; }
-step_nccl() { OUT=$work/nccl bench/nccl_vs_nccl_tests.sh -g "$ngpus" -R 1 -e "${NCCL_MAX:-1G}" -T 1 -I 1; }
+step_kernels() { OUT=$work/kernels bench/allreduce_vs_nccl.sh -g "$counts" -R "${KERNELS_REPEATS:-3}"; }
+# The published numbers come from a build without the test seam, in a folder of its own, so that
+# the steps after it find the test build as the build step left it.
+step_nccl() {
+  OUT=$work/nccl BUILD=$BUILD-release bench/nccl_vs_nccl_tests.sh -g "$counts" -R 1 \
+    -e "${NCCL_MAX:-1G}" -T 1 -I "${NCCL_PAIRED:-1}"
+}
 step_p2p() { OUT=$work/p2p ROUNDS=3 tests/gpu/p2p.sh; }
 step_suite() {
   (cd "$BUILD" && ctest -L gpu -V >"$work/suite${1:-}.log" 2>&1)
@@ -62,7 +77,7 @@ for s in $steps; do
   lim=${!lim_var:-$def}
   t0=$(date +%s)
   echo "== step $s (bound ${lim} s)"
-  timeout -k 10 "$lim" bash -c "$(declare -f step_suite "step_$s"); root=$root work=$work ngpus=$ngpus step_$s" \
+  timeout -k 10 "$lim" bash -c "$(declare -f step_suite "step_$s"); root=$root work=$work ngpus=$ngpus counts='$counts' step_$s" \
     >"$work/$s.out" 2>&1
   rc=$?
   tail -n 60 "$work/$s.out"
