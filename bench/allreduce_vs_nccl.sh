@@ -91,7 +91,7 @@ check() { # NAME COMMAND...: runs it, keeps its output, records PASS/FAIL
   shift
   if timeout 300 "$@" >"$logs/t-$name.txt" 2>&1; then
     local said
-    said=$(grep -E 'cases|replays|ended|correct|queued' "$logs/t-$name.txt" | tail -1)
+    said=$(grep -E 'cases|replays|ended|correct|queued' "$logs/t-$name.txt" | tail -1 || true)
     echo "PASS $name: ${said:-$(tail -1 "$logs/t-$name.txt")}" >>"$out/tests.txt"
   else
     echo "FAIL $name (exit $?): $(tail -3 "$logs/t-$name.txt" | tr '\n' ' ')" >>"$out/tests.txt"
