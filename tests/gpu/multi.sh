@@ -17,7 +17,9 @@
 # The kernels and nccl steps compare on GPU_COUNTS GPUs (default 2, and all of them where there
 # are more; nccl-tests is built once, in $NT_BUILD).
 #   p2p       run 4: tests/gpu/p2p.sh (gpu_p2p, mgcomm topo, copies against cudaMemcpyPeerAsync)
-#   suite     run 1: every test labelled gpu (tests/gpu/run.sh's tests on the built tree)
+#   suite     run 1: every test labelled gpu (tests/gpu/run.sh's tests on the built tree), with
+#             SUITE_ARGS added to ctest (e.g. SUITE_ARGS="-E ^bench_gpu_" to leave out the two
+#             minutes of bench tests; -R/-E by name: -I counts among every test, not the gpu ones)
 #   suitenb   run 1 again in nonblocking mode (MGCOMM_NCCL_BLOCKING=0)
 #   shmem     run 5: NP=<GPUs> tests/gpu/shmem.sh (one PE per GPU under mgcomm launch)
 #   machines  run 7: tests/gpu/two_machines.sh (two simulated machines over the store and lo)
@@ -45,16 +47,23 @@ step_build() {
   cmake -S "$root" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMGCOMM_TESTING=ON >/dev/null &&
     cmake --build "$BUILD" -j "$JOBS" 2>&1 | tail -n 5
 }
-step_kernels() { OUT=$work/kernels bench/allreduce_vs_nccl.sh -g "$counts" -R "${KERNELS_REPEATS:-3}"; }
+# The scripts that keep what ran when stopped at their bound (a trap on TERM) run through exec:
+# timeout then waits for their trap to end before this script archives their folder (on 4 H200s
+# a stopped kernels step lost its timings when the archive was made while its trap still ran).
+step_kernels() {
+  OUT=$work/kernels exec bench/allreduce_vs_nccl.sh -g "$counts" -R "${KERNELS_REPEATS:-3}"
+}
 # The published numbers come from a build without the test seam, in a folder of its own, so that
 # the steps after it find the test build as the build step left it.
 step_nccl() {
-  OUT=$work/nccl BUILD=$BUILD-release bench/nccl_vs_nccl_tests.sh -g "$counts" -R 1 \
+  OUT=$work/nccl BUILD=$BUILD-release exec bench/nccl_vs_nccl_tests.sh -g "$counts" -R 1 \
     -e "${NCCL_MAX:-1G}" -T 1 -I "${NCCL_PAIRED:-1}"
 }
 step_p2p() { OUT=$work/p2p ROUNDS=3 tests/gpu/p2p.sh; }
 step_suite() {
-  (cd "$BUILD" && ctest -L gpu -V >"$work/suite${1:-}.log" 2>&1)
+  # SUITE_ARGS is split on spaces on purpose: several ctest options in one variable.
+  # shellcheck disable=SC2086
+  (cd "$BUILD" && ctest -L gpu ${SUITE_ARGS:-} -V >"$work/suite${1:-}.log" 2>&1)
   local rc=$?
   grep -E "Test +#|tests passed|tests failed" "$work/suite${1:-}.log"
   return $rc
@@ -77,7 +86,7 @@ for s in $steps; do
   lim=${!lim_var:-$def}
   t0=$(date +%s)
   echo "== step $s (bound ${lim} s)"
-  timeout -k 10 "$lim" bash -c "$(declare -f step_suite "step_$s"); root=$root work=$work ngpus=$ngpus counts='$counts' step_$s" \
+  timeout -k 30 "$lim" bash -c "$(declare -f step_suite "step_$s"); root=$root work=$work ngpus=$ngpus counts='$counts' step_$s" \
     >"$work/$s.out" 2>&1
   rc=$?
   tail -n 60 "$work/$s.out"
