@@ -73,8 +73,9 @@
   X(HOST_SPIN_US, INT, "50", 0, 1000000, "",                                                   \
     "Host backend: microseconds a waiting rank spins before it sleeps on a futex")             \
   X(CHECK_POINTERS, INT, "1", 0, 1, "",                                                        \
-    "NCCL backend: 1 checks every buffer with cuPointerGetAttributes before it is enqueued "   \
-    "(memory space, device, extent) and the stream's context; 0 skips these checks")          \
+    "NCCL backend: 1 checks every buffer before it is enqueued (memory space, device, "       \
+    "extent: mgcomm's record for mg_mem_alloc and registered memory, cuPointerGetAttributes "  \
+    "for the rest) and, once per stream, the stream's context; 0 skips these checks")          \
   X(CHECK_COLLECTIVES, INT, "0", 0, 1, "",                                                     \
     "Debugging aid, every backend: 1 makes the ranks compare each collective's kind, count, "  \
     "dtype, op, root and sequence number before it runs (one small all_gather per "            \

@@ -146,6 +146,7 @@ MGSIM_API int mgsim_control(const char *key, long value);
  *   "ctx_refs" d      retain count of device d's primary context
  *   "devices" (any)   simulated devices
  *   "hostfns" (any)   cuLaunchHostFunc calls that queued a function, since the start
+ *   "stream_ctx" (any)  cuStreamGetCtx calls, since the start
  * CUDA setter:
  *   "query_fault" 1   cuEventQuery answers CUDA_ERROR_ILLEGAL_ADDRESS for an event not reached
  *                     yet, as after a context fault (0: CUDA_ERROR_NOT_READY again) */

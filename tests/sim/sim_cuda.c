@@ -419,6 +419,7 @@ MGSIM_API int mgsim_cuda_control(const char *key, long value) {
   if (strcmp(key, "events") == 0) return sim_event_count();
   if (strcmp(key, "devices") == 0) return sim_cu_ndevices();
   if (strcmp(key, "hostfns") == 0) return sim_hostfn_count();
+  if (strcmp(key, "stream_ctx") == 0) return sim_stream_ctx_count();
   if (strcmp(key, "query_fault") == 0) {
     sim_query_fault_set(value != 0);
     return 0;

@@ -65,6 +65,7 @@ int sim_mem_count(void);
 int sim_stream_count(void);
 int sim_event_count(void);
 int sim_hostfn_count(void);
+int sim_stream_ctx_count(void);
 void sim_query_fault_set(int on);
 /* Waits until every stream of ctx (its default stream included) has run what it held when the
  * call began. */

@@ -3,8 +3,9 @@
  * (tests/sim/): what the library reports about them, then two ranks (threads, one simulated GPU
  * each) made with mg_comm_init_all that run, through the public API only, all-reduces (float32
  * sum, int64 max), a broadcast, an all-gather, a reduce, a reduce-scatter, grouped send/recv, a
- * split and a collective on the child, and finalize and destroy everything. At the end the
- * simulator must hold no communicator and no allocation.
+ * split and a collective on the child, and finalize and destroy everything; before them, from
+ * one thread, the stream's check (once per communicator and stream). At the end the simulator
+ * must hold no communicator and no allocation.
  *
  * Environment (CMakeLists.txt sets it): MGCOMM_CUDA_LIBRARY, MGCOMM_NCCL_LIBRARY (the
  * simulator's files), MGCOMM_BACKEND=nccl, MGSIM_DEVICES=2.
@@ -259,6 +260,39 @@ static void split(mg_comm_t *comm, int r) {
   ASSERT_OK(mg_comm_destroy(child));
 }
 
+/* The stream's check, from one thread posting groups over both ranks (as `mgcomm bench -g`
+ * does): a communicator asks the driver about a stream once, not at every call, and a stream of
+ * another context is still refused on a communicator that remembers a good one. */
+static void stream_checks(void) {
+  enum { CALLS = 5 };
+  mg_stream_t s[NRANKS];
+  float *buf[NRANKS];
+  for (int r = 0; r < NRANKS; r++) {
+    ASSERT_OK(mg_comm_stream(comms[r], &s[r]));
+    buf[r] = dev_alloc(comms[r], sizeof(float) * N);
+  }
+  const int before = sim("stream_ctx", 0);
+  for (int i = 0; i < CALLS; i++) {
+    ASSERT_OK(mg_group_begin());
+    for (int r = 0; r < NRANKS; r++)
+      ASSERT_OK(mg_all_reduce(buf[r], buf[r], N, MG_FLOAT32, MG_SUM, comms[r], s[r]));
+    ASSERT_OK(mg_group_end());
+  }
+  ASSERT_EQ(sim("stream_ctx", 0) - before, NRANKS); /* CALLS * NRANKS when asked every call */
+  /* Rank 1's stream belongs to device 1's context: refused on rank 0, before anything is
+   * posted, though rank 1's communicator remembers it as good. */
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT,
+                mg_all_reduce(buf[0], buf[0], N, MG_FLOAT32, MG_SUM, comms[0], s[1]));
+  ASSERT_CONTAINS(mg_last_error(), "another CUDA context");
+  for (int r = 0; r < NRANKS; r++) {
+    mg_request_t *req = NULL;
+    ASSERT_OK(mg_record(comms[r], s[r], &req));
+    ASSERT_OK(mg_request_wait(req, WAIT_S));
+    ASSERT_OK(mg_request_free(req));
+    ASSERT_OK(mg_mem_free(buf[r]));
+  }
+}
+
 static void *rank_main(void *arg) {
   const int r = (int)(intptr_t)arg;
   mg_comm_t *comm = comms[r];
@@ -290,6 +324,7 @@ int main(void) {
   /* One NCCL communicator per rank, or two in mgcomm's blocking mode (its lifecycle one and a
    * blocking one split from it). */
   ASSERT_GE(sim("comms", -1), NRANKS);
+  stream_checks();
   pthread_t th[NRANKS];
   for (int r = 0; r < NRANKS; r++)
     ASSERT_EQ(pthread_create(&th[r], NULL, rank_main, (void *)(intptr_t)r), 0);

@@ -255,8 +255,13 @@ MGSIM_API mg__CUresult cuStreamQuery(mg__CUstream stream) {
   return r;
 }
 
+static atomic_int sim_stream_ctx_calls; /* cuStreamGetCtx calls */
+
+int sim_stream_ctx_count(void) { return atomic_load(&sim_stream_ctx_calls); }
+
 MGSIM_API mg__CUresult cuStreamGetCtx(mg__CUstream stream, mg__CUcontext *ctx) {
   SIM_ENTER("cuStreamGetCtx");
+  atomic_fetch_add(&sim_stream_ctx_calls, 1);
   if (ctx == NULL) return MG__CUDA_ERROR_INVALID_VALUE;
   return mgsim_stream_owner(stream, NULL, ctx);
 }

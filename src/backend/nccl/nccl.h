@@ -42,6 +42,7 @@ typedef struct mg__ncomm {
   mg__CUcontext ctx;      /* the device's primary context, retained while the comm lives */
   struct mg__nprog *prog; /* the progress table of tag in this process; NULL: none */
   int check_ptrs;         /* MGCOMM_CHECK_POINTERS, read when the comm was made */
+  _Atomic(uintptr_t) stream_ok; /* the last stream the checks found in ctx (nccl_check.c) */
   int native;             /* the loaded NCCL has ncclAlltoAll, ncclGather, ncclScatter (2.28) */
   mg__CUdevice dev;
   int retained;           /* 1: ctx is retained (released by destroy) */
@@ -167,6 +168,9 @@ void mg__nccl_check_release(mg_comm_t *comm);
 /* The backend's check_op: dtype and op against the loaded NCCL and the device; then, unless
  * MGCOMM_CHECK_POINTERS=0, the buffers and the stream. */
 mg_status_t mg__nccl_check_op(const mg__op_t *op, const char *fn);
+/* The stream's check (one of the special handles, or a stream of comm's context), once per
+ * stream: comm remembers the last stream that passed. who names the caller in the message. */
+mg_status_t mg__nccl_check_stream(mg_comm_t *comm, mg_stream_t stream, const char *who);
 /* dtype (and, for reductions, the reduction op) against the loaded NCCL's features and a device
  * of compute capability cc_major.cc_minor. MG_ERR_NOT_SUPPORTED naming what is missing. */
 mg_status_t mg__nccl_check_types(mg_dtype_t dtype, const mg__redop_t *redop, int reduction,

@@ -4,9 +4,13 @@
  * the loaded NCCL and the device, then each buffer's memory space, device and extent, and the
  * stream's context. A buffer inside memory of mg_mem_alloc or a live registration of the
  * communicator is checked against mgcomm's own record of it (core/mem.c); any other takes one
- * cuPointerGetAttributes. The stream takes one cuStreamGetCtx per call unless it is a special
- * handle. MGCOMM_CHECK_POINTERS=0 turns the buffer and stream checks off (bench/nccl_perf.c
- * measures what they cost).
+ * cuPointerGetAttributes. A stream other than the special handles takes one cuStreamGetCtx when
+ * the communicator first meets it: the communicator remembers the last stream found in its
+ * context, and the check runs again only for another one. Asked at every call, that query cost
+ * ~0.4 us of driver time per call where four threads launch on four GPUs at once (0.03 us on one
+ * thread; bench/results/2026-11-28-nccl-paired-4xH200.md), and most programs post every call of a
+ * communicator on one stream. MGCOMM_CHECK_POINTERS=0 turns the buffer and stream checks off
+ * (bench/nccl_perf.c measures what they cost).
  */
 #include <stdint.h>
 
@@ -79,7 +83,19 @@ static __attribute__((noinline)) mg_status_t mg__nccl_check_all(const mg__op_t *
     MG_CHECK(mg__device_check_ptr(op->send, op->send_bytes, dev, fn, "send"));
   if (op->recv_bytes > 0 && !mg__mem_known(op->comm, op->recv, op->recv_bytes))
     MG_CHECK(mg__device_check_ptr(op->recv, op->recv_bytes, dev, fn, "recv"));
-  return mg__device_check_stream((mg__CUstream)op->stream, nx->ctx, dev, fn);
+  return mg__nccl_check_stream(op->comm, op->stream, fn);
+}
+
+mg_status_t mg__nccl_check_stream(mg_comm_t *comm, mg_stream_t stream, const char *who) {
+  mg__ncomm_t *nx = mg__ncomm(comm);
+  /* A stream once found in ctx stays there while it lives. Not caught: a stream destroyed after
+   * its check whose handle CUDA gives to a new stream of another context; CUDA's answer to the
+   * launch on it is then what the caller gets. */
+  const uintptr_t s = (uintptr_t)stream;
+  if (s == atomic_load_explicit(&nx->stream_ok, memory_order_relaxed)) return MG_OK;
+  MG_CHECK(mg__device_check_stream((mg__CUstream)stream, nx->ctx, comm->device, who));
+  atomic_store_explicit(&nx->stream_ok, s, memory_order_relaxed);
+  return MG_OK;
 }
 
 mg_status_t mg__nccl_check_op(const mg__op_t *op, const char *fn) {

@@ -34,7 +34,7 @@ mg_status_t mg__nccl_mark_record(mg__mark_t *m) {
   if (nx->check_ptrs) {
     char who[64];
     snprintf(who, sizeof who, "rank %d of %d", comm->rank, comm->nranks);
-    MG_CHECK(mg__device_check_stream(s, nx->ctx, comm->device, who));
+    MG_CHECK(mg__nccl_check_stream(comm, m->stream, who));
   }
   mg__CUcontext saved = NULL;
   MG_CHECK(mg__device_ctx_enter(nx->ctx, &saved));
