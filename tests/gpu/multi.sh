@@ -9,7 +9,7 @@
 #   build     configure and build once (Release, with the tests; nvcc compiles our kernels) into
 #             $BUILD, which the later steps and a later call on the same machine reuse
 #   kernels   run 6: bench/allreduce_vs_nccl.sh (our all-reduce across the GPUs, against NCCL),
-#             KERNELS_REPEATS rounds (3)
+#             KERNELS_REPEATS rounds (3); KERNELS_CHECKS=0 leaves its correctness tests out
 #   nccl      run 2: bench/nccl_vs_nccl_tests.sh -T 1 -I 1 (every collective against nccl-tests,
 #             and against raw NCCL in turn in one process up to 64 MiB; NCCL_PAIRED=0 leaves
 #             that out, NCCL_MAX is the largest size, 1G), in its own Release build without the
@@ -51,7 +51,8 @@ step_build() {
 # timeout then waits for their trap to end before this script archives their folder (on 4 H200s
 # a stopped kernels step lost its timings when the archive was made while its trap still ran).
 step_kernels() {
-  OUT=$work/kernels exec bench/allreduce_vs_nccl.sh -g "$counts" -R "${KERNELS_REPEATS:-3}"
+  OUT=$work/kernels exec bench/allreduce_vs_nccl.sh -g "$counts" -R "${KERNELS_REPEATS:-3}" \
+    -C "${KERNELS_CHECKS:-1}"
 }
 # The published numbers come from a build without the test seam, in a folder of its own, so that
 # the steps after it find the test build as the build step left it.
