@@ -354,8 +354,8 @@ for chk in 1 m 0; do
   # A failure here leaves the bandwidth tables standing: the report says "not measured". The
   # cost is mgcomm's over NCCL's own call, so the all_reduce goes to NCCL even where our kernels
   # would take it (from 2 GPUs, MGCOMM_ALGO=auto): then no NCCL call is made to compare with.
-  MGCOMM_ALGO=nccl MGCOMM_CHECK_POINTERS=${chk/m/1} "$build/bench/nccl_perf" overhead -g "$og" -n 20000 -B 8 \
-    -M "$([ "$chk" = m ] && echo 1 || echo 0)" \
+  MGCOMM_ALGO=nccl MGCOMM_CHECK_POINTERS=${chk/m/1} "$build/bench/nccl_perf" overhead -g "$og" \
+    -n 20000 -B 8 -M "$([ "$chk" = m ] && echo 1 || echo 0)" \
     >"$logs/overhead-$chk.txt" 2>&1 || { tail -20 "$logs/overhead-$chk.txt" >&2; say "nccl_perf overhead failed"; }
 done
 

@@ -14,8 +14,6 @@
 #             and against raw NCCL in turn in one process up to 64 MiB; NCCL_PAIRED=0 leaves
 #             that out, NCCL_MAX is the largest size, 1G), in its own Release build without the
 #             test seam ($BUILD-release)
-# The kernels and nccl steps compare on GPU_COUNTS GPUs (default 2, and all of them where there
-# are more; nccl-tests is built once, in $NT_BUILD).
 #   p2p       run 4: tests/gpu/p2p.sh (gpu_p2p, mgcomm topo, copies against cudaMemcpyPeerAsync)
 #   suite     run 1: every test labelled gpu (tests/gpu/run.sh's tests on the built tree), with
 #             SUITE_ARGS added to ctest (e.g. SUITE_ARGS="-E ^bench_gpu_" to leave out the two
@@ -23,6 +21,8 @@
 #   suitenb   run 1 again in nonblocking mode (MGCOMM_NCCL_BLOCKING=0)
 #   shmem     run 5: NP=<GPUs> tests/gpu/shmem.sh (one PE per GPU under mgcomm launch)
 #   machines  run 7: tests/gpu/two_machines.sh (two simulated machines over the store and lo)
+# The kernels and nccl steps compare on GPU_COUNTS GPUs (default 2, and all of them where there
+# are more; nccl-tests is built once, in $NT_BUILD).
 # Reports go to $OUT (at most 8 files come back from a device call): each step's main report as
 # <step>.md and everything else in logs.tgz. Limits per step: <STEP>_LIMIT seconds (defaults
 # below). Exit 0 when every step ended 0 (or 77: skipped), else 1.
