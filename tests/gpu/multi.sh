@@ -17,7 +17,8 @@
 #   p2p       run 4: tests/gpu/p2p.sh (gpu_p2p, mgcomm topo, copies against cudaMemcpyPeerAsync)
 #   suite     run 1: every test labelled gpu (tests/gpu/run.sh's tests on the built tree), with
 #             SUITE_ARGS added to ctest (e.g. SUITE_ARGS="-E ^bench_gpu_" to leave out the two
-#             minutes of bench tests; -R/-E by name: -I counts among every test, not the gpu ones)
+#             minutes of bench tests; -I takes the numbers of ctest -N and needs its end: with
+#             `-I 293,` ctest 3.25 ran every test)
 #   suitenb   run 1 again in nonblocking mode (MGCOMM_NCCL_BLOCKING=0)
 #   shmem     run 5: NP=<GPUs> tests/gpu/shmem.sh (one PE per GPU under mgcomm launch)
 #   machines  run 7: tests/gpu/two_machines.sh (two simulated machines over the store and lo)
