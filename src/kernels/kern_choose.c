@@ -24,8 +24,9 @@ const char *mg__kern_algo_name(mg__kern_algo_t a) {
 #define MG__KIB ((size_t)1024)
 #define MG__MIB (1024 * MG__KIB)
 
-/* The table: not yet measured on several GPUs (issue 21, bench/allreduce_vs_nccl.sh measures
- * it); these are the published crossovers of comparable kernels (TensorRT-LLM: one-shot to
+/* The table: its crossovers not yet measured on several GPUs (bench/allreduce_vs_nccl.sh
+ * measures them; the table as a whole was timed on 2 and 4 H200s in
+ * bench/results/2026-11-28-allreduce-vs-nccl-4xH200.md); these are the published crossovers of comparable kernels (TensorRT-LLM: one-shot to
  * 1 MB up to 4 ranks, 500 KB above; vLLM: 512 KB at 4 ranks, 256 KB at 8) and the limit of the
  * targets (4 MiB), above which NCCL's ring is as fast.
  * The push algorithm, reasoned (docs/kernels.md): it saves the pull's barrier and round trip
