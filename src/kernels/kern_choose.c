@@ -26,9 +26,10 @@ const char *mg__kern_algo_name(mg__kern_algo_t a) {
 
 /* The table: its crossovers not yet measured on several GPUs (bench/allreduce_vs_nccl.sh
  * measures them; the table as a whole was timed on 2 and 4 H200s in
- * bench/results/2026-11-28-allreduce-vs-nccl-4xH200.md); these are the published crossovers of comparable kernels (TensorRT-LLM: one-shot to
- * 1 MB up to 4 ranks, 500 KB above; vLLM: 512 KB at 4 ranks, 256 KB at 8) and the limit of the
- * targets (4 MiB), above which NCCL's ring is as fast.
+ * bench/results/2026-11-28-allreduce-vs-nccl-4xH200.md); these are the published crossovers of
+ * comparable kernels (TensorRT-LLM: one-shot to 1 MB up to 4 ranks, 500 KB above; vLLM: 512 KB
+ * at 4 ranks, 256 KB at 8) and the limit of the targets (4 MiB), above which NCCL's ring is as
+ * fast.
  * The push algorithm, reasoned (docs/kernels.md): it saves the pull's barrier and round trip
  * (about 1 us on NVLink) but moves twice the bytes to each of the n - 1 peers, one 8-byte line
  * per thread; at ~400 GB/s per direction the extra bytes cost 1 us at about 200 KiB for 2 ranks,

@@ -88,7 +88,8 @@ for s in $steps; do
   lim=${!lim_var:-$def}
   t0=$(date +%s)
   echo "== step $s (bound ${lim} s)"
-  timeout -k 30 "$lim" bash -c "$(declare -f step_suite "step_$s"); root=$root work=$work ngpus=$ngpus counts='$counts' step_$s" \
+  timeout -k 30 "$lim" bash -c "$(declare -f step_suite "step_$s");
+    root=$root work=$work ngpus=$ngpus counts='$counts' step_$s" \
     >"$work/$s.out" 2>&1
   rc=$?
   tail -n 60 "$work/$s.out"
