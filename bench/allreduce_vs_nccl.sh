@@ -24,9 +24,10 @@
 #      per size, the fastest of ours marked: plain in place, plain out of place, graph) and the
 #      table for src/kernels/kern_choose.c that they suggest.
 #
-#   bench/allreduce_vs_nccl.sh [-g "2 4"] [-R repeats] [-C 0]
+#   bench/allreduce_vs_nccl.sh [-g "2 4"] [-R repeats] [-C 0] [-V "nccl auto ..."]
 # -C 0 leaves out step 2 (the correctness tests: about two minutes on 4 H200s), for a second call
-# on a tree whose kernels were already tested across the GPUs.
+# on a tree whose kernels were already tested across the GPUs. -V times only the plain variants
+# named (step 3's list), e.g. -V "nccl auto" to check a new table against NCCL in less time.
 # Environment: SOURCE_COMMIT, NCCL_LIB (default /usr/lib/x86_64-linux-gnu/libnccl.so.2), CUDA_HOME,
 # JOBS (16), BUILD (build-gpu), OUT ($BUILD/kernels-out), NCCL_TESTS_SRC, NT_BUILD
 # (where nccl-tests is built: $BUILD/nccl-tests).
@@ -43,13 +44,14 @@ out=${OUT:-$build/kernels-out}
 src=${NCCL_TESTS_SRC:-$root/.peer/nccl-tests}
 nccl_lib=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
 nt_build=${NT_BUILD:-$build/nccl-tests}
-gpu_counts="" repeats=3 checks=1
-while getopts "g:R:C:" o; do
+gpu_counts="" repeats=3 checks=1 only=""
+while getopts "g:R:C:V:" o; do
   case $o in
     g) gpu_counts=$OPTARG ;;
     R) repeats=$OPTARG ;;
     C) checks=$OPTARG ;;
-    *) echo "usage: $0 [-g \"2 4\"] [-R repeats] [-C 0]" >&2; exit 2 ;;
+    V) only=$OPTARG ;;
+    *) echo "usage: $0 [-g \"2 4\"] [-R repeats] [-C 0] [-V variants]" >&2; exit 2 ;;
   esac
 done
 mg_begin allreduce_vs_nccl 2 "$out"
@@ -157,6 +159,7 @@ for g in $gpu_counts; do
     say "$g GPUs: times, run $r of $repeats"
     for v in "${variants[@]}"; do
       read -r name vars <<<"$v"
+      [ -z "$only" ] || [[ " $only " == *" $name "* ]] || continue
       # shellcheck disable=SC2086 # vars holds several VAR=value words
       f=$logs/plain-$name-$g-$r
       env $vars "$build/mgcomm" bench -g "$g" -c all_reduce -b 8 -e 4M -f 2 --inplace both \

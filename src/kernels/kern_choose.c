@@ -24,29 +24,30 @@ const char *mg__kern_algo_name(mg__kern_algo_t a) {
 #define MG__KIB ((size_t)1024)
 #define MG__MIB (1024 * MG__KIB)
 
-/* The table: its crossovers not yet measured on several GPUs (bench/allreduce_vs_nccl.sh
- * measures them; the table as a whole was timed on 2 and 4 H200s in
- * bench/results/2026-11-28-allreduce-vs-nccl-4xH200.md); these are the published crossovers of
- * comparable kernels (TensorRT-LLM: one-shot to 1 MB up to 4 ranks, 500 KB above; vLLM: 512 KB
- * at 4 ranks, 256 KB at 8) and the limit of the targets (4 MiB), above which NCCL's ring is as
- * fast.
- * The push algorithm, reasoned (docs/kernels.md): it saves the pull's barrier and round trip
- * (about 1 us on NVLink) but moves twice the bytes to each of the n - 1 peers, one 8-byte line
- * per thread; at ~400 GB/s per direction the extra bytes cost 1 us at about 200 KiB for 2 ranks,
- * and the peers' share grows with n: 64 KiB up to 2 ranks, 32 KiB up to 4, 16 KiB above.
- * In place (lent) from 2 MiB up to 2 ranks, 1 MiB above: reading a rank's buffers in place
- * saves the copy in (about 1 us for 1 MiB read and written locally) and costs a barrier at the
- * end (about 1 us on NVLink); on one H100 shared by the ranks (tests/gpu/results/
- * 2026-11-24-kernels2-1xH100.md) lending won from 2 MiB with 2 ranks and from 1 MiB with 4 and
- * 8, where the barrier is cheaper than on NVLink. */
+/* The table. Up to 4 ranks it is set from every algorithm timed against NCCL on 2 and 4 H200s
+ * (NVSwitch; bench/results/2026-11-28-allreduce-crossovers-4xH200.md), plain and under CUDA
+ * graphs:
+ * - push is the fastest under a graph up to 64 KiB on 2 and 4 GPUs (3.2-3.7 us on 2, 3.8-5.4 us
+ *   on 4, against one-shot's 5.0-5.3 and 5.4-6.0); one-shot from there, to 4 MiB on 2 ranks
+ *   (19.5 us under a graph against two-shot's 21.5; plain 21.4 against 23.3) and to 256 KiB on
+ *   4, where two-shot wins from 512 KiB plain and at 1 MiB under a graph (15.7 against 16.6);
+ * - lending never won on real GPUs: one-shot lent was slower than staged at every size on 2
+ *   GPUs, and two-shot lent no faster than staged on 4 (31.6 against 31.1 us at 4 MiB under a
+ *   graph), the barrier at the end costing what the copy in saves; so ranks stage, and
+ *   MGCOMM_KERNELS_INPLACE_BYTES lends;
+ * - 128 blocks were no faster than 64 (within 0.5 us either way at 1-4 MiB).
+ * Above 4 ranks, not measured across GPUs: vLLM's crossover at 8 ranks (256 KB), push to 16
+ * KiB (its bytes to each of 7 peers double), lent from 1 MiB as on one H100 shared by 8 ranks
+ * (tests/gpu/results/2026-11-24-kernels2-1xH100.md). The limit, 4 MiB, is the targets' end;
+ * NCCL's ring is as fast above it. */
 void mg__kern_policy_table(int nranks, mg__kern_policy_t *out) {
   out->mode = MG__KERN_MODE_AUTO;
-  out->ll_max = nranks <= 2 ? 64 * MG__KIB : nranks <= 4 ? 32 * MG__KIB : 16 * MG__KIB;
-  out->inplace_min = (int64_t)(nranks <= 2 ? 2 * MG__MIB : MG__MIB);
-  out->oneshot_max = nranks <= 2 ? 1 * MG__MIB : nranks <= 4 ? 512 * MG__KIB : 256 * MG__KIB;
+  out->ll_max = nranks <= 4 ? 64 * MG__KIB : 16 * MG__KIB;
+  out->inplace_min = nranks <= 4 ? -1 : (int64_t)MG__MIB;
+  out->oneshot_max = nranks <= 2 ? 4 * MG__MIB : 256 * MG__KIB;
   out->max_bytes = 4 * MG__MIB;
   out->staging = 4 * MG__MIB;
-  out->max_blocks = 64; /* measured on 2 H200; MGCOMM_KERNELS_BLOCKS tries up to 128 */
+  out->max_blocks = 64; /* MGCOMM_KERNELS_BLOCKS tries up to 128 */
 }
 
 void mg__kern_policy_get(int nranks, mg__kern_policy_t *out) {

@@ -9,7 +9,8 @@
 #   build     configure and build once (Release, with the tests; nvcc compiles our kernels) into
 #             $BUILD, which the later steps and a later call on the same machine reuse
 #   kernels   run 6: bench/allreduce_vs_nccl.sh (our all-reduce across the GPUs, against NCCL),
-#             KERNELS_REPEATS rounds (3); KERNELS_CHECKS=0 leaves its correctness tests out
+#             KERNELS_REPEATS rounds (3); KERNELS_CHECKS=0 leaves its correctness tests out,
+#             KERNELS_VARIANTS names the plain variants to time (default: all)
 #   nccl      run 2: bench/nccl_vs_nccl_tests.sh -T 1 -I 1 (every collective against nccl-tests,
 #             and against raw NCCL in turn in one process up to 64 MiB; NCCL_PAIRED=0 leaves
 #             that out, NCCL_MAX is the largest size, 1G), in its own Release build without the
@@ -53,7 +54,7 @@ step_build() {
 # a stopped kernels step lost its timings when the archive was made while its trap still ran).
 step_kernels() {
   OUT=$work/kernels exec bench/allreduce_vs_nccl.sh -g "$counts" -R "${KERNELS_REPEATS:-3}" \
-    -C "${KERNELS_CHECKS:-1}"
+    -C "${KERNELS_CHECKS:-1}" -V "${KERNELS_VARIANTS:-}"
 }
 # The published numbers come from a build without the test seam, in a folder of its own, so that
 # the steps after it find the test build as the build step left it.
