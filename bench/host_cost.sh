@@ -14,10 +14,13 @@
 #      of the runs per build and check setting, and the logs in host-cost-logs.tar.gz.
 #
 #   bench/host_cost.sh [-g gpus] [-R rounds] [-n calls] [-A base_source_dir] [-X 0|1] [-M 0|1]
+#                      [-K 0|1]
 # -M 1: mgcomm's buffers from mg_mem_alloc, checked against its record (nccl_perf overhead -M 1);
 # by default cuMemAlloc buffers, which the driver checks.
 # -X 1: each mgcomm call starts with no current context on its thread (nccl_perf overhead -X 1),
 # as every call of a program without CUDA of its own (mgcomm bench) finds it.
+# -K 1: the all_reduce runs mgcomm's own kernel (MGCOMM_ALGO=mgcomm) instead of NCCL's, and the
+# own share is mgcomm's cost around its cuLaunchKernel (read "the launch" for "NCCL" below).
 # Environment: SOURCE_COMMIT, BASE_COMMIT (names in the report), NCCL_LIB (default
 # /usr/lib/x86_64-linux-gnu/libnccl.so.2), JOBS (16), BUILD, OUT.
 # Exit code: 0 when this tree's median own share is at most 1 us with the checks off and on,
@@ -32,7 +35,7 @@ build=${BUILD:-$root/build-hostcost}
 out=${OUT:-$build/host-cost-out}
 nccl_lib=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
 jobs=${JOBS:-16}
-gpus=2 rounds=3 calls=20000 base="" noctx=0 mgmem=0
+gpus=2 rounds=3 calls=20000 base="" noctx=0 mgmem=0 kern=0
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
   case "$1" in
@@ -42,6 +45,7 @@ while [ $# -gt 0 ]; do
   -A) base=$(cd "$2" && pwd) ;;
   -X) noctx=$2 ;;
   -M) mgmem=$2 ;;
+  -K) kern=$2 ;;
   *) echo "host_cost.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift 2
@@ -49,9 +53,12 @@ done
 mg_begin host_cost.sh 2 "$out"
 [ -f "$nccl_lib" ] || fail "no NCCL library at $nccl_lib (set NCCL_LIB)"
 export MGCOMM_NCCL_LIBRARY=$nccl_lib
-# The probe times mgcomm's share of a call around NCCL: the all_reduce must go to NCCL, where on
-# one GPU the default (MGCOMM_ALGO=auto) now runs mgcomm's own kernel, and the probe stops.
-export MGCOMM_ALGO=nccl
+# The probe times mgcomm's share of a call around NCCL: the all_reduce must go to NCCL, where
+# from 2 GPUs the default (MGCOMM_ALGO=auto) runs mgcomm's own kernel; or, with -K 1, around that
+# kernel's launch.
+algo=nccl
+[ "$kern" != 1 ] || algo=mgcomm
+export MGCOMM_ALGO=$algo
 
 # ---- 1. build ---------------------------------------------------------------------------------
 build_probe() { # SOURCE_DIR BUILD_DIR NAME
@@ -105,7 +112,8 @@ def read(b, chk, r):
 names = {"new": "this tree ($commit)", "base": "base (${BASE_COMMIT:-$base})"}
 doc = [f"# Host-side cost of one call: mgcomm over raw NCCL", "",
        f"- machine: $gpus x {'$gpu_name'}, NCCL {'$nccl_lib'}; date $(date -u +%Y-%m-%d\ %H:%M) UTC",
-       f"- builds: Release, MGCOMM_TESTING=OFF, MGCOMM_ALGO=nccl; " + ", ".join(names[b] for b in builds),
+       f"- builds: Release, MGCOMM_TESTING=OFF, MGCOMM_ALGO=$algo" +
+       ("" if "$algo" == "nccl" else " (our kernel: read 'its launch' for 'NCCL')") + "; " + ", ".join(names[b] for b in builds),
        f"- {rounds} rounds of \`nccl_perf overhead -g $gpus -n $calls -B 8 -X $noctx -M $mgmem\` per build and check setting, builds alternating", "",
        "All in us, medians over the $calls calls of each rank's thread. own: the call's time less its span inside NCCL; "
        "code / driver: that share in mgcomm's code and in the CUDA driver calls it makes (context, pointer checks); "

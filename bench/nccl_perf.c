@@ -40,7 +40,9 @@
  *       (no driver call), where by default it uses the raw forms' cuMemAlloc buffers; -X 1
  *       starts each mgcomm call with no current context on the thread (set back outside the
  *       timed calls), as every call of a program without CUDA of its own (mgcomm bench) finds
- *       it: mgcomm makes its context current for the call and puts none back.
+ *       it: mgcomm makes its context current for the call and puts none back. With
+ *       MGCOMM_ALGO=mgcomm mgcomm's own kernel takes the all_reduce, and its cuLaunchKernel
+ *       stands for NCCL's call in the own share (bench/host_cost.sh -K 1).
  *
  * Buffers and streams come from the CUDA driver through mgcomm's loader (this is a benchmark
  * program of the project, like its tests), raw NCCL through the loader's table; the operations
@@ -457,6 +459,17 @@ static mg__CUresult shim_ptr_attrs(unsigned n, mg__CUpointer_attribute *a, void 
 static mg__CUresult shim_stream_ctx(mg__CUstream s, mg__CUcontext *c) {
   NOTE_CUDA(cuda_real.StreamGetCtx(s, c));
 }
+/* Where mgcomm's own kernel takes the all_reduce (MGCOMM_ALGO=mgcomm), its launch stands where
+ * NCCL's call stood: the own share is then mgcomm's cost around cuLaunchKernel. */
+static mg__CUresult shim_launch(mg__CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                mg__CUstream st, void **params, void **extra) {
+  const double t_ = now_s();
+  if (nccl_first == 0) nccl_first = t_;
+  mg__CUresult r_ = cuda_real.LaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, st, params, extra);
+  nccl_last = now_s();
+  return r_;
+}
 
 static void shims_install(void) {
   nccl_real = mg__nccl;
@@ -469,6 +482,7 @@ static void shims_install(void) {
   mg__cuda.CtxSetCurrent = shim_ctx_set;
   mg__cuda.PointerGetAttributes = shim_ptr_attrs;
   mg__cuda.StreamGetCtx = shim_stream_ctx;
+  if (cuda_real.LaunchKernel != NULL) mg__cuda.LaunchKernel = shim_launch;
 }
 
 typedef struct {
