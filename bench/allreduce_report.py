@@ -60,7 +60,7 @@ def ncclt(path):
 def table(g):
     """kern_choose.c's table for g ranks: (ll_max, oneshot_max, inplace_min or None: never)."""
     if g <= 2:
-        return 64 << 10, 4 << 20, None
+        return 256 << 10, 4 << 20, None
     if g <= 4:
         return 64 << 10, 256 << 10, None
     return 16 << 10, 256 << 10, 1 << 20

@@ -27,10 +27,12 @@ const char *mg__kern_algo_name(mg__kern_algo_t a) {
 /* The table. Up to 4 ranks it is set from every algorithm timed against NCCL on 2 and 4 H200s
  * (NVSwitch; bench/results/2026-11-28-allreduce-crossovers-4xH200.md), plain and under CUDA
  * graphs:
- * - push is the fastest under a graph up to 64 KiB on 2 and 4 GPUs (3.2-3.7 us on 2, 3.8-5.4 us
- *   on 4, against one-shot's 5.0-5.3 and 5.4-6.0); one-shot from there, to 4 MiB on 2 ranks
- *   (19.5 us under a graph against two-shot's 21.5; plain 21.4 against 23.3) and to 256 KiB on
- *   4, where two-shot wins from 512 KiB plain and at 1 MiB under a graph (15.7 against 16.6);
+ * - push is the fastest under a graph up to 256 KiB on 2 GPUs (3.1-4.8 us against one-shot's
+ *   5.0-5.7) and up to 64 KiB on 4 (3.8-5.4 us against 5.4-6.0; one-shot 7.9 against 8.8 at
+ *   256 KiB); one-shot from there, to 4 MiB on 2 ranks (19.4 us under a graph against two-shot's
+ *   21.5; plain 21.4 against 23.3) and to 256 KiB on 4, where two-shot wins from 512 KiB plain
+ *   and at 1 MiB under a graph (15.6 against 16.3). Plain, one thread launching every rank,
+ *   the algorithms differ by less than the launches' noise below 1 MiB;
  * - lending never won on real GPUs: one-shot lent was slower than staged at every size on 2
  *   GPUs, and two-shot lent no faster than staged on 4 (31.6 against 31.1 us at 4 MiB under a
  *   graph), the barrier at the end costing what the copy in saves; so ranks stage, and
@@ -42,7 +44,7 @@ const char *mg__kern_algo_name(mg__kern_algo_t a) {
  * NCCL's ring is as fast above it. */
 void mg__kern_policy_table(int nranks, mg__kern_policy_t *out) {
   out->mode = MG__KERN_MODE_AUTO;
-  out->ll_max = nranks <= 4 ? 64 * MG__KIB : 16 * MG__KIB;
+  out->ll_max = nranks <= 2 ? 256 * MG__KIB : nranks <= 4 ? 64 * MG__KIB : 16 * MG__KIB;
   out->inplace_min = nranks <= 4 ? -1 : (int64_t)MG__MIB;
   out->oneshot_max = nranks <= 2 ? 4 * MG__MIB : 256 * MG__KIB;
   out->max_bytes = 4 * MG__MIB;

@@ -35,7 +35,7 @@ static void table(void) {
   mg__kern_policy_t p;
   char why[200];
   static const struct { int n; size_t ll, one; int64_t lend; } rows[] = {
-      {1, 64 * KIB, 4 * MIB, -1}, {2, 64 * KIB, 4 * MIB, -1}, {3, 64 * KIB, 256 * KIB, -1},
+      {1, 256 * KIB, 4 * MIB, -1}, {2, 256 * KIB, 4 * MIB, -1}, {3, 64 * KIB, 256 * KIB, -1},
       {4, 64 * KIB, 256 * KIB, -1}, {8, 16 * KIB, 256 * KIB, (int64_t)MIB}};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     mg__kern_policy_table(rows[i].n, &p);
