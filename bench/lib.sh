@@ -95,6 +95,9 @@ mg_build_nccl_tests() {
   ln -sfn "$mg_nccl_hdr" "$home/include"
   ln -sf "$lib" "$home/lib/libnccl.so"
   ln -sf "$lib" "$home/lib/libnccl.so.2"
+  # make runs in SRC/src: a relative BUILDDIR would land there (and nvlink then missed its own
+  # archive on 4 H200s); it is made absolute first.
+  mkdir -p "$builddir" && builddir=$(cd "$builddir" && pwd)
   make -C "$src/src" -j "${JOBS:-16}" MPI=0 CUDA_HOME="$cuda_home" NCCL_HOME="$home" BUILDDIR="$builddir" \
     NVCC_GENCODE="-gencode=arch=compute_$cc,code=sm_$cc" >"$logs/build-nccl-tests.log" 2>&1 ||
     { tail -30 "$logs/build-nccl-tests.log" >&2; return 1; }
