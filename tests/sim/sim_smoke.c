@@ -284,6 +284,9 @@ static void stream_checks(void) {
   ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT,
                 mg_all_reduce(buf[0], buf[0], N, MG_FLOAT32, MG_SUM, comms[0], s[1]));
   ASSERT_CONTAINS(mg_last_error(), "another CUDA context");
+  mg_request_t *none = NULL; /* mg_record's check names the rank */
+  ASSERT_STATUS(MG_ERR_INVALID_ARGUMENT, mg_record(comms[0], s[1], &none));
+  ASSERT_CONTAINS(mg_last_error(), "rank 0 of 2: stream");
   for (int r = 0; r < NRANKS; r++) {
     mg_request_t *req = NULL;
     ASSERT_OK(mg_record(comms[r], s[r], &req));

@@ -169,7 +169,8 @@ void mg__nccl_check_release(mg_comm_t *comm);
  * MGCOMM_CHECK_POINTERS=0, the buffers and the stream. */
 mg_status_t mg__nccl_check_op(const mg__op_t *op, const char *fn);
 /* The stream's check (one of the special handles, or a stream of comm's context), once per
- * stream: comm remembers the last stream that passed. who names the caller in the message. */
+ * stream: comm remembers the last stream that passed. who names the caller in the message
+ * (NULL: comm's rank). */
 mg_status_t mg__nccl_check_stream(mg_comm_t *comm, mg_stream_t stream, const char *who);
 /* dtype (and, for reductions, the reduction op) against the loaded NCCL's features and a device
  * of compute capability cc_major.cc_minor. MG_ERR_NOT_SUPPORTED naming what is missing. */

@@ -13,6 +13,7 @@
  * (bench/nccl_perf.c measures what they cost).
  */
 #include <stdint.h>
+#include <stdio.h>
 
 #include "backend/nccl/nccl.h"
 
@@ -93,6 +94,11 @@ mg_status_t mg__nccl_check_stream(mg_comm_t *comm, mg_stream_t stream, const cha
    * launch on it is then what the caller gets. */
   const uintptr_t s = (uintptr_t)stream;
   if (s == atomic_load_explicit(&nx->stream_ok, memory_order_relaxed)) return MG_OK;
+  char rank[48]; /* made only here: formatting costs more than the remembered case */
+  if (who == NULL) {
+    snprintf(rank, sizeof rank, "rank %d of %d", comm->rank, comm->nranks);
+    who = rank;
+  }
   MG_CHECK(mg__device_check_stream((mg__CUstream)stream, nx->ctx, comm->device, who));
   atomic_store_explicit(&nx->stream_ok, s, memory_order_relaxed);
   return MG_OK;

@@ -31,11 +31,7 @@ mg_status_t mg__nccl_mark_record(mg__mark_t *m) {
   mg_comm_t *comm = m->comm;
   mg__ncomm_t *nx = mg__ncomm(comm);
   const mg__CUstream s = (mg__CUstream)m->stream;
-  if (nx->check_ptrs) {
-    char who[64];
-    snprintf(who, sizeof who, "rank %d of %d", comm->rank, comm->nranks);
-    MG_CHECK(mg__nccl_check_stream(comm, m->stream, who));
-  }
+  if (nx->check_ptrs) MG_CHECK(mg__nccl_check_stream(comm, m->stream, NULL));
   mg__CUcontext saved = NULL;
   MG_CHECK(mg__device_ctx_enter(nx->ctx, &saved));
   mg__ev_t *e = NULL;
