@@ -421,8 +421,11 @@ mg_status_t mg__nccl_kern_launch(mg__op_t *const *ops, int n) {
     if (ops[i]->deadline < deadline) deadline = ops[i]->deadline;
   }
   if (s == MG_OK && ntodo > 0) s = mg__nkern_setup(todo, ntodo, deadline);
-  /* Ours, each on its stream, then the others as one NCCL group. */
-  int nrest = 0;
+  /* Ours, each on its stream, then the others as one NCCL group. A thread that drives several
+   * ranks makes each rank's context current in turn and puts its own back once, at the end
+   * (a driver call per rank, not three). */
+  int nrest = 0, entered = 0;
+  mg__CUcontext saved = NULL, cur = NULL;
   for (int i = 0; i < n && s == MG_OK; i++) {
     mg__op_t *op = ops[i];
     s = mg__nccl_kern_pick(op, &algo[i], "mg_all_reduce"); /* again: the verdict may be known */
@@ -432,13 +435,18 @@ mg_status_t mg__nccl_kern_launch(mg__op_t *const *ops, int n) {
       continue;
     }
     mg__ncomm_t *nx = mg__ncomm(op->comm);
-    mg__CUcontext saved = NULL;
-    s = mg__device_ctx_enter(nx->ctx, &saved);
+    if (!entered) {
+      s = mg__device_ctx_enter(nx->ctx, &saved);
+      entered = s == MG_OK;
+    } else if (cur != nx->ctx) {
+      const mg__CUresult r = mg__cuda.CtxSetCurrent(nx->ctx);
+      if (r != MG__CUDA_SUCCESS) s = mg__cu_error(r, "cuCtxSetCurrent");
+    }
     if (s == MG_OK) {
+      cur = nx->ctx;
       s = mg__kern_all_reduce(nx->kern->ctx, op->send, op->recv, op->count, op->dtype,
                               op->redop.op, (mg__kern_algo_t)algo[i],
                               mg__nccl_kern_lends(nx->kern, op), (mg__CUstream)op->stream);
-      mg__device_ctx_leave(nx->ctx, saved);
     }
     op->status = s;
     if (s != MG_OK)
@@ -446,6 +454,7 @@ mg_status_t mg__nccl_kern_launch(mg__op_t *const *ops, int n) {
                        (unsigned long long)op->seq, op->comm->rank, op->comm->nranks,
                        op->comm->device, mg__kern_algo_name((mg__kern_algo_t)algo[i]));
   }
+  if (entered) mg__device_ctx_leave(cur, saved);
   if (s == MG_OK && nrest > 0) s = mg__nccl_launch_nccl(rest, nrest);
   for (int i = 0; i < n; i++) ops[i]->status = s;
   if (heap) {
