@@ -457,7 +457,7 @@ static void mode_watchdog(void) {
   if (st != MG_ERR_TIMED_OUT) FAIL("expected MG_ERR_TIMED_OUT, got %s: %s", mg_status_name(st), mg_last_error());
   printf("  timed out after %.3f s: %s\n", dt, mg_last_error());
   ASSERT_CONTAINS(mg_last_error(), "all_reduce #1");
-  ASSERT_CONTAINS(mg_last_error(), "rank 1 last enqueued #0 (all_reduce)");
+  ASSERT_CONTAINS(mg_last_error(), "rank 1 last enqueued #0 (all_reduce float32 x 1024)");
   ASSERT_IN_F(dt, SHORT_TIMEOUT_S - 0.05, SHORT_TIMEOUT_S + 1);
   ASSERT_OK(mg_request_free(req));
   /* on_timeout abort: the watchdog aborted rank 0, whose stream drains. */
