@@ -195,7 +195,7 @@ MG_EXTERN mg_status_t mg_backend_resolve(mg_backend_t requested, mg_backend_t *o
                                          size_t reason_len);
 
 #define MG_UNDEF_INT INT_MIN
-#define MG_CONFIG_VERSION 5
+#define MG_CONFIG_VERSION 6
 
 /* How a request learns that a stream has passed the point it waits for (mg_record): one of three
  * strategies. All are bounded by the request's deadline (the watchdog). */
@@ -218,6 +218,19 @@ typedef enum mg_on_timeout {
   MG_ON_TIMEOUT_REPORT = 2   /* only fail the request; the communicator moves to MG_COMM_ERROR */
 } mg_on_timeout_t;
 
+/* Which all_reduce the NCCL backend runs (docs/kernels.md): NCCL's, or mgcomm's own kernels over
+ * NVLink, which run where every pair of the ranks' GPUs has working peer access, for float32,
+ * float16 and bfloat16 with sum, avg, max and min. The host backend has one all_reduce and
+ * ignores the choice. */
+typedef enum mg_algo {
+  MG_ALGO_DEFAULT = 0, /* MGCOMM_ALGO (auto unless set) */
+  MG_ALGO_AUTO = 1,    /* mgcomm's kernels where its measured table says they are faster (from 2
+                          ranks, up to 4 MiB), NCCL's elsewhere */
+  MG_ALGO_NCCL = 2,    /* always NCCL's */
+  MG_ALGO_MGCOMM = 3   /* always mgcomm's kernels, up to their staging size: an all_reduce they
+                          cannot run is MG_ERR_NOT_SUPPORTED, naming why */
+} mg_algo_t;
+
 /* Parameters of a communicator. Initialise with MG_CONFIG_INIT, then set the fields you want.
  * A NULL config means all defaults.
  *
@@ -225,7 +238,7 @@ typedef enum mg_on_timeout {
  * program built against an older mgcomm.h runs with a newer library. The library accepts the
  * size and version that MG_CONFIG_INIT sets in its own mgcomm.h or in any older one: version 1
  * to MG_CONFIG_VERSION, each with the size of its layout (mg_config_t up to that version's last
- * field; on LP64: 1 -> 32 bytes, 2 -> 88, 3 -> 112, 4 -> 112, 5 -> 152). It reads only the
+ * field; on LP64: 1 -> 32 bytes, 2 -> 88, 3 -> 112, 4 -> 112, 5 -> 152, 6 -> 152). It reads only the
  * fields that the caller's version has and gives the fields appended after it their
  * MG_CONFIG_INIT defaults. A
  * larger size than this library's sizeof(mg_config_t), a version of 0 or above its
@@ -288,6 +301,9 @@ typedef struct mg_config {
   int nccl_rma_eager_init;         /* rmaEagerInit, NCCL >= 2.31 */
   int nccl_host_cft_mode;          /* hostCftMode, NCCL >= 2.31 */
   int nccl_nvls_host_mode;         /* nvlsHostMode, NCCL >= 2.32 */
+  /* mgcomm's own kernels (MG_CONFIG_VERSION 6). */
+  mg_algo_t all_reduce_algo; /* MG_ALGO_DEFAULT = MGCOMM_ALGO; fixed at the communicator's first
+                                all_reduce */
 } mg_config_t;
 
 #define MG_CONFIG_INIT                                                                    \
@@ -296,7 +312,7 @@ typedef struct mg_config {
    MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT,    \
    0, MG_COMPLETION_DEFAULT, 0.0, MG_ON_TIMEOUT_DEFAULT, MG_UNDEF_INT, MG_UNDEF_INT,      \
    MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT, MG_UNDEF_INT,    \
-   MG_UNDEF_INT, MG_UNDEF_INT}
+   MG_UNDEF_INT, MG_UNDEF_INT, MG_ALGO_DEFAULT}
 
 /* ---------------------------------------------------------------------------------------------
  * Communicators

@@ -27,12 +27,14 @@
 #define MG__CONFIG_V3_END MG__FIELD_END(on_timeout)
 #define MG__CONFIG_V4_END MG__FIELD_END(nccl_blocking)
 #define MG__CONFIG_V5_END MG__FIELD_END(nccl_nvls_host_mode)
+#define MG__CONFIG_V6_END MG__FIELD_END(all_reduce_algo)
 static const size_t mg__config_end[] = {0, MG__CONFIG_V1_END, MG__CONFIG_V2_END,
-                                        MG__CONFIG_V3_END, MG__CONFIG_V4_END, MG__CONFIG_V5_END};
+                                        MG__CONFIG_V3_END, MG__CONFIG_V4_END, MG__CONFIG_V5_END,
+                                        MG__CONFIG_V6_END};
 
 _Static_assert(sizeof mg__config_end / sizeof *mg__config_end == MG_CONFIG_VERSION + 1,
                "a new MG_CONFIG_VERSION names its last field in mg__config_end");
-_Static_assert(MG__LAYOUT_SIZE(MG__CONFIG_V5_END) == sizeof(mg_config_t),
+_Static_assert(MG__LAYOUT_SIZE(MG__CONFIG_V6_END) == sizeof(mg_config_t),
                "a field appended to mg_config_t comes with a new MG_CONFIG_VERSION");
 /* Version 1 has no pointer: its alignment is mg_config_t's only if a pointer needs no more than
  * size_t (true of every ABI mgcomm builds for), and then every layout is padded alike. */
@@ -104,5 +106,8 @@ mg_status_t mg__config_read(const mg_config_t *in, const char *fn, mg_config_t *
   if ((unsigned)out->on_timeout > MG_ON_TIMEOUT_REPORT)
     return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->on_timeout %d is not an "
                      "mg_on_timeout_t", fn, (int)out->on_timeout);
+  if ((unsigned)out->all_reduce_algo > MG_ALGO_MGCOMM)
+    return mg__error(MG_ERR_INVALID_ARGUMENT, "%s: config->all_reduce_algo %d is not an "
+                     "mg_algo_t", fn, (int)out->all_reduce_algo);
   return MG_OK;
 }

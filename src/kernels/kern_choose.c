@@ -43,7 +43,8 @@ const char *mg__kern_algo_name(mg__kern_algo_t a) {
  * (tests/gpu/results/2026-11-24-kernels2-1xH100.md). The limit, 4 MiB, is the targets' end;
  * NCCL's ring is as fast above it. */
 void mg__kern_policy_table(int nranks, mg__kern_policy_t *out) {
-  out->mode = MG__KERN_MODE_AUTO;
+  out->mode = MG_ALGO_AUTO;
+  out->mode_from_config = 0;
   out->ll_max = nranks <= 2 ? 256 * MG__KIB : nranks <= 4 ? 64 * MG__KIB : 16 * MG__KIB;
   out->inplace_min = nranks <= 4 ? -1 : (int64_t)MG__MIB;
   out->oneshot_max = nranks <= 2 ? 4 * MG__MIB : 256 * MG__KIB;
@@ -52,12 +53,16 @@ void mg__kern_policy_table(int nranks, mg__kern_policy_t *out) {
   out->max_blocks = 64; /* MGCOMM_KERNELS_BLOCKS tries up to 128 */
 }
 
-void mg__kern_policy_get(int nranks, mg__kern_policy_t *out) {
+void mg__kern_policy_get(int nranks, mg_algo_t algo, mg__kern_policy_t *out) {
   mg__kern_policy_table(nranks, out);
-  const char *mode = mg__param_str(MG_PARAM_ALGO);
-  out->mode = strcmp(mode, "nccl") == 0     ? MG__KERN_MODE_NCCL
-              : strcmp(mode, "mgcomm") == 0 ? MG__KERN_MODE_MGCOMM
-                                            : MG__KERN_MODE_AUTO;
+  out->mode_from_config = algo != MG_ALGO_DEFAULT;
+  if (algo == MG_ALGO_DEFAULT) {
+    const char *mode = mg__param_str(MG_PARAM_ALGO);
+    algo = strcmp(mode, "nccl") == 0     ? MG_ALGO_NCCL
+           : strcmp(mode, "mgcomm") == 0 ? MG_ALGO_MGCOMM
+                                         : MG_ALGO_AUTO;
+  }
+  out->mode = algo;
   const int64_t ll = mg__param_int(MG_PARAM_KERNELS_LL_BYTES);
   const int64_t inplace = mg__param_int(MG_PARAM_KERNELS_INPLACE_BYTES);
   const int64_t one = mg__param_int(MG_PARAM_KERNELS_ONESHOT_BYTES);
@@ -71,6 +76,13 @@ void mg__kern_policy_get(int nranks, mg__kern_policy_t *out) {
   if (blocks > 0) out->max_blocks = (int)blocks;
   if (out->max_bytes > out->staging) out->max_bytes = out->staging;
   if (out->ll_max > out->staging) out->ll_max = out->staging;
+}
+
+/* Who forced the mode: the variable, or the communicator's config. */
+static const char *mg__kern_forced_by(const mg__kern_policy_t *p) {
+  if (p->mode == MG_ALGO_NCCL)
+    return p->mode_from_config ? "config->all_reduce_algo = MG_ALGO_NCCL" : "MGCOMM_ALGO=nccl";
+  return p->mode_from_config ? "config->all_reduce_algo = MG_ALGO_MGCOMM" : "MGCOMM_ALGO=mgcomm";
 }
 
 /* Why ours cannot run c at all (whatever the size limit), or NULL. The reason is written into
@@ -104,24 +116,24 @@ static const char *mg__kern_cannot(const mg__kern_policy_t *p, const mg__kern_ca
 mg_status_t mg__kern_choose(const mg__kern_policy_t *p, const mg__kern_case_t *c,
                             mg__kern_algo_t *algo, char *why, size_t len, const char *fn) {
   char buf[160];
-  /* Text only where someone reads it: the caller's why, or the refusal of MGCOMM_ALGO=mgcomm. */
-  char *text = (why != NULL && len > 0) || p->mode == MG__KERN_MODE_MGCOMM ? buf : NULL;
+  /* Text only where someone reads it: the caller's why, or the refusal of a forced MGCOMM. */
+  char *text = (why != NULL && len > 0) || p->mode == MG_ALGO_MGCOMM ? buf : NULL;
   const char *reason = NULL;
   mg__kern_algo_t a = MG__KERN_NCCL;
-  if (p->mode == MG__KERN_MODE_NCCL) {
-    reason = "MGCOMM_ALGO=nccl";
+  if (p->mode == MG_ALGO_NCCL) {
+    reason = mg__kern_forced_by(p);
   } else if ((reason = mg__kern_cannot(p, c, text, sizeof buf)) != NULL) {
-    if (p->mode == MG__KERN_MODE_MGCOMM)
+    if (p->mode == MG_ALGO_MGCOMM)
       return mg__error(MG_ERR_NOT_SUPPORTED,
-                       "%s: MGCOMM_ALGO=mgcomm, but mgcomm's all-reduce kernels cannot run this "
-                       "all_reduce (%s x %zu bytes, %s, %d ranks): %s", fn,
+                       "%s: %s, but mgcomm's all-reduce kernels cannot run this all_reduce "
+                       "(%s x %zu bytes, %s, %d ranks): %s", fn, mg__kern_forced_by(p),
                        mg_dtype_name(c->dtype), c->bytes, c->custom_op ? "premul_sum" : mg_op_name(c->op),
                        c->nranks, reason);
-  } else if (p->mode == MG__KERN_MODE_AUTO && c->nranks == 1) {
+  } else if (p->mode == MG_ALGO_AUTO && c->nranks == 1) {
     /* Nothing crosses GPUs: NCCL's one-rank all_reduce is a copy, or nothing in place (0.4 us
      * on an H100), which ours, staging and meeting itself, cannot beat. */
     reason = "one rank: NCCL's one-rank path (a copy, nothing in place)";
-  } else if (p->mode == MG__KERN_MODE_AUTO && c->bytes > p->max_bytes) {
+  } else if (p->mode == MG_ALGO_AUTO && c->bytes > p->max_bytes) {
     if (text != NULL)
       snprintf(buf, sizeof buf, "%zu bytes are above the kernels' limit of %zu bytes "
                "(MGCOMM_KERNELS_MAX_BYTES)", c->bytes, p->max_bytes);

@@ -51,15 +51,10 @@ typedef enum mg__kern_algo {
 /* "nccl", "one-shot", "two-shot", "ll". */
 const char *mg__kern_algo_name(mg__kern_algo_t a);
 
-typedef enum mg__kern_mode {
-  MG__KERN_MODE_AUTO = 0,  /* ours where they can run and the size is under the limit */
-  MG__KERN_MODE_NCCL = 1,  /* never ours */
-  MG__KERN_MODE_MGCOMM = 2 /* always ours: an all_reduce they cannot run is refused */
-} mg__kern_mode_t;
-
 /* What decides the choice: the mode, and the sizes of the table or the variables. */
 typedef struct mg__kern_policy {
-  mg__kern_mode_t mode;
+  mg_algo_t mode;     /* AUTO, NCCL or MGCOMM (never DEFAULT) */
+  int mode_from_config; /* the mode is the config's all_reduce_algo, not MGCOMM_ALGO's */
   size_t ll_max;      /* bytes up to which the push algorithm is used (0: never) */
   size_t oneshot_max; /* bytes up to which one-shot is used, two-shot above */
   size_t max_bytes;   /* bytes above which NCCL is used (auto); at most the staging size */
@@ -71,10 +66,11 @@ typedef struct mg__kern_policy {
 
 /* The measured table for a communicator of nranks ranks (mode auto, default staging). */
 void mg__kern_policy_table(int nranks, mg__kern_policy_t *out);
-/* The table, overridden by MGCOMM_ALGO, MGCOMM_KERNELS_LL_BYTES, _ONESHOT_BYTES, _MAX_BYTES,
- * _STAGING_BYTES, _BLOCKS and _INPLACE_BYTES (the limit is cut to the staging size, the push
- * algorithm's to the staging size too). */
-void mg__kern_policy_get(int nranks, mg__kern_policy_t *out);
+/* The table, overridden by MGCOMM_KERNELS_LL_BYTES, _ONESHOT_BYTES, _MAX_BYTES, _STAGING_BYTES,
+ * _BLOCKS and _INPLACE_BYTES (the limit is cut to the staging size, the push algorithm's to the
+ * staging size too); the mode is algo's (the communicator's config->all_reduce_algo), or
+ * MGCOMM_ALGO's when algo is MG_ALGO_DEFAULT. */
+void mg__kern_policy_get(int nranks, mg_algo_t algo, mg__kern_policy_t *out);
 
 /* One all_reduce as the choice sees it. */
 typedef struct mg__kern_case {

@@ -125,6 +125,7 @@ static void check_newer_defaults(const mg_config_t *c, unsigned from_version) {
     ASSERT_EQ(c->on_timeout, MG_ON_TIMEOUT_DEFAULT);
   }
   if (from_version < 4) ASSERT_EQ(c->nccl_blocking, MG_UNDEF_INT);
+  if (from_version < 6) ASSERT_EQ(c->all_reduce_algo, MG_ALGO_DEFAULT);
 }
 
 /* Every way of not being a layout of this library: (size, version) and the expected word. */

@@ -39,7 +39,7 @@ static void table(void) {
       {4, 64 * KIB, 256 * KIB, -1}, {8, 16 * KIB, 256 * KIB, (int64_t)MIB}};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     mg__kern_policy_table(rows[i].n, &p);
-    ASSERT_EQ(p.mode, MG__KERN_MODE_AUTO);
+    ASSERT_EQ(p.mode, MG_ALGO_AUTO);
     ASSERT_EQ(p.oneshot_max, rows[i].one);
     ASSERT_EQ(p.ll_max, rows[i].ll);
     ASSERT_EQ(p.inplace_min, rows[i].lend);
@@ -49,7 +49,7 @@ static void table(void) {
     if (rows[i].n == 1) { /* nothing crosses GPUs: NCCL's copy, or nothing in place */
       ASSERT_EQ(pick(&p, kc(1, MG_FLOAT32, MG_SUM, 8), why), MG__KERN_NCCL);
       ASSERT_CONTAINS(why, "one rank");
-      p.mode = MG__KERN_MODE_MGCOMM; /* forced, ours still serve it */
+      p.mode = MG_ALGO_MGCOMM; /* forced, ours still serve it */
       ASSERT_EQ(pick(&p, kc(1, MG_FLOAT32, MG_SUM, 8), why), MG__KERN_LL);
       continue;
     }
@@ -107,12 +107,12 @@ static void table(void) {
     ASSERT_EQ(q, quiet_want[i]);
   }
   /* MGCOMM_ALGO=nccl: never ours. */
-  p.mode = MG__KERN_MODE_NCCL;
+  p.mode = MG_ALGO_NCCL;
   ASSERT_EQ(pick(&p, kc(4, MG_FLOAT32, MG_SUM, 8), why), MG__KERN_NCCL);
   ASSERT_STR_EQ(why, "MGCOMM_ALGO=nccl");
   /* MGCOMM_ALGO=mgcomm: ours above the limit (up to the staging size); what they cannot run is
    * refused, never given to NCCL. */
-  p.mode = MG__KERN_MODE_MGCOMM;
+  p.mode = MG_ALGO_MGCOMM;
   p.max_bytes = 1 * MIB;
   ASSERT_EQ(pick(&p, kc(4, MG_FLOAT32, MG_SUM, 2 * MIB), why), MG__KERN_TWOSHOT);
   mg__kern_algo_t a = MG__KERN_ONESHOT;
@@ -138,8 +138,8 @@ static void table(void) {
  * MGCOMM_KERNELS_LL_BYTES=100, MGCOMM_KERNELS_INPLACE_BYTES=0. */
 static void env(void) {
   mg__kern_policy_t p;
-  mg__kern_policy_get(4, &p);
-  ASSERT_EQ(p.mode, MG__KERN_MODE_MGCOMM);
+  mg__kern_policy_get(4, MG_ALGO_DEFAULT, &p);
+  ASSERT_EQ(p.mode, MG_ALGO_MGCOMM);
   ASSERT_EQ(p.oneshot_max, 1000);
   ASSERT_EQ(p.staging, 65536);
   ASSERT_EQ(p.max_bytes, 65536); /* cut to the staging size */
@@ -152,6 +152,28 @@ static void env(void) {
   ASSERT_EQ(pick(&p, kc(4, MG_FLOAT32, MG_SUM, 1000), why), MG__KERN_ONESHOT);
   ASSERT_EQ(pick(&p, kc(4, MG_FLOAT32, MG_SUM, 1004), why), MG__KERN_TWOSHOT);
   printf("env: the variables override the table\n");
+
+  /* A communicator's config->all_reduce_algo overrides MGCOMM_ALGO (not the sizes), and the
+   * choice names it. */
+  mg__kern_policy_get(4, MG_ALGO_NCCL, &p);
+  ASSERT_EQ(p.mode, MG_ALGO_NCCL);
+  ASSERT_EQ(p.ll_max, 100);
+  ASSERT_EQ(pick(&p, kc(4, MG_FLOAT32, MG_SUM, 100), why), MG__KERN_NCCL);
+  ASSERT_STR_EQ(why, "config->all_reduce_algo = MG_ALGO_NCCL");
+  mg__kern_policy_get(4, MG_ALGO_AUTO, &p);
+  ASSERT_EQ(p.mode, MG_ALGO_AUTO);
+  ASSERT_EQ(pick(&p, kc(4, MG_FLOAT32, MG_SUM, 1004), why), MG__KERN_TWOSHOT);
+  ASSERT_EQ(pick(&p, kc(1, MG_FLOAT32, MG_SUM, 1004), why), MG__KERN_NCCL); /* auto: one rank */
+  mg__kern_policy_get(4, MG_ALGO_MGCOMM, &p);
+  ASSERT_EQ(p.mode, MG_ALGO_MGCOMM);
+  mg__kern_algo_t a;
+  const mg__kern_case_t bad = kc(4, MG_INT32, MG_SUM, 64);
+  ASSERT_STATUS(MG_ERR_NOT_SUPPORTED, mg__kern_choose(&p, &bad, &a, NULL, 0, "mg_all_reduce"));
+  ASSERT_CONTAINS(mg_last_error(), "config->all_reduce_algo = MG_ALGO_MGCOMM, but");
+  mg__kern_policy_get(4, MG_ALGO_DEFAULT, &p);
+  ASSERT_STATUS(MG_ERR_NOT_SUPPORTED, mg__kern_choose(&p, &bad, &a, NULL, 0, "mg_all_reduce"));
+  ASSERT_CONTAINS(mg_last_error(), "MGCOMM_ALGO=mgcomm, but");
+  printf("env: a config's all_reduce_algo overrides MGCOMM_ALGO, and is named\n");
 }
 
 static void built(int want) {

@@ -61,5 +61,5 @@ mg_cli_test(NAME info_nccl29 COMMAND sh ${_mg_dir}/info_nccl29.sh
             "${MGCOMM_TEST_WHEEL_DIR}/nccl-2.32.3/libnccl.so.2"
             "${MGCOMM_TEST_WHEEL_DIR}/nccl-2.29.2/libnccl.so.2")
 
-# MG_CONFIG_VERSION 5 and the version-4 layout before it.
-mg_test(NAME config_abi_v5 SOURCES ${_mg_dir}/config_abi_v5.c)
+# MG_CONFIG_VERSION 6 and the version-4 and -5 layouts before it.
+mg_test(NAME config_abi_v6 SOURCES ${_mg_dir}/config_abi_v6.c)

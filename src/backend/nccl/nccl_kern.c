@@ -72,7 +72,7 @@ static mg__nkern_t *mg__nkern(mg_comm_t *comm) {
   if (k != NULL) return k;
   k = calloc(1, sizeof *k);
   if (k == NULL) return NULL;
-  mg__kern_policy_get(comm->nranks, &k->pol);
+  mg__kern_policy_get(comm->nranks, comm->config.all_reduce_algo, &k->pol);
   mg__nkern_t *none = NULL;
   if (__atomic_compare_exchange_n(&nx->kern, &none, k, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     return k;
@@ -99,7 +99,7 @@ mg_status_t mg__nccl_kern_pick(const mg__op_t *op, int *algo, const char *fn) {
   mg__kern_algo_t a = MG__KERN_NCCL;
   mg__nkern_t *k = mg__nkern(op->comm);
   if (k == NULL) return MG_OK; /* no memory for the state: NCCL, which needs none */
-  if (k->pol.mode == MG__KERN_MODE_NCCL) return MG_OK;
+  if (k->pol.mode == MG_ALGO_NCCL) return MG_OK;
   const mg__kern_case_t c = {op->comm->nranks, mg__nkern_unavailable(),
                              k->state < 0 ? k->why : NULL, op->dtype, op->redop.op,
                              op->redop.premul, op->count * mg_dtype_size(op->dtype)};
@@ -525,7 +525,7 @@ static void mg__nccl_kern_unregister(mg_comm_t *comm, uint64_t seq) {
 mg_status_t mg__nccl_kern_register(mg_comm_t *comm, void *win, const void *buf, size_t bytes,
                                    double deadline) {
   mg__nkern_t *k = mg__nkern(comm);
-  if (k == NULL || k->pol.mode == MG__KERN_MODE_NCCL || mg__nkern_unavailable() != NULL ||
+  if (k == NULL || k->pol.mode == MG_ALGO_NCCL || mg__nkern_unavailable() != NULL ||
       comm->nranks > MG_KERN_MAX_RANKS)
     return MG_OK; /* the kernels never run on this communicator */
   if (k->state == 0) MG_CHECK(mg__nkern_setup(&comm, 1, deadline));
