@@ -62,6 +62,10 @@ int main(void) {
     ASSERT_OK(mg_all_reduce(buf[r], buf[r], 100, MG_FLOAT32, MG_SUM, comms[r], NULL));
   ASSERT_OK(mg_group_end());
   for (int r = 0; r < 2; r++) {
+    mg_request_t *req = NULL; /* mg_memcpy is not ordered after the stream: wait for it */
+    ASSERT_OK(mg_record(comms[r], NULL, &req));
+    ASSERT_OK(mg_request_wait(req, 0));
+    ASSERT_OK(mg_request_free(req));
     ASSERT_OK(mg_memcpy(comms[r], host, buf[r], sizeof host));
     for (int i = 0; i < 100; i++) ASSERT(host[i] == 3.0f * (float)i);
     ASSERT_OK(mg_mem_free(buf[r]));
