@@ -31,4 +31,8 @@ endforeach()
 if(TARGET mgsim_nccl)
   mg_cli_test(NAME bench_warm COMMAND ${CMAKE_CURRENT_LIST_DIR}/bench_warm.sh
               $<TARGET_FILE:mgcomm_cli> $<TARGET_FILE_DIR:mgsim_nccl> LABELS cli sim)
+  # --algo: one sweep per all_reduce asked for, and their comparison (config->all_reduce_algo).
+  mg_cli_test(NAME bench_algo COMMAND ${CMAKE_CURRENT_LIST_DIR}/bench_algo.sh
+              $<TARGET_FILE:mgcomm_cli> $<TARGET_FILE_DIR:mgsim_nccl>
+              ${CMAKE_CURRENT_LIST_DIR}/bench_json.py LABELS cli sim)
 endif()

@@ -13,7 +13,8 @@ TOP = {"mgcomm_version": str, "backend": str, "nranks": int, "ranks_are": str, "
        "machine": dict, "results": list}
 ROW = {"collective": str, "bytes": int, "count": int, "dtype": str, "op": str, "root": int,
        "inplace": bool, "time_us": (int, float), "algbw_gbs": (int, float),
-       "busbw_gbs": (int, float), "wrong": int}
+       "busbw_gbs": (int, float), "wrong": int, "algo": str}
+ALGOS = {"default", "auto", "nccl", "mgcomm"}
 COLLS = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
          "gather", "scatter", "sendrecv"}
 DIVIDED = {"all_gather", "reduce_scatter", "all_to_all", "gather", "scatter"}
@@ -89,6 +90,8 @@ def check(doc, problems):
                             f"want algbw x {factor(c, n)} = {busbw}")
         if r["wrong"] < 0:
             problems.append(f"{where}: wrong {r['wrong']}")
+        if r["algo"] not in ALGOS or (r["algo"] != "default" and doc["backend"] != "nccl"):
+            problems.append(f"{where}: algo '{r['algo']}' on the {doc['backend']} backend")
         if (r["op"] == "none") == (c in ("all_reduce", "reduce", "reduce_scatter")):
             problems.append(f"{where}: op '{r['op']}' for {c}")
         if (r["root"] == -1) != (c not in ("broadcast", "reduce", "gather", "scatter")):

@@ -27,7 +27,7 @@ static const char mg_bench_usage[] =
     "usage: mgcomm bench [-c coll[,coll...]] [-b minbytes] [-e maxbytes] [-f factor | -i increment]\n"
     "                    [-d dtype] [-o op] [-r root] [--backend auto|host|nccl] [-g ngpus | -t nthreads]\n"
     "                    [--world] [-n iters] [-w warmup] [--inplace 0|1|both] [--check 0|1]\n"
-    "                    [--timing loop|median]\n"
+    "                    [--timing loop|median] [--algo nccl|mgcomm|auto[,...]]\n"
     "                    [--json FILE] [--csv FILE]\n"
     "\n"
     "Measures mgcomm's collectives as nccl-tests does (same columns, units and bus-bandwidth\n"
@@ -57,6 +57,10 @@ static const char mg_bench_usage[] =
     "  --check  1 checks every result (default), 0 does not\n"
     "  --timing  -g: loop (default) times the batch between two CUDA events and divides by its\n"
     "      iterations, as nccl-tests does; median times each iteration and reports the median\n"
+    "  --algo  nccl, mgcomm, auto, or a comma-separated list of them: the NCCL backend's\n"
+    "      all_reduce (config->all_reduce_algo; default: MGCOMM_ALGO, else auto). With several,\n"
+    "      the sweep runs once per value (all_reduce only after the first) on communicators of\n"
+    "      their own, then compares all_reduce's time per size\n"
     "  --json FILE, --csv FILE  also write the results there (fields: docs/bench.md)\n"
     "\n"
     "Exit code: 0 ok, 1 a wrong result or a failure while running, 2 bad input.\n";
@@ -131,6 +135,26 @@ static int mg_bench_parse_colls(const char *list, mg_bench_opts_t *o) {
     o->colls[o->ncolls++] = c;
   }
   return o->ncolls ? 0 : mg_bench_bad("-c '%s' names no collective", list);
+}
+
+/* --algo's list into o->algos; 0, or 2 after one line on stderr. */
+static int mg_bench_parse_algos(const char *list, mg_bench_opts_t *o) {
+  static const char *const names[] = {"auto", "nccl", "mgcomm"};
+  static const mg_algo_t algos[] = {MG_ALGO_AUTO, MG_ALGO_NCCL, MG_ALGO_MGCOMM};
+  char buf[64];
+  if (strlen(list) >= sizeof buf) return mg_bench_bad("--algo '%.40s...': too long", list);
+  strcpy(buf, list);
+  o->nalgos = 0;
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int k = 0;
+    while (k < 3 && strcmp(tok, names[k]) != 0) k++;
+    if (k == 3) return mg_bench_bad("--algo: unknown all_reduce '%s' (nccl, mgcomm, auto)", tok);
+    for (int i = 0; i < o->nalgos; i++)
+      if (o->algos[i] == algos[k]) return mg_bench_bad("--algo names %s twice", tok);
+    o->algos[o->nalgos++] = algos[k];
+  }
+  return o->nalgos ? 0 : mg_bench_bad("--algo '%s' names no all_reduce", list);
 }
 
 /* Parses argv into o; 0, or 2 after one line on stderr. *help is set by -h / --help. */
@@ -211,6 +235,8 @@ static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, mg_bench_re
       else return mg_bench_bad("--timing '%s': loop or median", v);
     } else if (strcmp(a, "--check") == 0) {
       bad = mg_bench_parse_int(v, 0, 1, &o->check);
+    } else if (strcmp(a, "--algo") == 0) {
+      if (mg_bench_parse_algos(v, o) != 0) return 2;
     } else if (strcmp(a, "--json") == 0) {
       rep->json_path = v;
     } else if (strcmp(a, "--csv") == 0) {
@@ -290,6 +316,13 @@ static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, mg_bench_re
   }
   if (o->root >= o->nranks)
     return mg_bench_bad("-r %d is not a rank of %d", o->root, o->nranks);
+  if (o->nalgos > 0 && o->backend != MG_BACKEND_NCCL)
+    return mg_bench_bad("--algo chooses the NCCL backend's all_reduce, but the backend is %s (%s)",
+                        mg_backend_name(o->backend), o->backend_reason);
+  int with_all_reduce = 0;
+  for (int i = 0; i < o->ncolls; i++) with_all_reduce |= o->colls[i] == MG_BENCH_ALL_REDUCE;
+  if (o->nalgos > 1 && !with_all_reduce)
+    return mg_bench_bad("--algo with several values compares all_reduce: -c must include it");
   return 0;
 }
 
@@ -316,13 +349,26 @@ int mg_cli_bench(int argc, char **argv) {
     fputs(mg_bench_usage, stdout);
     return 0;
   }
-  int status = 1;
-  switch (o.ranks) {
-    case MG_BENCH_THREADS: status = mg_bench_run_threads(&o, &rep); break;
-    case MG_BENCH_PROCESSES: status = mg_bench_run_processes(&o, &rep); break;
-    case MG_BENCH_WORLD: status = mg_bench_run_world(&o, &rep); break;
-    case MG_BENCH_GPUS: status = mg_bench_run_gpus(&o, &rep); break;
+  /* One sweep, or one per --algo value (only all_reduce after the first: the others do not
+   * depend on it); the report's rows accumulate, so its files end with every sweep's. */
+  int status = 0;
+  for (int a = 0; a < (o.nalgos > 0 ? o.nalgos : 1) && status != 2; a++) {
+    o.algo = o.nalgos > 0 ? o.algos[a] : MG_ALGO_DEFAULT;
+    if (a == 1) {
+      o.colls[0] = MG_BENCH_ALL_REDUCE;
+      o.ncolls = 1;
+      printf("#\n");
+    }
+    int st = 1;
+    switch (o.ranks) {
+      case MG_BENCH_THREADS: st = mg_bench_run_threads(&o, &rep); break;
+      case MG_BENCH_PROCESSES: st = mg_bench_run_processes(&o, &rep); break;
+      case MG_BENCH_WORLD: st = mg_bench_run_world(&o, &rep); break;
+      case MG_BENCH_GPUS: st = mg_bench_run_gpus(&o, &rep); break;
+    }
+    if (st > status) status = st;
   }
+  if (o.nalgos > 1 && status != 2) mg_bench_print_algos(stdout, &o, &rep.res);
   free(rep.res.rows);
   free(o.gpus);
   return status;

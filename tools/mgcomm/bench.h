@@ -157,6 +157,9 @@ typedef struct mg_bench_opts {
   int quick_default;    /* no arguments were given */
   int per_iter;         /* -g: 1 times each iteration (median); 0 one loop between two events,
                            divided by its iterations, as nccl-tests (the default) */
+  mg_algo_t algos[3];   /* --algo: the NCCL backend's all_reduces to run, in order ... */
+  int nalgos;           /* ... (0: no --algo, the library's choice) */
+  mg_algo_t algo;       /* the sweep's: its communicators' config->all_reduce_algo */
 } mg_bench_opts_t;
 
 /* One line on stderr ("mgcomm bench: ..."); returns 2, the exit code of bad input. */
@@ -172,6 +175,7 @@ typedef struct mg_bench_result {
   double algbw_gbs, busbw_gbs;
   uint64_t wrong;   /* bad elements, summed over ranks; 0 when not checked */
   int iters, warmup;
+  mg_algo_t algo;   /* the sweep's all_reduce (MG_ALGO_DEFAULT: no --algo) */
 } mg_bench_result_t;
 
 typedef struct mg_bench_results {
@@ -281,8 +285,12 @@ void mg_bench_print_header(FILE *f, mg_bench_coll_t c);
 /* Prints the line of one size: out of place then in place (either may be NULL: blank). */
 void mg_bench_print_line(FILE *f, const mg_bench_opts_t *o, const mg_bench_result_t *oop,
                          const mg_bench_result_t *ip);
-/* The footer of one collective's rows (nccl-tests' "Out of bounds values", "Avg bus bandwidth"),
- * or of all rows when c < 0. */
-void mg_bench_print_footer(FILE *f, const mg_bench_results_t *res, int c);
+/* The footer of one collective's rows from row `from` on (nccl-tests' "Out of bounds values",
+ * "Avg bus bandwidth"), or of all those rows when c < 0. */
+void mg_bench_print_footer(FILE *f, const mg_bench_results_t *res, size_t from, int c);
+/* "auto", "nccl", "mgcomm" ("default" for MG_ALGO_DEFAULT). */
+const char *mg_bench_algo_name(mg_algo_t a);
+/* --algo with several: all_reduce's time per size under each, and the ratios to the first. */
+void mg_bench_print_algos(FILE *f, const mg_bench_opts_t *o, const mg_bench_results_t *res);
 
 #endif

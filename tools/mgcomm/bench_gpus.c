@@ -186,6 +186,7 @@ int mg_bench_run_gpus(mg_bench_opts_t *o, mg_bench_report_t *rep) {
   mg_config_t cfg = MG_CONFIG_INIT;
   cfg.backend = MG_BACKEND_NCCL;
   cfg.completion = MG_COMPLETION_POLL;
+  cfg.all_reduce_algo = o->algo;
   mg_bench_gpus_t gp = {.part = {.o = o, .rep = rep, .agree = mg_bench_gpus_agree,
                                  .measure = mg_bench_gpus_measure, .warm = mg_bench_gpus_warm},
                         .n = n};

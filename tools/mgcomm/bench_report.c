@@ -18,6 +18,16 @@ static const char *mg_bench_row_op(const mg_bench_opts_t *o, mg_bench_coll_t c) 
   return mg_bench_coll_reduces(c) ? mg_op_name(o->op) : "none";
 }
 
+const char *mg_bench_algo_name(mg_algo_t a) {
+  switch (a) {
+    case MG_ALGO_DEFAULT: return "default";
+    case MG_ALGO_AUTO: return "auto";
+    case MG_ALGO_NCCL: return "nccl";
+    case MG_ALGO_MGCOMM: return "mgcomm";
+  }
+  return "unknown";
+}
+
 void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o) {
   if (o->quick_default) {
     char ranks[32] = "";
@@ -58,6 +68,9 @@ void mg_bench_print_preamble(FILE *f, const mg_bench_opts_t *o) {
     fprintf(f, "  warmup iters: adaptive, %d to %d (-w fixes it)", MG_BENCH_WARMUP_MIN,
             MG_BENCH_WARMUP_DEFAULT);
   fprintf(f, "  validation: %d\n", o->check);
+  if (o->algo != MG_ALGO_DEFAULT)
+    fprintf(f, "# all_reduce: %s (--algo: config->all_reduce_algo of every communicator)\n",
+            mg_bench_algo_name(o->algo));
   for (int q = 0; o->gpus != NULL && q < o->nranks; q++)
     fprintf(f, "#   rank %d: GPU %d, %s, %s\n", q, o->gpus[q].ordinal, o->gpus[q].name,
             o->gpus[q].pci_bus_id);
@@ -128,11 +141,11 @@ void mg_bench_print_line(FILE *f, const mg_bench_opts_t *o, const mg_bench_resul
   fprintf(f, "\n");
 }
 
-void mg_bench_print_footer(FILE *f, const mg_bench_results_t *res, int c) {
+void mg_bench_print_footer(FILE *f, const mg_bench_results_t *res, size_t from, int c) {
   uint64_t wrong = 0;
   double bw = 0;
   size_t n = 0;
-  for (size_t i = 0; i < res->n; i++) {
+  for (size_t i = from; i < res->n; i++) {
     if (c >= 0 && (int)res->rows[i].coll != c) continue;
     wrong += res->rows[i].wrong;
     bw += res->rows[i].busbw_gbs;
@@ -146,6 +159,46 @@ void mg_bench_print_footer(FILE *f, const mg_bench_results_t *res, int c) {
   } else {
     fprintf(f, "#\n# Summary: %zu results, avg busbw %g GB/s, #wrong total %llu %s\n", n, avg,
             (unsigned long long)wrong, wrong ? "FAILED" : "OK");
+  }
+}
+
+/* The row of all_reduce of `bytes`, placement ip, under algo; NULL when not measured. */
+static const mg_bench_result_t *mg_bench_find(const mg_bench_results_t *res, mg_algo_t algo,
+                                              size_t bytes, int ip) {
+  for (size_t i = 0; i < res->n; i++) {
+    const mg_bench_result_t *r = &res->rows[i];
+    if (r->coll == MG_BENCH_ALL_REDUCE && r->algo == algo && r->g.bytes == bytes && r->inplace == ip)
+      return r;
+  }
+  return NULL;
+}
+
+void mg_bench_print_algos(FILE *f, const mg_bench_opts_t *o, const mg_bench_results_t *res) {
+  fprintf(f, "#\n# all_reduce by implementation (--algo): time (us); ratio: each / %s\n",
+          mg_bench_algo_name(o->algos[0]));
+  for (int ip = 0; ip < 2; ip++) {
+    if (!(o->inplace_modes & (1 << ip))) continue;
+    fprintf(f, "# %s\n# %10s", ip ? "in place" : "out of place", "size (B)");
+    for (int a = 0; a < o->nalgos; a++) fprintf(f, "  %8s", mg_bench_algo_name(o->algos[a]));
+    for (int a = 1; a < o->nalgos; a++) fprintf(f, "  %8s", "ratio");
+    fprintf(f, "\n");
+    for (size_t i = 0; i < res->n; i++) {
+      const mg_bench_result_t *first = &res->rows[i];
+      if (first->coll != MG_BENCH_ALL_REDUCE || first->algo != o->algos[0] || first->inplace != ip)
+        continue;
+      fprintf(f, "# %10zu", first->g.bytes); /* comments: nccl-tests' readers skip them */
+      for (int a = 0; a < o->nalgos; a++) {
+        const mg_bench_result_t *r = mg_bench_find(res, o->algos[a], first->g.bytes, ip);
+        if (r != NULL) fprintf(f, "  %8.2f", r->time_us);
+        else fprintf(f, "  %8s", "N/A");
+      }
+      for (int a = 1; a < o->nalgos; a++) {
+        const mg_bench_result_t *r = mg_bench_find(res, o->algos[a], first->g.bytes, ip);
+        if (r != NULL && first->time_us > 0) fprintf(f, "  %8.3f", r->time_us / first->time_us);
+        else fprintf(f, "  %8s", "N/A");
+      }
+      fprintf(f, "\n");
+    }
   }
 }
 
@@ -186,26 +239,27 @@ static void mg_bench_write_json(FILE *f, const mg_bench_opts_t *o, const mg_benc
     fprintf(f,
             "%s\n  {\"collective\": \"%s\", \"bytes\": %zu, \"count\": %zu, \"dtype\": \"%s\", "
             "\"op\": \"%s\", \"root\": %d, \"inplace\": %s, \"time_us\": %.6g, \"algbw_gbs\": "
-            "%.6g, \"busbw_gbs\": %.6g, \"wrong\": %llu, \"iters\": %d, \"warmup\": %d}",
+            "%.6g, \"busbw_gbs\": %.6g, \"wrong\": %llu, \"iters\": %d, \"warmup\": %d, "
+            "\"algo\": \"%s\"}",
             i ? "," : "", mg_bench_coll_name(r->coll), r->g.bytes, r->g.count,
             mg_dtype_name(o->dtype), mg_bench_row_op(o, r->coll), r->root,
             r->inplace ? "true" : "false", mg_bench_finite(r->time_us),
             mg_bench_finite(r->algbw_gbs), mg_bench_finite(r->busbw_gbs),
-            (unsigned long long)r->wrong, r->iters, r->warmup);
+            (unsigned long long)r->wrong, r->iters, r->warmup, mg_bench_algo_name(r->algo));
   }
   fprintf(f, "\n ]}\n");
 }
 
 static void mg_bench_write_csv(FILE *f, const mg_bench_opts_t *o, const mg_bench_results_t *res) {
   fprintf(f, "collective,bytes,count,dtype,op,root,inplace,time_us,algbw_gbs,busbw_gbs,wrong,"
-             "iters,warmup\n");
+             "iters,warmup,algo\n");
   for (size_t i = 0; i < res->n; i++) {
     const mg_bench_result_t *r = &res->rows[i];
-    fprintf(f, "%s,%zu,%zu,%s,%s,%d,%s,%.6g,%.6g,%.6g,%llu,%d,%d\n", mg_bench_coll_name(r->coll),
+    fprintf(f, "%s,%zu,%zu,%s,%s,%d,%s,%.6g,%.6g,%.6g,%llu,%d,%d,%s\n", mg_bench_coll_name(r->coll),
             r->g.bytes, r->g.count, mg_dtype_name(o->dtype), mg_bench_row_op(o, r->coll), r->root,
             r->inplace ? "true" : "false", mg_bench_finite(r->time_us),
             mg_bench_finite(r->algbw_gbs), mg_bench_finite(r->busbw_gbs),
-            (unsigned long long)r->wrong, r->iters, r->warmup);
+            (unsigned long long)r->wrong, r->iters, r->warmup, mg_bench_algo_name(r->algo));
   }
 }
 

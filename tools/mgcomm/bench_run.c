@@ -85,6 +85,7 @@ void mg_bench_row(const mg_bench_opts_t *o, const mg_bench_case_t *k, double *ti
   row->wrong = wrong;
   row->iters = iters;
   row->warmup = warmup;
+  row->algo = o->algo;
 }
 
 void mg_bench_failed(const char *who, const mg_bench_case_t *k, mg_status_t st) {
@@ -128,6 +129,7 @@ int mg_bench_sweep(mg_bench_part_t *p, int ready, int *completed) {
   const mg_bench_opts_t *o = p->o;
   mg_bench_report_t *rep = p->rep;
   mg_bench_progress_t pr = {.t0 = mg_bench_now(), .tty = isatty(STDERR_FILENO)};
+  const size_t row0 = rep != NULL ? rep->res.n : 0; /* --algo: earlier sweeps' rows before it */
   for (int ci = 0; ci < o->ncolls; ci++)
     for (size_t size = o->minbytes, more = 1; more; more = (size_t)mg_bench_next(o, &size))
       pr.steps++;
@@ -191,14 +193,14 @@ int mg_bench_sweep(mg_bench_part_t *p, int ready, int *completed) {
         mg_bench_progress(&pr, c, k.g.bytes);
       }
     } while (failed == 0 && mg_bench_next(o, &size));
-    if (rep && failed == 0) mg_bench_print_footer(stdout, &rep->res, c);
+    if (rep && failed == 0) mg_bench_print_footer(stdout, &rep->res, row0, c);
   }
 
   if (completed) *completed = failed == 0;
   double status = failed != 0;
   if (rep) {
     mg_bench_progress_clear(&pr);
-    mg_bench_print_footer(stdout, &rep->res, -1);
+    mg_bench_print_footer(stdout, &rep->res, row0, -1);
     fflush(stdout);
     for (size_t i = 0; i < rep->res.n; i++)
       if (rep->res.rows[i].wrong) status = 1;

@@ -141,6 +141,7 @@ int mg_bench_run_world(mg_bench_opts_t *o, mg_bench_report_t *rep) {
   o->one_clock = 1;
   mg_config_t cfg = MG_CONFIG_INIT;
   cfg.backend = o->backend;
+  cfg.all_reduce_algo = o->algo;
   const int n = o->nranks;
   const int gpus = o->backend == MG_BACKEND_NCCL;
   mg_bench_world_t w = {.part = {.o = o, .rep = rep, .agree = mg_bench_world_agree,
