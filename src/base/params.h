@@ -124,7 +124,7 @@
   X(ALGO, CHOICE, "auto", 0, 0, "auto|nccl|mgcomm",                                          \
     "NCCL backend's all_reduce: auto (mgcomm's own kernels where every pair of GPUs has peer "  \
     "access and the size is under their limit, else NCCL), nccl, or mgcomm (an all_reduce "    \
-    "they cannot run is an error)")                                                            \
+    "they cannot run is an error); a communicator's config->all_reduce_algo overrides it")     \
   X(KERNELS_ONESHOT_BYTES, INT, "-1", -1, 1e18, "",                                            \
     "mgcomm's all-reduce kernels: bytes up to which one-shot runs, two-shot above; -1 = the "  \
     "table for the number of ranks (docs/kernels.md)")                                         \
