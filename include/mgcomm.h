@@ -238,14 +238,14 @@ typedef enum mg_algo {
  * program built against an older mgcomm.h runs with a newer library. The library accepts the
  * size and version that MG_CONFIG_INIT sets in its own mgcomm.h or in any older one: version 1
  * to MG_CONFIG_VERSION, each with the size of its layout (mg_config_t up to that version's last
- * field; on LP64: 1 -> 32 bytes, 2 -> 88, 3 -> 112, 4 -> 112, 5 -> 152, 6 -> 152). It reads only the
- * fields that the caller's version has and gives the fields appended after it their
- * MG_CONFIG_INIT defaults. A
- * larger size than this library's sizeof(mg_config_t), a version of 0 or above its
- * MG_CONFIG_VERSION (a program built against a newer mgcomm.h), or a size that is not its
- * version's is MG_ERR_INVALID_USAGE, with a message that names the size and version given and
- * those accepted. Every entry point that takes a config (init, split, shrink, mg_comm_init_env,
- * mg_world_create) applies the same rule.
+ * field; on LP64: 1 -> 32 bytes, 2 -> 88, 3 -> 112, 4 -> 112, 5 -> 152, 6 -> 152: a field that
+ * fits the padding of the layout before it leaves the size alone, and the version tells them
+ * apart). It reads only the fields that the caller's version has and gives the fields appended
+ * after it their MG_CONFIG_INIT defaults. A larger size than this library's sizeof(mg_config_t),
+ * a version of 0 or above its MG_CONFIG_VERSION (a program built against a newer mgcomm.h), or a
+ * size that is not its version's is MG_ERR_INVALID_USAGE, with a message that names the size and
+ * version given and those accepted. Every entry point that takes a config (init, split, shrink,
+ * mg_comm_init_env, mg_world_create) applies the same rule.
  *
  * The nccl_* fields are the fields of NCCL's ncclConfig_t, passed to NCCL as they are when set
  * (MG_UNDEF_INT or NULL: NCCL's default; NCCL checks the values). Each needs the NCCL version

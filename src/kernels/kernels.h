@@ -54,7 +54,7 @@ const char *mg__kern_algo_name(mg__kern_algo_t a);
 /* What decides the choice: the mode, and the sizes of the table or the variables. */
 typedef struct mg__kern_policy {
   mg_algo_t mode;     /* AUTO, NCCL or MGCOMM (never DEFAULT) */
-  int mode_from_config; /* the mode is the config's all_reduce_algo, not MGCOMM_ALGO's */
+  int mode_from_config; /* mode is the config's all_reduce_algo, not MGCOMM_ALGO's */
   size_t ll_max;      /* bytes up to which the push algorithm is used (0: never) */
   size_t oneshot_max; /* bytes up to which one-shot is used, two-shot above */
   size_t max_bytes;   /* bytes above which NCCL is used (auto); at most the staging size */

@@ -22,7 +22,8 @@ python3 - "$dir/b.json" <<'PY' || fail "the rows are not the two sweeps'"
 import json, sys
 rows = json.load(open(sys.argv[1]))["results"]
 got = sorted((r["collective"], r["algo"]) for r in rows)
-want = sorted([("all_reduce", "nccl")] * 4 + [("all_gather", "nccl")] * 4 + [("all_reduce", "auto")] * 4)
+want = sorted([("all_reduce", "nccl")] * 4 + [("all_gather", "nccl")] * 4
+              + [("all_reduce", "auto")] * 4)
 sys.exit(0 if got == want else print(got) or 1)
 PY
 [ "$(grep -c '^# all_reduce: ' "$dir/out")" = 2 ] || fail "not one preamble line per sweep"
@@ -32,7 +33,8 @@ grep -q '^# all_reduce by implementation (--algo): time (us); ratio: each / nccl
   fail "not 2 sizes x 2 placements in the comparison"
 
 if bench -c all_reduce --algo nccl,mgcomm; then fail "nccl,mgcomm succeeded without kernels"; fi
-grep -q 'config->all_reduce_algo = MG_ALGO_MGCOMM, but' "$dir/err" || fail "the refusal is not named"
+grep -q 'config->all_reduce_algo = MG_ALGO_MGCOMM, but' "$dir/err" ||
+  fail "the refusal is not named"
 grep -qE '^# +8 +[0-9.]+ +N/A +N/A$' "$dir/out" || fail "no N/A for the failed sweep"
 
 for bad in "--algo foo" "--algo nccl,nccl" "-c all_gather --algo nccl,auto" "--algo ,"; do

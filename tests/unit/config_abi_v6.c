@@ -75,7 +75,8 @@ int main(void) {
   ASSERT_CONTAINS(mg_last_error(), "4 (size 112)");
   older(buf, sizeof buf, &v4, V4_SIZE);
   ((mg_config_t *)(void *)buf)->size = sizeof(mg_config_t);
-  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg__config_read((const mg_config_t *)(void *)buf, "the_init", &out));
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE,
+                mg__config_read((const mg_config_t *)(void *)buf, "the_init", &out));
   printf("config version 6: read whole; versions 4 and 5 read with the later defaults\n");
   return 0;
 }

@@ -76,7 +76,8 @@ int main(void) {
   for (int r = 0; r < 2; r++) {
     void *b = NULL;
     ASSERT_OK(mg_mem_alloc(child[r], 4096, &b));
-    ASSERT_STATUS(MG_ERR_NOT_SUPPORTED, mg_all_reduce(b, b, 100, MG_FLOAT32, MG_SUM, child[r], NULL));
+    ASSERT_STATUS(MG_ERR_NOT_SUPPORTED,
+                  mg_all_reduce(b, b, 100, MG_FLOAT32, MG_SUM, child[r], NULL));
     ASSERT_CONTAINS(mg_last_error(), "config->all_reduce_algo = MG_ALGO_MGCOMM, but");
     printf("split rank %d: %s\n", r, mg_last_error());
     ASSERT_OK(mg_mem_free(b));

@@ -157,7 +157,6 @@ static int mg_bench_parse_algos(const char *list, mg_bench_opts_t *o) {
   return o->nalgos ? 0 : mg_bench_bad("--algo '%s' names no all_reduce", list);
 }
 
-/* Parses argv into o; 0, or 2 after one line on stderr. *help is set by -h / --help. */
 /* The launcher variable that makes this process one rank of a job (mg_comm_init_env's sets, in
  * its order: mgcomm launch, torchrun, Open MPI, PMI, Slurm), or NULL. Empty counts as unset, as
  * there. */
@@ -171,6 +170,7 @@ static const char *mg_bench_rank_var(void) {
   return NULL;
 }
 
+/* Parses argv into o; 0, or 2 after one line on stderr. *help is set by -h / --help. */
 static int mg_bench_parse(int argc, char **argv, mg_bench_opts_t *o, mg_bench_report_t *rep,
                           int *help) {
   int threads = 0, gpus = 0, world = 0;

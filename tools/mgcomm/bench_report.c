@@ -167,7 +167,8 @@ static const mg_bench_result_t *mg_bench_find(const mg_bench_results_t *res, mg_
                                               size_t bytes, int ip) {
   for (size_t i = 0; i < res->n; i++) {
     const mg_bench_result_t *r = &res->rows[i];
-    if (r->coll == MG_BENCH_ALL_REDUCE && r->algo == algo && r->g.bytes == bytes && r->inplace == ip)
+    if (r->coll == MG_BENCH_ALL_REDUCE && r->algo == algo && r->g.bytes == bytes &&
+        r->inplace == ip)
       return r;
   }
   return NULL;
