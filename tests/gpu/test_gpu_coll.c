@@ -372,7 +372,8 @@ static long run_case(const tcase_t *c) {
     long ncases = 0;
     for (int k = 0; k < K_COUNT; k++) ncases += cases_run[k];
     const mg__CUcontext mine = ncases % 2 ? NULL : dev[first].ctx;
-    if (!on_host && mg__cuda.CtxSetCurrent(mine) != MG__CUDA_SUCCESS) FAIL("cuCtxSetCurrent failed");
+    if (!on_host && mg__cuda.CtxSetCurrent(mine) != MG__CUDA_SUCCESS)
+      FAIL("cuCtxSetCurrent failed");
     ASSERT_OK(mg_group_begin());
     for (int r = first; r < first + nlocal; r++) {
       char *rb = drecv[r];
