@@ -58,7 +58,8 @@ def ncclt(path):
 
 
 def table(g):
-    """kern_choose.c's table for g ranks: (ll_max, oneshot_max, inplace_min or None: never)."""
+    """kern_choose.c's table for g ranks: (ll_max, oneshot_max, inplace_min or None: never).
+    A copy: tests/unit/kern_table_report.py fails when it differs from the library's."""
     if g <= 2:
         return 256 << 10, 4 << 20, None
     if g <= 4:

@@ -193,9 +193,20 @@ static void built(int want) {
          st == MG_OK ? "" : mg_last_error());
 }
 
+/* The table per number of ranks, one line each: ranks ll_max oneshot_max inplace_min (-1:
+ * never), for bench/allreduce_report.py's copy to be compared with (kern_table_report.py). */
+static void print_table(void) {
+  for (int n = 2; n <= MG_KERN_MAX_RANKS; n++) {
+    mg__kern_policy_t p;
+    mg__kern_policy_table(n, &p);
+    printf("%d %zu %zu %lld\n", n, p.ll_max, p.oneshot_max, (long long)p.inplace_min);
+  }
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "table";
   if (strcmp(mode, "table") == 0) table();
+  else if (strcmp(mode, "print") == 0) print_table();
   else if (strcmp(mode, "env") == 0) env();
   else if (strcmp(mode, "built") == 0) built(1);
   else if (strcmp(mode, "unbuilt") == 0) built(0);

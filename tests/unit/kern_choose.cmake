@@ -8,6 +8,10 @@ mg_test(NAME kern_choose_env EXE kern_choose ARGS env
 if(MGCOMM_NVCC AND MGCOMM_KERNELS)
   mg_test(NAME kern_choose_built EXE kern_choose ARGS built)
 endif()
+# bench/allreduce_report.py's copy of the table follows it.
+mg_cli_test(NAME kern_table_report LABELS unit
+            COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/kern_table_report.py
+                    $<TARGET_FILE:kern_choose> ${PROJECT_SOURCE_DIR}/bench)
 # The library configured with nvcc hidden builds with the C compiler alone and says that the
 # kernels are not built (contract 9). Builds a second copy of the library: label slow.
 add_test(NAME kernels_no_nvcc COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/kernels_no_nvcc.sh
