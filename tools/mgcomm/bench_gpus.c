@@ -51,6 +51,7 @@ static int mg_bench_gpus_agree(mg_bench_part_t *p, double *v, size_t n, mg_op_t 
 }
 
 int mg_bench_gpus_describe(mg_bench_opts_t *o) {
+  free(o->gpus); /* --algo: the sweep before described them already */
   o->gpus = calloc((size_t)o->nranks, sizeof *o->gpus);
   if (o->gpus == NULL) {
     fprintf(stderr, "mgcomm bench: out of memory\n");
