@@ -36,6 +36,10 @@ if bench -c all_reduce --algo nccl,mgcomm; then fail "nccl,mgcomm succeeded with
 grep -q 'config->all_reduce_algo = MG_ALGO_MGCOMM, but' "$dir/err" ||
   fail "the refusal is not named"
 grep -qE '^# +8 +[0-9.]+ +N/A +N/A$' "$dir/out" || fail "no N/A for the failed sweep"
+# The first sweep failing: the sizes the second measured are still compared.
+if bench -c all_reduce --algo mgcomm,nccl; then fail "mgcomm,nccl succeeded without kernels"; fi
+[ "$(grep -cE '^# +(8|64) +N/A +[0-9.]+ +N/A$' "$dir/out")" = 4 ] ||
+  fail "the comparison lost the sizes that only the second sweep measured"
 
 for bad in "--algo foo" "--algo nccl,nccl" "-c all_gather --algo nccl,auto" "--algo ,"; do
   # shellcheck disable=SC2086

@@ -183,20 +183,30 @@ void mg_bench_print_algos(FILE *f, const mg_bench_opts_t *o, const mg_bench_resu
     for (int a = 0; a < o->nalgos; a++) fprintf(f, "  %8s", mg_bench_algo_name(o->algos[a]));
     for (int a = 1; a < o->nalgos; a++) fprintf(f, "  %8s", "ratio");
     fprintf(f, "\n");
+    /* Every size that some sweep measured, once, in the order run (a sweep that failed early
+     * leaves N/A, the first included). */
     for (size_t i = 0; i < res->n; i++) {
-      const mg_bench_result_t *first = &res->rows[i];
-      if (first->coll != MG_BENCH_ALL_REDUCE || first->algo != o->algos[0] || first->inplace != ip)
+      const mg_bench_result_t *row = &res->rows[i];
+      if (row->coll != MG_BENCH_ALL_REDUCE || row->algo == MG_ALGO_DEFAULT || row->inplace != ip)
         continue;
-      fprintf(f, "# %10zu", first->g.bytes); /* comments: nccl-tests' readers skip them */
+      int seen = 0;
+      for (size_t j = 0; j < i && !seen; j++)
+        seen = res->rows[j].coll == MG_BENCH_ALL_REDUCE && res->rows[j].inplace == ip &&
+               res->rows[j].g.bytes == row->g.bytes;
+      if (seen) continue;
+      const mg_bench_result_t *first = mg_bench_find(res, o->algos[0], row->g.bytes, ip);
+      fprintf(f, "# %10zu", row->g.bytes); /* comments: nccl-tests' readers skip them */
       for (int a = 0; a < o->nalgos; a++) {
-        const mg_bench_result_t *r = mg_bench_find(res, o->algos[a], first->g.bytes, ip);
+        const mg_bench_result_t *r = mg_bench_find(res, o->algos[a], row->g.bytes, ip);
         if (r != NULL) fprintf(f, "  %8.2f", r->time_us);
         else fprintf(f, "  %8s", "N/A");
       }
       for (int a = 1; a < o->nalgos; a++) {
-        const mg_bench_result_t *r = mg_bench_find(res, o->algos[a], first->g.bytes, ip);
-        if (r != NULL && first->time_us > 0) fprintf(f, "  %8.3f", r->time_us / first->time_us);
-        else fprintf(f, "  %8s", "N/A");
+        const mg_bench_result_t *r = mg_bench_find(res, o->algos[a], row->g.bytes, ip);
+        if (r != NULL && first != NULL && first->time_us > 0)
+          fprintf(f, "  %8.3f", r->time_us / first->time_us);
+        else
+          fprintf(f, "  %8s", "N/A");
       }
       fprintf(f, "\n");
     }
