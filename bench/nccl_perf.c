@@ -419,7 +419,7 @@ static mg__nccl_table_t nccl_real;
   do {                                               \
     const double t_ = now_s();                       \
     if (nccl_first == 0) nccl_first = t_;            \
-    mg__ncclResult_t r_ = (call);                    \
+    __typeof__(call) r_ = (call);                    \
     nccl_last = now_s();                             \
     return r_;                                       \
   } while (0)
@@ -464,11 +464,7 @@ static mg__CUresult shim_stream_ctx(mg__CUstream s, mg__CUcontext *c) {
 static mg__CUresult shim_launch(mg__CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                 unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                 mg__CUstream st, void **params, void **extra) {
-  const double t_ = now_s();
-  if (nccl_first == 0) nccl_first = t_;
-  mg__CUresult r_ = cuda_real.LaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, st, params, extra);
-  nccl_last = now_s();
-  return r_;
+  NOTE_NCCL(cuda_real.LaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, st, params, extra));
 }
 
 static void shims_install(void) {

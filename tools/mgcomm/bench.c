@@ -137,22 +137,22 @@ static int mg_bench_parse_colls(const char *list, mg_bench_opts_t *o) {
   return o->ncolls ? 0 : mg_bench_bad("-c '%s' names no collective", list);
 }
 
-/* --algo's list into o->algos; 0, or 2 after one line on stderr. */
+/* --algo's list into o->algos (the names of mg_bench_algo_name); 0, or 2 after one line on
+ * stderr. */
 static int mg_bench_parse_algos(const char *list, mg_bench_opts_t *o) {
-  static const char *const names[] = {"auto", "nccl", "mgcomm"};
-  static const mg_algo_t algos[] = {MG_ALGO_AUTO, MG_ALGO_NCCL, MG_ALGO_MGCOMM};
   char buf[64];
   if (strlen(list) >= sizeof buf) return mg_bench_bad("--algo '%.40s...': too long", list);
   strcpy(buf, list);
   o->nalgos = 0;
   char *save = NULL;
   for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    int k = 0;
-    while (k < 3 && strcmp(tok, names[k]) != 0) k++;
-    if (k == 3) return mg_bench_bad("--algo: unknown all_reduce '%s' (nccl, mgcomm, auto)", tok);
+    mg_algo_t a = MG_ALGO_AUTO;
+    while (a <= MG_ALGO_MGCOMM && strcmp(tok, mg_bench_algo_name(a)) != 0) a++;
+    if (a > MG_ALGO_MGCOMM)
+      return mg_bench_bad("--algo: unknown all_reduce '%s' (nccl, mgcomm, auto)", tok);
     for (int i = 0; i < o->nalgos; i++)
-      if (o->algos[i] == algos[k]) return mg_bench_bad("--algo names %s twice", tok);
-    o->algos[o->nalgos++] = algos[k];
+      if (o->algos[i] == a) return mg_bench_bad("--algo names %s twice", tok);
+    o->algos[o->nalgos++] = a;
   }
   return o->nalgos ? 0 : mg_bench_bad("--algo '%s' names no all_reduce", list);
 }
