@@ -39,10 +39,15 @@ static int mg__breaks_world(mg_status_t st) {
          st != MG_ERR_NOT_SUPPORTED && st != MG_ERR_STALE;
 }
 
+int mg__world_cause(mg_status_t have, mg_status_t st) {
+  return st < 0 && (have == MG_OK || (have == MG_ERR_REMOTE && st != MG_ERR_REMOTE));
+}
+
 void mg__world_part_failed(mg_world_t *w, mg_status_t st, const char *msg) {
   if (!mg__breaks_world(st)) return;
   pthread_mutex_lock(&w->lock);
-  if (w->state == MG__WORLD_READY) {
+  if (w->state == MG__WORLD_READY ||
+      (w->state == MG__WORLD_ERROR && mg__world_cause(w->error, st))) {
     w->state = MG__WORLD_ERROR;
     w->error = st;
     snprintf(w->errmsg, sizeof w->errmsg, "%s", msg);
@@ -62,7 +67,7 @@ typedef struct mg__wjob {
   pthread_mutex_t lock;
   pthread_cond_t cv;
   int left;                 /* items not done */
-  mg_status_t err;          /* the first failure */
+  mg_status_t err;          /* the failure to report (mg__world_cause) */
   char errmsg[MG__ERROR_LEN];
   mg_world_t *w;
   mg_unique_id_t id;        /* the new communicators' */
@@ -131,7 +136,7 @@ static void mg__witem_run(mg__item_t *it) {
     }
   }
   pthread_mutex_lock(&j->lock);
-  if (st < 0 && j->err == MG_OK) {
+  if (mg__world_cause(j->err, st)) {
     j->err = st;
     mg_last_error_copy(j->errmsg, sizeof j->errmsg);
   }

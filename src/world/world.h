@@ -57,8 +57,12 @@ struct mg_world {
 /* world.c: 1 when the calling thread is one of w's workers. */
 int mg__world_on_worker(const mg_world_t *w);
 /* world.c: records a part's failure: a communicator-breaking one moves the world to the error
- * state (first one wins). */
+ * state (the cause wins, see mg__world_cause). */
 void mg__world_part_failed(mg_world_t *w, mg_status_t st, const char *msg);
+/* world.c: 1 when failure st of a part should replace have (MG_OK: none yet) as the one a batch
+ * or the world reports: the first failure, except that a rank's own error replaces
+ * MG_ERR_REMOTE, which only says that another rank failed and may arrive before that rank's. */
+int mg__world_cause(mg_status_t have, mg_status_t st);
 /* world.c: aborts every rank's communicator without blocking; w->lock is held. */
 void mg__world_abort_comms(mg_world_t *w);
 /* world_ops.c: the expiry of a world request (its owner ops). */

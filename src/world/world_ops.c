@@ -4,7 +4,8 @@
  * one item on that rank's worker, which posts its operations on its communicator (inside
  * mg_group_begin/end when there are several) and then learns their completion from a mark on the
  * rank's stream (the host backend: at once; NCCL: the backend's completion hooks). The batch's
- * request completes when the last part does, with the first error, naming its rank.
+ * request completes when the last part does, with the first error (a rank's own before another's
+ * MG_ERR_REMOTE about it), naming its rank.
  *
  * An operation whose output lies in an mgcomm buffer (src/p2p/buf.c) is that buffer's pending
  * write from the call on, and its part records it as the buffer's last writer once enqueued (a
@@ -115,8 +116,9 @@ static void mg__wpart_done(mg__wpart_t *p, mg_status_t st, const char *msg) {
     /* A part of an older generation (signalled late) says nothing about the current one. */
     if (atomic_load(&w->gen->current) == b->gen) mg__world_part_failed(w, st, full);
     pthread_mutex_lock(&b->lock);
-    if (b->err == MG_OK) {
+    if (mg__world_cause(b->err, st)) {
       b->err = st;
+      free(b->errmsg);
       b->errmsg = strdup(full); /* NULL: the status goes without its message */
     }
     pthread_mutex_unlock(&b->lock);

@@ -1,7 +1,7 @@
 /*
  * world.c -- the world on the host backend.
  *
- *   world ops | groups | callbacks | misuse | abort | stale | exactly_once [threads ops]
+ *   world ops | groups | callbacks | misuse | abort | stale | cause | exactly_once [threads ops]
  *
  * ops: every operation's world form on 3 ranks gives the single-rank results (in place too);
  *   queries, info and peer access; worker threads are named mg-rank<N>.
@@ -17,6 +17,9 @@
  *   MG_ERR_ABORTED when it returns; new work is refused; rebuild; correct results.
  * stale: requests of generation 1 answer MG_ERR_STALE after a rebuild (and after destroy), their
  *   callbacks having run once; generation 2 works.
+ * cause: when a rank fails, its peers fail with MG_ERR_REMOTE about it, and either may be
+ *   recorded first: the world's error state (and a batch's error, by the same rule) keeps the
+ *   failing rank's own error and message, whichever order they came in; otherwise the first.
  * exactly_once: T threads submit N world all_reduces each, concurrently, alternating wait,
  *   test loops, callbacks and early frees; every request completes once, no callback twice, the
  *   results are right.
@@ -29,6 +32,7 @@
 
 #include "base/clock.h"
 #include "test.h"
+#include "world/world.h"
 
 #define N 3
 
@@ -441,6 +445,46 @@ static void test_stale(void) {
   ASSERT_EQ(atomic_load(&stale_cbs), 2);
 }
 
+/* ---- cause ---- */
+
+/* Records failures on a new world in the order given; its refusal then names the one kept. */
+static void cause_case(mg_status_t first, const char *first_msg, mg_status_t second,
+                       const char *second_msg, const char *kept) {
+  mg_world_t *w = make_world(N, 20);
+  mg__world_part_failed(w, first, first_msg);
+  mg__world_part_failed(w, second, second_msg);
+  int64_t x = 1, y[N];
+  const void *xp[N] = {&x, &x, &x};
+  void *yp[N] = {&y[0], &y[1], &y[2]};
+  mg_request_t *none = NULL;
+  ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_world_all_reduce(w, xp, yp, 1, MG_INT64, MG_SUM, &none));
+  ASSERT(none == NULL);
+  ASSERT_CONTAINS(mg_last_error(), kept);
+  ASSERT_OK(mg_world_rebuild(w));
+  check_sum(w);
+  ASSERT_OK(mg_world_destroy(w));
+}
+
+static void test_cause(void) {
+  ASSERT(!mg__world_cause(MG_OK, MG_OK));
+  ASSERT(mg__world_cause(MG_OK, MG_ERR_REMOTE));
+  ASSERT(mg__world_cause(MG_ERR_REMOTE, MG_ERR_BACKEND));
+  ASSERT(!mg__world_cause(MG_ERR_REMOTE, MG_ERR_REMOTE));
+  ASSERT(!mg__world_cause(MG_ERR_BACKEND, MG_ERR_REMOTE));
+  ASSERT(!mg__world_cause(MG_ERR_TIMED_OUT, MG_ERR_BACKEND));
+  const char *remote = "rank 0: a remote rank failed: rank 1 failed the operation";
+  const char *own = "rank 1: injected failure";
+  cause_case(MG_ERR_REMOTE, remote, MG_ERR_BACKEND, own, "after MG_ERR_BACKEND (rank 1: inj");
+  cause_case(MG_ERR_BACKEND, own, MG_ERR_REMOTE, remote, "after MG_ERR_BACKEND (rank 1: inj");
+  cause_case(MG_ERR_TIMED_OUT, "rank 0: timed out", MG_ERR_BACKEND, own,
+             "after MG_ERR_TIMED_OUT (rank 0: timed out)");
+  /* An error that does not break a communicator leaves the world ready. */
+  mg_world_t *w = make_world(N, 20);
+  mg__world_part_failed(w, MG_ERR_INVALID_ARGUMENT, "rank 0: bad count");
+  check_sum(w);
+  ASSERT_OK(mg_world_destroy(w));
+}
+
 /* ---- exactly once ---- */
 
 static mg_world_t *ew;
@@ -539,6 +583,7 @@ int main(int argc, char **argv) {
   else if (strcmp(t, "misuse") == 0) test_misuse();
   else if (strcmp(t, "abort") == 0) test_abort();
   else if (strcmp(t, "stale") == 0) test_stale();
+  else if (strcmp(t, "cause") == 0) test_cause();
   else if (strcmp(t, "exactly_once") == 0)
     test_exactly_once(argc > 2 ? atoi(argv[2]) : 8, argc > 3 ? atoi(argv[3]) : 10000);
   else FAIL("unknown test %s", t);

@@ -7,7 +7,7 @@ foreach(s hostfn poll sync)
   mg_test(NAME request_strategy_${s} EXE request_stream ARGS strategy ${s} LABELS host world)
 endforeach()
 set(MG_WORLD_SRC ${CMAKE_CURRENT_SOURCE_DIR}/world.c)
-foreach(t ops groups callbacks misuse abort stale)
+foreach(t ops groups callbacks misuse abort stale cause)
   mg_test(NAME world_${t} EXE world SOURCES ${MG_WORLD_SRC} ARGS ${t} LABELS host world)
 endforeach()
 # A heavy load: 8 submitting threads x 5,000 world operations (40,000; 10,000 each took 80 s of
