@@ -39,9 +39,9 @@ mg_test(NAME host_coll_direct_threads_3 EXE test_host_coll ARGS threads 3 TIMEOU
 mg_test(NAME host_coll_direct_procs_3 EXE test_host_coll ARGS procs 3 TIMEOUT 600 LABELS host
         ENV MGCOMM_HOST_DIRECT_BYTES=1024 MGCOMM_HOST_SLOT_BYTES=4096
             MGCOMM_HOST_READV_MAX_BYTES=0)
-# Between processes, a direct broadcast that would read MGCOMM_HOST_READV_MAX_BYTES (256 KiB where
-# process_vm_readv is slow) or more per rank takes the staged pipeline
-# (tests/unit/host_readv_bound.c); threads stay direct.
+# Between processes, a direct broadcast that would read MGCOMM_HOST_READV_MAX_BYTES (where
+# process_vm_readv is slow 1 MiB, or 256 KiB with more ranks than CPUs) or more per rank takes the
+# staged pipeline (tests/unit/host_readv_bound.c); threads stay direct.
 mg_test(NAME host_readv_bound_procs_staged EXE host_readv_bound
         SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_readv_bound.c ARGS procs 1048576 staged LABELS host
         ENV MGCOMM_HOST_READV_FAST=0)
@@ -59,6 +59,14 @@ mg_test(NAME host_direct_procs_small EXE host_readv_bound ARGS procs 8192 staged
 # Where process_vm_readv is slow, scatter and all_to_all take the staged pipeline too; where it
 # is fast (host_readv.c) they stay direct.
 mg_test(NAME host_readv_slow_procs_scatter EXE host_readv_bound ARGS procs 1048576 staged 2 scatter
+        LABELS host ENV MGCOMM_HOST_READV_FAST=0)
+# ... but below 1 MiB read they copy once, from 32 KiB, while every rank may have a CPU of the
+# machine; with more ranks than CPUs they stay staged (the other side skips).
+mg_test(NAME host_readv_slow_procs_window EXE host_readv_bound ARGS procs 65536 direct
+        LABELS host ENV MGCOMM_HOST_READV_FAST=0)
+mg_test(NAME host_readv_slow_procs_window_scatter EXE host_readv_bound
+        ARGS procs 262144 direct 2 scatter LABELS host ENV MGCOMM_HOST_READV_FAST=0)
+mg_test(NAME host_readv_slow_procs_crowded EXE host_readv_bound ARGS procs 65536 staged 4
         LABELS host ENV MGCOMM_HOST_READV_FAST=0)
 mg_test(NAME host_readv_fast_procs_scatter EXE host_readv_bound ARGS procs 1048576 direct 3 scatter
         LABELS host ENV MGCOMM_HOST_READV_FAST=1)
@@ -108,10 +116,11 @@ mg_test(NAME host_box_procs EXE host_box ARGS procs LABELS host TIMEOUT 120
 # it (tests/unit/host_lent_procs.c).
 mg_test(NAME host_lent_procs SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_lent_procs.c LABELS host
         ENV MGCOMM_HOST_DIRECT_BYTES=65536)
-# By default, from 256 KiB where process_vm_readv is fast, and never where it is slow.
+# By default, from 256 KiB where process_vm_readv is fast, and where it is slow from 32 KiB while
+# the machine has a CPU for every rank, else never.
 mg_test(NAME host_lent_procs_fast EXE host_lent_procs ARGS lent LABELS host
         ENV MGCOMM_HOST_READV_FAST=1)
-mg_test(NAME host_lent_procs_slow EXE host_lent_procs ARGS ring LABELS host
+mg_test(NAME host_lent_procs_slow EXE host_lent_procs ARGS slow LABELS host
         ENV MGCOMM_HOST_READV_FAST=0)
 # Collective data copies (host_copy.h): memcpy's bytes at every offset, and no collapse when the
 # destination lies a few bytes past the source modulo 4 KiB (malloc'd buffers against the slots).

@@ -99,6 +99,12 @@ static int mg__thread_cpus(void) {
   return n > 0 ? n : 1;
 }
 
+/* The CPUs of the machine that are online, at least 1. */
+static int mg__machine_cpus(void) {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
 typedef struct {
   size_t slot, chan, small;
 } mg__sizes_t;
@@ -113,10 +119,16 @@ typedef struct {
  * adds to the owner's call a wait for its readers, which costs a switch of the CPU where ranks
  * outnumber CPUs (4 threads on 2 CPUs, or 2 under `taskset -c 0`: 1.3-3x slower below 256
  * KiB); the CPUs counted are those the creating rank's thread may run on. Between processes the
- * copy is a process_vm_readv. Where it is slow (host_readv.c) the staged pipeline, whose two
- * copies overlap, beats it at every size, for every kind (2-CPU VM, 2 processes from 512 KiB:
- * scatter in place 1.01-1.06x Open MPI's time read once, 0.42-0.74x staged; all_to_all 0.88-0.99
- * against 0.82-0.89): those collectives stay staged. Where it is fast it wins from 128 KiB, and
+ * copy is a process_vm_readv. Where it is slow (host_readv.c) and every rank may have a CPU of
+ * the machine, reading once wins from 32 KiB up to 1 MiB read, and the staged pipeline, whose two
+ * copies overlap, from there (2-CPU VM, 2 processes, 128-512 KiB: all_gather, all_to_all, gather,
+ * scatter 0.75-1.00x Open MPI's time read once, 0.79-1.83x staged; broadcast in place 32-128 KiB
+ * 0.98-0.99x against 1.19-1.79x; 2 MiB: scatter in place 1.32-1.40x read once, 0.81-0.85x staged;
+ * bench/results/2026-11-29-host-vs-mpi-2core-window.md). With more ranks than CPUs the staged
+ * copies win at every size (4 processes on it, 128-512 KiB: scatter in place 1.02-1.09x staged,
+ * 1.95-2.09x read once; broadcast in place 0.92-0.94x against 2.04-2.25x), as once on the same VM
+ * for 2 processes too (2026-11-25: scatter in place from 512 KiB 0.42-0.74x staged, 1.01-1.06x read
+ * once): those collectives stay staged there. Where it is fast it wins from 128 KiB, and
  * broadcast from 32 KiB (at 32 KiB the others are alike either way, so they start there too),
  * except for broadcast and all_gather of 3 or more ranks, whose readers all read one buffer at
  * once: from 128 KiB read per rank those stay staged (4 processes on the 16-CPU Xeon, broadcast
@@ -126,8 +138,10 @@ typedef struct {
  * parallel, let the root's copies out run at memcpy's speed (4 processes, 32-128 MiB: 1.24-1.43x
  * Open MPI's time read once, 0.97-1.03x staged). Messages between processes are read by the
  * receiver from 256 KiB where process_vm_readv is fast (0.31-0.79x Open MPI's time from 512 KiB
- * against 0.98-1.25x through the ring) and never where it is slow (0.95-1.02x against
- * 0.80-0.94x; bench/results/2026-11-25-host-p2p-lent-procs.md). Set by hand,
+ * against 0.98-1.25x through the ring; bench/results/2026-11-25-host-p2p-lent-procs.md), and
+ * where it is slow from 32 KiB in the window above (sendrecv, 2 processes on the 2-CPU VM, 32
+ * KiB-32 MiB: 0.96-1.02x against 1.06-1.93x through the ring), else never (4 processes there:
+ * 0.42-1.03x through the ring, 0.90-1.10x read). Set by hand,
  * MGCOMM_HOST_DIRECT_BYTES holds for all of these, and MGCOMM_HOST_READV_MAX_BYTES for broadcast,
  * all_gather and gather. One rank has no peer to read: it measures nothing. */
 static void mg__thresholds(int n, int local, mg__hshm_header_t *h) {
@@ -135,10 +149,12 @@ static void mg__thresholds(int n, int local, mg__hshm_header_t *h) {
   const int64_t readv_max = mg__param_int(MG_PARAM_HOST_READV_MAX_BYTES);
   /* Ranks all in this process use direct_threads_bytes alone: nothing to measure for them. */
   const int fast = !local && n > 1 && (direct < 0 || readv_max < 0) && mg__readv_fast();
+  /* Slow, with a CPU of the machine for every rank: read once from 32 KiB up to 1 MiB read. */
+  const int window = !fast && n <= mg__machine_cpus();
   const uint64_t set = (uint64_t)direct; /* when direct >= 0 */
-  h->direct_bytes = direct >= 0 ? set : fast ? 32 * 1024 : 256 * 1024;
+  h->direct_bytes = direct >= 0 ? set : fast || window ? 32 * 1024 : 256 * 1024;
   h->direct_threads_bytes = direct >= 0 ? set : n <= mg__thread_cpus() ? 2048 : 256 * 1024;
-  h->lend_bytes = direct >= 0 ? set : fast ? 256 * 1024 : UINT64_MAX;
+  h->lend_bytes = direct >= 0 ? set : fast ? 256 * 1024 : window ? 32 * 1024 : UINT64_MAX;
   uint64_t *max = h->readv_max_bytes; /* 0 (no bound) for the other kinds */
   if (readv_max >= 0) {
     max[MG_OPK_BROADCAST] = max[MG_OPK_ALL_GATHER] = max[MG_OPK_GATHER] = (uint64_t)readv_max;
@@ -146,8 +162,9 @@ static void mg__thresholds(int n, int local, mg__hshm_header_t *h) {
     max[MG_OPK_BROADCAST] = max[MG_OPK_ALL_GATHER] = n > 2 ? 128 * 1024 : 0;
     max[MG_OPK_GATHER] = 16 << 20;
   } else {
-    max[MG_OPK_BROADCAST] = max[MG_OPK_ALL_GATHER] = max[MG_OPK_GATHER] = 256 * 1024;
-    max[MG_OPK_SCATTER] = max[MG_OPK_ALL_TO_ALL] = 256 * 1024;
+    const uint64_t bound = window ? 1 << 20 : 256 * 1024;
+    max[MG_OPK_BROADCAST] = max[MG_OPK_ALL_GATHER] = max[MG_OPK_GATHER] = bound;
+    max[MG_OPK_SCATTER] = max[MG_OPK_ALL_TO_ALL] = bound;
   }
 }
 
