@@ -813,7 +813,8 @@ static void mg__copy_in(mg__hx_t *x) {
       /* fall through */
     case MG_OPK_ALL_GATHER:
     case MG_OPK_GATHER:
-      if (op->kind == MG_OPK_GATHER && op->root == x->me) break; /* root reads its own input */
+      /* A root of gather or reduce reads its own input from send: nobody else needs it. */
+      if ((op->kind == MG_OPK_GATHER || op->kind == MG_OPK_REDUCE) && op->root == x->me) break;
       mg__copy(mine, mg__sb(x) + off * es, mg__step_len(c, E, x->k) * es);
       break;
     case MG_OPK_BROADCAST:
@@ -954,8 +955,8 @@ static void mg__copy_out(mg__hx_t *x) {
     case MG_OPK_ALL_REDUCE:
     case MG_OPK_REDUCE:
       if (op->kind == MG_OPK_REDUCE && !is_root) break;
-      if (x->alg == MG__ALG_ONE) {
-        for (int r = 0; r < n; r++) x->in[r] = mg__slot(x, r);
+      if (x->alg == MG__ALG_ONE) { /* this rank's input read from send (recv may be it) */
+        for (int r = 0; r < n; r++) x->in[r] = r == me ? mg__sb(x) : mg__slot(x, r);
         mg__reduce(x, mg__rb(x), c);
       } else {
         for (int r = 0; r < n; r++) { /* this rank's slice is in recv already */
