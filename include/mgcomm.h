@@ -1257,8 +1257,9 @@ MG_EXTERN mg_status_t mg_request_free(mg_request_t *req);
  * message to each rank's worker, which posts its part inside mg_group_begin/end (each rank on
  * its own thread, as NCCL's one-thread-per-GPU model), and returns one request. The request
  * completes when every part has completed, with MG_OK or the first error, whose message starts
- * with "rank N: " (a rank's own error before a peer's MG_ERR_REMOTE about it). Any number of threads may submit concurrently: every worker sees the world's
- * operations in one order. The buffers must stay valid until the request completes.
+ * with "rank N: " (a rank's own error before a peer's MG_ERR_REMOTE about it). Any number of
+ * threads may submit concurrently: every worker sees the world's operations in one order. The
+ * buffers must stay valid until the request completes.
  *
  * Built-in reduction ops only (custom ops belong to one communicator). mg_world_* functions
  * that take a world return MG_ERR_INVALID_USAGE for a bad handle.

@@ -111,9 +111,9 @@ int main(int argc, char **argv) {
   const long machine = sysconf(_SC_NPROCESSORS_ONLN);
   const unsigned long long bytes = strtoull(argv[2], NULL, 0);
   const unsigned long long read = coll[0] == 'g' ? bytes * (unsigned)(n - 1) : bytes;
-  if (procs && fast != NULL && strcmp(fast, "0") == 0 && getenv("MGCOMM_HOST_DIRECT_BYTES") == NULL &&
-      getenv("MGCOMM_HOST_READV_MAX_BYTES") == NULL && bytes >= 32768 && read < (1u << 20) &&
-      (machine >= n) != (argv[3][0] == 'd'))
+  if (procs && fast != NULL && strcmp(fast, "0") == 0 &&
+      getenv("MGCOMM_HOST_DIRECT_BYTES") == NULL && getenv("MGCOMM_HOST_READV_MAX_BYTES") == NULL &&
+      bytes >= 32768 && read < (1u << 20) && (machine >= n) != (argv[3][0] == 'd'))
     SKIP("%d processes on %ld CPUs: the other side of the slow machine's window", n, machine);
   arg_t a[MAX_RANKS];
   mg_unique_id_t id;
