@@ -125,8 +125,8 @@ typedef struct {
  * scatter 0.75-1.00x Open MPI's time read once, 0.79-1.83x staged; broadcast in place 32-128 KiB
  * 0.98-0.99x against 1.19-1.79x; 2 MiB: scatter in place 1.32-1.40x read once, 0.81-0.85x staged;
  * bench/results/2026-11-29-host-vs-mpi-2core-window.md). With more ranks than CPUs the staged
- * copies win at every size (4 processes on it, 128-512 KiB: scatter in place 1.02-1.09x staged,
- * 1.95-2.09x read once; broadcast in place 0.92-0.94x against 2.04-2.25x), as once on the same VM
+ * copies win (4 processes on it, 128-512 KiB: scatter in place 0.97-1.09x staged, 1.95-2.09x
+ * read once; all_to_all 0.61-0.65x against 1.10-1.16x; noisy runs), as once on the same VM
  * for 2 processes too (2026-11-25: scatter in place from 512 KiB 0.42-0.74x staged, 1.01-1.06x read
  * once): those collectives stay staged there. Where it is fast it wins from 128 KiB, and
  * broadcast from 32 KiB (at 32 KiB the others are alike either way, so they start there too),
@@ -140,8 +140,8 @@ typedef struct {
  * receiver from 256 KiB where process_vm_readv is fast (0.31-0.79x Open MPI's time from 512 KiB
  * against 0.98-1.25x through the ring; bench/results/2026-11-25-host-p2p-lent-procs.md), and
  * where it is slow from 32 KiB in the window above (sendrecv, 2 processes on the 2-CPU VM, 32
- * KiB-32 MiB: 0.96-1.02x against 1.06-1.93x through the ring), else never (4 processes there:
- * 0.42-1.03x through the ring, 0.90-1.10x read). Set by hand,
+ * KiB-32 MiB: 0.95-1.02x against 0.92-1.90x through the ring, 1.09-1.90x below 32 MiB), else
+ * never (4 processes there, 32-512 KiB: 0.42-0.95x through the ring, 0.90-1.00x read). Set by hand,
  * MGCOMM_HOST_DIRECT_BYTES holds for all of these, and MGCOMM_HOST_READV_MAX_BYTES for broadcast,
  * all_gather and gather. One rank has no peer to read: it measures nothing. */
 static void mg__thresholds(int n, int local, mg__hshm_header_t *h) {
