@@ -11,6 +11,12 @@
  * ran (a scatter's non-root mails its key alone). 2 thread ranks, root 0; the results are
  * checked too.
  *
+ * all_to_allv starts in the mails (its counts first in each mail, then its pieces) when the one
+ * before it on the communicator had every rank's pieces fit there (or there was none): mailed in
+ * one step when they fit again; when some rank's do not, every rank goes on staged from the next
+ * step, and the next all_to_allv starts staged at once (its own step in the mails untouched), the
+ * one after that in the mails again. Uneven counts; the results are checked.
+ *
  * The mails decide their collectives themselves (host_shm.h, mg__hmail_poison): 200 mailed
  * all_reduces leave the communicator's decision word as it was, until the one at step
  * MG__HDEC_REFRESH settles it (so that it never falls far behind); and when rank 0 times out of an
@@ -113,6 +119,59 @@ static void *run_rank(void *p) {
   return NULL;
 }
 
+/* One all_to_allv where rank r sends cnt[r][p] int32 to rank p, packed in rank order on both
+ * sides; the result is checked. *steps: the transport steps it took; returns 1 when this rank's
+ * mail of its first step holds it (its step word and counts). */
+static int a2av_once(arg_t *a, const size_t cnt[N][N], uint64_t *steps) {
+  const int me = a->rank;
+  size_t sc[N], sd[N], rc[N], rd[N], st = 0, rt = 0;
+  for (int p = 0; p < N; p++) {
+    sc[p] = cnt[me][p], sd[p] = st, st += sc[p];
+    rc[p] = cnt[p][me], rd[p] = rt, rt += rc[p];
+  }
+  int32_t *send = malloc((st + 1) * sizeof *send), *recv = calloc(rt + 1, sizeof *recv);
+  ASSERT(send != NULL && recv != NULL);
+  for (size_t i = 0; i < st; i++) send[i] = val(me, i);
+  mg__hcomm_t *hc = mg__hcomm(a->comm);
+  const uint64_t s0 = hc->step;
+  ASSERT_OK(mg_all_to_allv(send, sc, sd, recv, rc, rd, MG_INT32, a->comm, NULL));
+  *steps = hc->step - s0;
+  for (int p = 0; p < N; p++) { /* rank p's piece for me: after its pieces for the ranks before */
+    size_t from = 0;
+    for (int q = 0; q < me; q++) from += cnt[p][q];
+    for (size_t i = 0; i < rc[p]; i++)
+      if (recv[rd[p] + i] != val(p, from + i))
+        FAIL("rank %d, all_to_allv: recv[%zu] = %d, expected %d", me, rd[p] + i, recv[rd[p] + i],
+             val(p, from + i));
+  }
+  const mg__hshm_mail_t *m = &hc->shm.ranks[me].mail[s0 & 1];
+  uint64_t first;
+  memcpy(&first, m->data, sizeof first);
+  free(send);
+  free(recv);
+  return atomic_load(&m->step1) == s0 + 1 && first == sc[0];
+}
+
+static void *run_a2av(void *p) {
+  arg_t *a = p;
+  static const size_t small[N][N] = {{1, 3}, {2, 5}};
+  static const size_t big[N][N] = {{4, 7}, {2000, 1}}; /* rank 1's 8000 bytes to rank 0 */
+  uint64_t steps;
+  if (!a2av_once(a, small, &steps) || steps != 1)
+    FAIL("rank %d: a small all_to_allv was not mailed in one step (%llu)", a->rank,
+         (unsigned long long)steps);
+  a2av_once(a, big, &steps);
+  if (steps < 2)
+    FAIL("rank %d: an all_to_allv too large for the mails took %llu step, not its mail step and "
+         "then the staged ones", a->rank, (unsigned long long)steps);
+  if (a2av_once(a, small, &steps) || steps != 1)
+    FAIL("rank %d: the all_to_allv after one too large for the mails was not staged at once",
+         a->rank);
+  if (!a2av_once(a, small, &steps) || steps != 1)
+    FAIL("rank %d: the second small all_to_allv after a large one was not mailed", a->rank);
+  return NULL;
+}
+
 static pthread_barrier_t bar;
 
 /* 200 mailed all_reduces between two looks at the decision word, which no rank writes in them;
@@ -187,6 +246,7 @@ int main(void) {
    * from the segment): every kind mailed up to the mails' size. */
   mg__hcomm(comms[0])->shm.hdr->direct_threads_bytes = UINT64_MAX;
   run_ranks(comms, run_rank);
+  run_ranks(comms, run_a2av);
   run_ranks(comms, run_decided);
   for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
   cfg.timeout_s = 0.2;
@@ -195,6 +255,7 @@ int main(void) {
   for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
   pthread_barrier_destroy(&bar);
   printf("host_mail: all_reduce, reduce_scatter, all_to_all, gather and scatter up to %d bytes "
-         "go through the mails, which decide them\n", MG__MAIL_BYTES);
+         "go through the mails, which decide them; all_to_allv there as the one before it\n",
+         MG__MAIL_BYTES);
   return 0;
 }

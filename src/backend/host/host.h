@@ -23,6 +23,8 @@ typedef struct mg__hcomm {
   uint64_t all_released; /* every rank is known to have released at least this many steps (a
                             rank that posted step s had released step s - 1): spares the reads
                             of the slot-free check when an earlier wait already saw them */
+  int a2av_staged;  /* the last all_to_allv's pieces did not all fit in the mails: the next one
+                       starts staged (host_coll.c, mg__coll_start); alike on every rank */
 } mg__hcomm_t;
 
 static inline mg__hcomm_t *mg__hcomm(const mg_comm_t *comm) { return (mg__hcomm_t *)comm->priv; }

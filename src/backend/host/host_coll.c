@@ -103,6 +103,8 @@ typedef struct mg__hx {
   int a2av_lend;        /* all_to_allv: this rank lends its pieces (the readers copy them from
                          * send in step 0) instead of staging them */
   int a2av_lent;        /* all_to_allv: some rank lends (known after step 0's posts) */
+  int a2av_mailed;      /* all_to_allv in the mails: every rank's pieces fit (known at its match) */
+  int a2av_restaged;    /* all_to_allv: staged after a mail step where some rank's did not fit */
   double next_check;    /* time of the next liveness check */
   int look;             /* collectives: the first peer whose process the next check reads */
 } mg__hx_t;
@@ -461,6 +463,11 @@ static int mg__goes_direct(const mg__hx_t *x) {
          !mg__readv_bound(x);
 }
 
+/* all_to_allv in the mails: a mail starts with its rank's counts, 8 bytes each, sendcounts
+ * then recvcounts (so that the readers find them in the lines they read anyway), and then holds
+ * the rank's pieces in rank order without its own, if they fit. */
+#define MG__A2AV_HEAD(n) (16 * (size_t)(n))
+
 /* Chooses the algorithm and step count of a collective, and publishes what it is. */
 static void mg__coll_start(mg__hx_t *x) {
   mg__op_t *op = x->op;
@@ -473,7 +480,15 @@ static void mg__coll_start(mg__hx_t *x) {
   /* Mails up to their size, unless the data is copied once (between threads, from 2 KiB per
    * rank: one copy beat the mails at 4 KiB, bench/results/2026-11-25-host-mail-4k.md). */
   const int direct = mg__goes_direct(x); /* alike on all, as the mails' test */
-  if (op->kind != MG_OPK_ALL_TO_ALLV && !direct && mg__mail_len(x) <= MG__MAIL_BYTES) {
+  /* all_to_allv: the ranks learn each other's counts only once all have posted, so they choose
+   * as the last one ended (alike on all): after one whose pieces all fit in the mails (or none)
+   * each starts in the mails, its pieces there if they fit, and all go on staged
+   * (mg__a2av_restage) when some rank's did not; after one whose did not, staged at once. */
+  const int mail = op->kind == MG_OPK_ALL_TO_ALLV
+                       ? !x->a2av_restaged && !hc->a2av_staged &&
+                             MG__A2AV_HEAD(x->n) <= MG__MAIL_BYTES
+                       : !direct && mg__mail_len(x) <= MG__MAIL_BYTES;
+  if (mail) {
     x->alg = MG__ALG_MAIL; /* one step, in which every rank waits for all (mg__set1) */
     x->E = c;
     x->nsteps = 1;
@@ -676,17 +691,37 @@ static const char *mg__call_desc(char *buf, size_t len, uint64_t seq1, mg__opkin
   return buf;
 }
 
+/* all_to_allv: rank r's count idx (sendcounts[idx] for idx < n, recvcounts[idx - n] after), from
+ * its mail when the collective is in the mails, else from its announcement. */
+static uint64_t mg__a2av_count(const mg__hx_t *x, int r, int idx) {
+  if (x->alg != MG__ALG_MAIL)
+    return atomic_load_explicit(&mg__hshm_vcounts(x->s, r, x->s0)[idx], memory_order_relaxed);
+  uint64_t v;
+  memcpy(&v, mg__mail(x, r)->data + 8 * (size_t)idx, sizeof v);
+  return v;
+}
+
+/* all_to_allv in the mails: the offset in rank r's mail of its piece for rank `to`, or (to = n)
+ * the bytes of all it mails; more than MG__MAIL_BYTES is MG__MAIL_BYTES + 1. */
+static size_t mg__a2av_mail_off(const mg__hx_t *x, int r, int to) {
+  size_t b = MG__A2AV_HEAD(x->n);
+  for (int p = 0; p < to; p++) {
+    if (p == r) continue;
+    const uint64_t piece = mg__a2av_count(x, r, p);
+    if (piece > (MG__MAIL_BYTES - b) / x->es) return MG__MAIL_BYTES + 1;
+    b += (size_t)piece * x->es;
+  }
+  return b;
+}
+
 /* all_to_allv: what each rank sends to each other must be what that one expects from it. Every
  * rank checks every pair, so that all of them name the same one. */
 static int mg__a2av_match(mg__hx_t *x) {
   const int n = x->n;
   for (int i = 0; i < n; i++) {
-    const _Atomic uint64_t *vi = mg__hshm_vcounts(x->s, i, x->s0);
     for (int j = 0; j < n; j++) {
       if (i == j) continue; /* argcheck compared a rank's own two counts */
-      const uint64_t sent = atomic_load_explicit(&vi[j], memory_order_relaxed);
-      const uint64_t expected =
-          atomic_load_explicit(&mg__hshm_vcounts(x->s, j, x->s0)[n + i], memory_order_relaxed);
+      const uint64_t sent = mg__a2av_count(x, i, j), expected = mg__a2av_count(x, j, n + i);
       if (sent == expected) continue;
       mg__error(MG_ERR_INVALID_USAGE,
                 "mismatched collectives: all_to_allv #%llu: rank %d sends %llu elements to rank "
@@ -748,6 +783,12 @@ static int mg__coll_match(mg__hx_t *x) {
   }
   if (op->kind == MG_OPK_ALL_TO_ALLV) {
     if (mg__a2av_match(x) < 0) return -1;
+    int fit = 1; /* every rank's pieces fit in its mail: the next one starts there */
+    for (int r = 0; r < x->n && fit; r++) fit = mg__a2av_mail_off(x, r, x->n) <= MG__MAIL_BYTES;
+    mg__hcomm(x->comm)->a2av_staged = !fit;
+    x->a2av_mailed = x->alg == MG__ALG_MAIL && fit;
+  }
+  if (op->kind == MG_OPK_ALL_TO_ALLV && x->alg != MG__ALG_MAIL) {
     uint64_t mx = 0; /* the largest piece staged: the lenders' go in step 0 */
     for (int r = 0; r < x->n; r++) {
       const mg__hshm_desc_t *pd = &x->s->ranks[r].desc[x->s0 & 1];
@@ -790,8 +831,24 @@ static void mg__copy_in(mg__hx_t *x) {
      * scatter, whose data nobody reads, nothing else. */
     mg__hshm_mail_t *m = mg__mail(x, x->me);
     const int from_root = op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_SCATTER;
-    if (c > 0 && (!from_root || op->root == x->me))
+    if (op->kind == MG_OPK_ALL_TO_ALLV) { /* its counts, and its pieces but its own if they fit */
+      const size_t *sc = op->v, *sd = op->v + x->n, *rc = op->v + 2 * x->n;
+      for (int p = 0; p < x->n; p++) {
+        const uint64_t sent = sc[p], expected = rc[p];
+        memcpy(m->data + 8 * (size_t)p, &sent, 8);
+        memcpy(m->data + 8 * (size_t)(x->n + p), &expected, 8);
+      }
+      if (mg__a2av_mail_off(x, x->me, x->n) <= MG__MAIL_BYTES) {
+        unsigned char *at = m->data + MG__A2AV_HEAD(x->n);
+        for (int p = 0; p < x->n; p++) {
+          if (p == x->me) continue;
+          mg__copy(at, mg__sb(x) + sd[p] * es, sc[p] * es);
+          at += sc[p] * es;
+        }
+      }
+    } else if (c > 0 && (!from_root || op->root == x->me)) {
       mg__copy(m->data, mg__sb(x), mg__mail_len(x));
+    }
     atomic_store_explicit(&m->key, x->mail_key, memory_order_relaxed); /* mg__mail_post */
     return;
   }
@@ -938,6 +995,16 @@ static void mg__copy_out(mg__hx_t *x) {
         if (mg__rb(x) != src) mg__copy(mg__rb(x), src, c * es);
         break;
       }
+      case MG_OPK_ALL_TO_ALLV: { /* each mail's piece for me, where its rank packed it */
+        if (!x->a2av_mailed) break; /* mg__a2av_restage */
+        const size_t *sd = op->v + n, *rc = op->v + 2 * n, *rd = op->v + 3 * n;
+        for (int r = 0; r < n; r++) {
+          const unsigned char *src = r != me ? mg__mail(x, r)->data + mg__a2av_mail_off(x, r, me)
+                                             : mg__sb(x) + sd[me] * es;
+          mg__copy(mg__rb(x) + rd[r] * es, src, rc[r] * es);
+        }
+        break;
+      }
       default: { /* all_gather, gather (on the root), all_to_all (each mail's piece for me) */
         if (op->kind == MG_OPK_GATHER && !is_root) break;
         const size_t piece = op->kind == MG_OPK_ALL_TO_ALL ? (size_t)me * c * es : 0;
@@ -1080,6 +1147,23 @@ static int mg__claim_reads(mg__hx_t *x, uint64_t s) {
   return 0;
 }
 
+/* An all_to_allv whose mail step found some rank's pieces too large for the mails (every rank
+ * finds the same, from the same counts) goes on as a staged collective from the next step, of
+ * its own: announced again, decided in the decision word. 1 when so. */
+static int mg__a2av_restage(mg__hx_t *x) {
+  if (x->op->kind != MG_OPK_ALL_TO_ALLV || x->alg != MG__ALG_MAIL || x->a2av_mailed) return 0;
+  mg__hcomm_t *hc = mg__hcomm(x->comm);
+  hc->step = x->s0 + x->k;
+  x->key = hc->step;
+  x->settled = 0;
+  x->announced = 0;
+  x->k = 0;
+  x->phase = 0;
+  x->a2av_restaged = 1;
+  mg__coll_start(x);
+  return 1;
+}
+
 /* Advances a collective as far as it can go without waiting. 1: progress, 0: blocked, -1: failed.
  * Phases of a step: 0 copy in and post; 1 wait for the posts it reads, then output (or, TWO:
  * reduce its slice; DIRECT: copy from the owners); 2 (TWO) wait for every slice, then output;
@@ -1098,6 +1182,7 @@ static int mg__coll_progress(mg__hx_t *x) {
     }
     if (!x->announced) mg__coll_announce(x);
     if (x->k >= x->nsteps) {
+      if (mg__a2av_restage(x)) continue;
       mg__coll_finish(x);
       return 1;
     }
