@@ -68,6 +68,16 @@ mg_test(NAME host_readv_slow_procs_window_scatter EXE host_readv_bound
         ARGS procs 262144 direct 2 scatter LABELS host ENV MGCOMM_HOST_READV_FAST=0)
 mg_test(NAME host_readv_slow_procs_crowded EXE host_readv_bound ARGS procs 65536 staged 4
         LABELS host ENV MGCOMM_HOST_READV_FAST=0)
+# all_to_allv between processes lends its pieces from the same threshold, slow or fast, and not
+# below it.
+mg_test(NAME host_a2av_lent_procs_slow EXE host_readv_bound ARGS procs 65536 direct 2 all_to_allv
+        LABELS host ENV MGCOMM_HOST_READV_FAST=0)
+mg_test(NAME host_a2av_lent_procs_fast EXE host_readv_bound ARGS procs 65536 direct 3 all_to_allv
+        LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+mg_test(NAME host_a2av_staged_procs_small EXE host_readv_bound ARGS procs 8192 staged 2
+        all_to_allv LABELS host)
+mg_test(NAME host_a2av_lent_threads EXE host_readv_bound ARGS threads 8192 direct 2 all_to_allv
+        LABELS host)
 mg_test(NAME host_readv_fast_procs_scatter EXE host_readv_bound ARGS procs 1048576 direct 3 scatter
         LABELS host ENV MGCOMM_HOST_READV_FAST=1)
 # ... but a gather, whose root reads every piece alone, stages from 16 MiB read there.

@@ -1,5 +1,6 @@
 /*
- * host_readv_bound.c -- which path a broadcast, scatter or gather takes. Between processes, a
+ * host_readv_bound.c -- which path a broadcast, scatter, gather or all_to_allv takes (all_to_allv:
+ * whether each rank lends its pieces, under the same thresholds as all_to_all). Between processes, a
  * direct one that would make a rank read MGCOMM_HOST_READV_MAX_BYTES or more with
  * process_vm_readv goes through the staging pipeline; below the bound, and among threads of one
  * process, it stays direct. By default (MGCOMM_HOST_DIRECT_BYTES -1) the direct path starts at 2
@@ -15,9 +16,10 @@
  *
  * The direct path is the only one that publishes a rank's buffer address (daddr): after a
  * collective of `bytes` per rank, the daddr of the rank whose buffer is read (the root; rank 1 in
- * a gather) says which path ran. Arguments: procs|threads|threads-1cpu bytes expect
- * (direct|staged) [ranks (2, at most 4) [broadcast|scatter|gather]]; threads-1cpu binds the
- * process to one CPU before the ranks start. The result is checked too.
+ * a gather) says which path ran; for all_to_allv, the send buffer a rank announced as lent. Arguments:
+ * procs|threads|threads-1cpu bytes expect (direct|staged) [ranks (2, at most 4)
+ * [broadcast|scatter|gather|all_to_allv]] (bytes: per rank, per pair for all_to_allv);
+ * threads-1cpu binds the process to one CPU before the ranks start. The result is checked too.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -35,7 +37,7 @@ typedef struct {
   int rank, nranks;
   size_t count;
   int direct;  /* 1: direct expected, 0: staged */
-  char kind;  /* 'b'roadcast, 's'catter or 'g'ather, of count per rank, root 0 */
+  char kind;  /* 'b'roadcast, 's'catter, 'g'ather (root 0) or all_to_'v' (count per pair) */
 } arg_t;
 
 static void *run_rank(void *p) {
@@ -46,26 +48,44 @@ static void *run_rank(void *p) {
   mg_comm_t *comm = NULL;
   ASSERT_OK(mg_comm_init_rank(&cfg, a->nranks, a->id, a->rank, &comm));
   const size_t n = (size_t)a->nranks;
-  const size_t in = a->kind == 's' ? a->count * n : a->count;
-  const size_t outn = a->kind == 'g' ? a->count * n : a->count;
+  const int v = a->kind == 'v';
+  const size_t in = a->kind == 's' || v ? a->count * n : a->count;
+  const size_t outn = a->kind == 'g' || v ? a->count * n : a->count;
   float *buf = malloc(in * sizeof *buf), *out = malloc(outn * sizeof *out);
   ASSERT(buf != NULL && out != NULL);
-  for (size_t i = 0; i < in; i++) /* in a gather, each rank's piece continues the one before */
-    buf[i] = (float)(((a->kind == 'g' ? (size_t)a->rank * a->count : 0) + i) % 1000);
+  /* In a gather or an all_to_allv, each rank's input continues the one before. */
+  const size_t base = a->kind == 'g' || v ? (size_t)a->rank * in : 0;
+  for (size_t i = 0; i < in; i++) buf[i] = (float)((base + i) % 1000);
   memset(out, 0, outn * sizeof *out);
+  size_t counts[MAX_RANKS], displs[MAX_RANKS];
+  for (size_t q = 0; q < n; q++) counts[q] = a->count, displs[q] = q * a->count;
   if (a->kind == 's')
     ASSERT_OK(mg_scatter(buf, out, a->count, MG_FLOAT32, 0, comm, NULL));
   else if (a->kind == 'g')
     ASSERT_OK(mg_gather(buf, out, a->count, MG_FLOAT32, 0, comm, NULL));
+  else if (v)
+    ASSERT_OK(mg_all_to_allv(buf, counts, displs, out, counts, displs, MG_FLOAT32, comm, NULL));
   else
     ASSERT_OK(mg_broadcast(buf, out, a->count, MG_FLOAT32, 0, comm, NULL));
   const size_t first = a->kind == 's' ? (size_t)a->rank * a->count : 0;
   const size_t check = a->kind == 'g' && a->rank != 0 ? 0 : outn;
-  for (size_t i = 0; i < check; i++)
-    if (out[i] != (float)((first + i) % 1000))
-      FAIL("rank %d: out[%zu] = %g", a->rank, i, (double)out[i]);
+  for (size_t i = 0; i < check; i++) {
+    /* all_to_allv: piece p of out is rank p's piece for this rank */
+    const size_t want = v ? (i / a->count) * in + (size_t)a->rank * a->count + i % a->count
+                          : first + i;
+    if (out[i] != (float)(want % 1000)) FAIL("rank %d: out[%zu] = %g", a->rank, i, (double)out[i]);
+  }
   mg__hshm_t *s = &mg__hcomm(comm)->shm;
   if (!s->direct && a->direct) SKIP("these processes may not read each other's memory");
+  if (v) { /* lent: this rank announced its send buffer (in the mail step's or the staged one's) */
+    const uint64_t lent = atomic_load(&s->ranks[a->rank].desc[0].lent) |
+                          atomic_load(&s->ranks[a->rank].desc[1].lent);
+    ASSERT_EQ(lent, a->direct ? (uint64_t)(uintptr_t)buf : 0);
+    ASSERT_OK(mg_comm_destroy(comm));
+    free(buf);
+    free(out);
+    return NULL;
+  }
   const int owner = a->kind == 'g' ? 1 : 0;
   const uint64_t daddr = atomic_load(&s->ranks[owner].daddr);
   if (!a->direct)
@@ -86,14 +106,14 @@ static void run_proc(int r, void *a) { run_rank((arg_t *)a + r); }
 int main(int argc, char **argv) {
   if (argc < 4 || argc > 6)
     FAIL("usage: host_readv_bound procs|threads|threads-1cpu bytes direct|staged [ranks "
-         "[broadcast|scatter|gather]]");
+         "[broadcast|scatter|gather|all_to_allv]]");
   const int procs = strcmp(argv[1], "procs") == 0;
   const int n = argc >= 5 ? atoi(argv[4]) : 2;
   if (n < 2 || n > MAX_RANKS) FAIL("ranks: 2 to %d, not %s", MAX_RANKS, argv[4]);
   const char *coll = argc == 6 ? argv[5] : "broadcast";
   if (strcmp(coll, "broadcast") != 0 && strcmp(coll, "scatter") != 0 &&
-      strcmp(coll, "gather") != 0)
-    FAIL("the collective is broadcast, scatter or gather, not %s", coll);
+      strcmp(coll, "gather") != 0 && strcmp(coll, "all_to_allv") != 0)
+    FAIL("the collective is broadcast, scatter, gather or all_to_allv, not %s", coll);
   cpu_set_t cpus;
   ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
   if (strcmp(argv[1], "threads-1cpu") == 0) {
@@ -110,7 +130,8 @@ int main(int argc, char **argv) {
   const char *fast = getenv("MGCOMM_HOST_READV_FAST");
   const long machine = sysconf(_SC_NPROCESSORS_ONLN);
   const unsigned long long bytes = strtoull(argv[2], NULL, 0);
-  const unsigned long long read = coll[0] == 'g' ? bytes * (unsigned)(n - 1) : bytes;
+  const unsigned long long read =
+      coll[0] == 'g' || coll[0] == 'a' ? bytes * (unsigned)(n - 1) : bytes;
   if (procs && fast != NULL && strcmp(fast, "0") == 0 &&
       getenv("MGCOMM_HOST_DIRECT_BYTES") == NULL && getenv("MGCOMM_HOST_READV_MAX_BYTES") == NULL &&
       bytes >= 32768 && read < (1u << 20) && (machine >= n) != (argv[3][0] == 'd'))
@@ -120,7 +141,7 @@ int main(int argc, char **argv) {
   ASSERT_OK(mg_unique_id_create(MG_BACKEND_HOST, &id));
   for (int r = 0; r < n; r++)
     a[r] = (arg_t){&id, r, n, strtoull(argv[2], NULL, 0) / sizeof(float),
-                   strcmp(argv[3], "direct") == 0, coll[0]};
+                   strcmp(argv[3], "direct") == 0, coll[0] == 'a' ? 'v' : coll[0]};
   if (procs) {
     pid_t pids[MAX_RANKS];
     test_fork_ranks(pids, n, run_proc, a);

@@ -435,17 +435,22 @@ static int mg__readv_bound(const mg__hx_t *x) {
   return pieces * x->op->count * x->es >= max;
 }
 
-/* all_to_allv between threads of one process: whether this rank lends its pieces (its readers
- * copy them straight from its send buffer in step 0, as a direct all_to_all's do) rather than
- * staging them through its slot, step by step. Each rank chooses by its own largest piece, with
- * the direct collectives' threshold, and says which in its announcement (desc.lent): the counts
- * differ between ranks and are known to the others only after step 0. */
+/* all_to_allv: whether this rank lends its pieces (its readers copy them straight from its send
+ * buffer in step 0, as a direct all_to_all's do: memcpy between threads of one process,
+ * process_vm_readv between processes) rather than staging them through its slot, step by step.
+ * Each rank chooses by its own largest piece, with the direct collectives' threshold (between
+ * processes also all_to_all's bound on what a reader reads, mg__readv_bound), and says which in
+ * its announcement (desc.lent): the counts differ between ranks and are known to the others only
+ * after step 0. */
 static int mg__a2av_lends(const mg__hx_t *x) {
-  if (!x->s->direct || x->s->processes) return 0;
+  if (!x->s->direct) return 0;
   size_t most = 0;
   for (int p = 0; p < x->n; p++)
     if (p != x->me && x->op->v[p] > most) most = x->op->v[p];
-  return most > 0 && most * x->es >= x->s->hdr->direct_threads_bytes;
+  const size_t b = most * x->es;
+  if (!x->s->processes) return most > 0 && b >= x->s->hdr->direct_threads_bytes;
+  const uint64_t max = x->s->hdr->readv_max_bytes[MG_OPK_ALL_TO_ALL]; /* as all_to_all's */
+  return most > 0 && b >= x->s->hdr->direct_bytes && (max == 0 || b * (size_t)(x->n - 1) < max);
 }
 
 /* 1 when x copies once, each reader from its owner's buffer (MG__ALG_DIRECT). */
@@ -644,7 +649,6 @@ static void mg__coll_announce(mg__hx_t *x) {
   if (op->kind == MG_OPK_ALL_TO_ALLV) {
     atomic_store_explicit(&d->lent, x->a2av_lend ? (uint64_t)(uintptr_t)op->send : 0,
                           memory_order_relaxed);
-    atomic_store_explicit(&d->vaddr, (uint64_t)(uintptr_t)op->v, memory_order_relaxed);
     _Atomic uint64_t *vc = mg__hshm_vcounts(x->s, x->me, x->s0);
     const size_t *rc = op->v + 2 * (size_t)x->n;
     count = 0;
@@ -652,6 +656,7 @@ static void mg__coll_announce(mg__hx_t *x) {
       if (op->v[p] > count) count = op->v[p];
       atomic_store_explicit(&vc[p], op->v[p], memory_order_relaxed);
       atomic_store_explicit(&vc[x->n + p], rc[p], memory_order_relaxed);
+      atomic_store_explicit(&vc[2 * x->n + p], op->v[x->n + p], memory_order_relaxed);
     }
   }
   if (op->redop.premul) { /* as the scalar reads now: at the start of the call */
@@ -705,6 +710,7 @@ static uint64_t mg__a2av_count(const mg__hx_t *x, int r, int idx) {
  * the bytes of all it mails; more than MG__MAIL_BYTES is MG__MAIL_BYTES + 1. */
 static size_t mg__a2av_mail_off(const mg__hx_t *x, int r, int to) {
   size_t b = MG__A2AV_HEAD(x->n);
+  if (b > MG__MAIL_BYTES) return MG__MAIL_BYTES + 1; /* too many ranks for the mails */
   for (int p = 0; p < to; p++) {
     if (p == r) continue;
     const uint64_t piece = mg__a2av_count(x, r, p);
@@ -968,6 +974,29 @@ static mg_status_t mg__direct_out(mg__hx_t *x, int *from) {
   return st;
 }
 
+/* all_to_allv's step 0: the pieces for this rank that their ranks lend, each read whole from its
+ * rank's send buffer at the displacement for this rank that the rank announced (memcpy within a
+ * process, process_vm_readv between processes). On failure *from is the rank whose memory could
+ * not be read. */
+static mg_status_t mg__a2av_lent_out(mg__hx_t *x, int *from) {
+  const mg__op_t *op = x->op;
+  const int n = x->n, me = x->me;
+  const size_t *rc = op->v + 2 * n, *rd = op->v + 3 * n;
+  for (int r = 0; r < n; r++) {
+    if (r == me || x->in[r] == NULL) continue;
+    *from = r;
+    const uint64_t disp = atomic_load_explicit(&mg__hshm_vcounts(x->s, r, x->s0)[2 * n + me],
+                                               memory_order_relaxed);
+    MG__TSAN_ACQUIRE(x->in[r]);
+    const mg_status_t st = mg__hshm_read_peer(
+        x->s, r, mg__rb(x) + rd[r] * x->es, (uint64_t)(uintptr_t)x->in[r] + disp * x->es,
+        rc[r] * x->es);
+    MG__TSAN_RELEASE(x->in[r]);
+    if (st < 0) return st;
+  }
+  return MG_OK;
+}
+
 /* The last phase of step k: this rank's output. */
 static void mg__copy_out(mg__hx_t *x) {
   const mg__op_t *op = x->op;
@@ -1077,16 +1106,7 @@ static void mg__copy_out(mg__hx_t *x) {
             mg__copy(mg__rb(x) + rd[me] * es, mg__sb(x) + op->v[n + me] * es, rc[me] * es);
           continue;
         }
-        const unsigned char *lent = x->in[r];
-        if (lent != NULL) { /* all of it in step 0, from r's buffer at r's displacement for me */
-          if (x->k > 0) continue;
-          const size_t *v = (const size_t *)(uintptr_t)atomic_load_explicit(
-              &x->s->ranks[r].desc[x->s0 & 1].vaddr, memory_order_relaxed);
-          MG__TSAN_ACQUIRE(lent);
-          mg__copy(mg__rb(x) + rd[r] * es, lent + v[n + me] * es, rc[r] * es);
-          MG__TSAN_RELEASE(lent);
-          continue;
-        }
+        if (x->in[r] != NULL) continue; /* lent: read in step 0 (mg__a2av_lent_out) */
         mg__copy(mg__rb(x) + (rd[r] + off) * es, mg__slot(x, r) + (size_t)me * E * es,
                mg__step_len(rc[r], E, x->k) * es);
       }
@@ -1227,6 +1247,12 @@ static int mg__coll_progress(mg__hx_t *x) {
         const int lent = x->a2av_lent && x->k == 0;
         if ((lent ? mg__claim_reads(x, s) : last ? mg__hx_succeed(x) : mg__hx_doomed(x)) < 0)
           return -1;
+        int from = x->me;
+        const mg_status_t st = lent ? mg__a2av_lent_out(x, &from) : MG_OK;
+        if (st < 0) {
+          atomic_store_explicit(&mine->reading, 0, memory_order_release);
+          return mg__read_failed(x, from, st);
+        }
         mg__copy_out(x);
         if (lent) atomic_store_explicit(&mine->reading, 0, memory_order_release);
         mg__publish(x->s, &mine->released, s + 1);

@@ -62,7 +62,7 @@ static int mg__layout(int n, size_t slot_bytes, size_t chan_bytes, mg__layout_t 
   if (__builtin_mul_overflow((size_t)n, (size_t)n, &nn) ||
       __builtin_mul_overflow((size_t)n, sizeof(mg__hshm_rank_t), &rank_area) ||
       __builtin_mul_overflow(nn, sizeof(mg__hshm_chan_t), &chan_area) ||
-      __builtin_mul_overflow(nn, 4 * sizeof(uint64_t), &vcount_area) ||
+      __builtin_mul_overflow(nn, 6 * sizeof(uint64_t), &vcount_area) ||
       __builtin_mul_overflow((size_t)n * 2, slot_bytes, &slot_area) ||
       __builtin_mul_overflow(nn, chan_bytes, &ring_area))
     return 0;

@@ -69,9 +69,8 @@ typedef struct mg__hshm_desc {
   _Atomic int32_t dtype;
   _Atomic int32_t root;
   _Atomic int32_t redop;  /* built-in op, or -1 for a custom one */
-  _Atomic uint64_t lent;  /* all_to_allv between threads: the send buffer from which the others
-                             copy their pieces (host_coll.c, mg__a2av_lends), 0 if staged */
-  _Atomic uint64_t vaddr; /* with lent: the address of the rank's counts and displacements */
+  _Atomic uint64_t lent;  /* all_to_allv: the send buffer from which the others copy their
+                             pieces (host_coll.c, mg__a2av_lends), 0 if staged */
 } mg__hshm_desc_t;
 _Static_assert(sizeof(mg__hshm_desc_t) == 64, "an announcement is a cache line");
 
@@ -189,7 +188,7 @@ typedef struct mg__hshm {
   mg__hshm_header_t *hdr;
   mg__hshm_rank_t *ranks;
   mg__hshm_chan_t *chans;
-  _Atomic uint64_t *vcounts;    /* all_to_allv counts: [2][nranks][2 * nranks] */
+  _Atomic uint64_t *vcounts;    /* all_to_allv counts: [2][nranks][3 * nranks] */
   unsigned char *slots;
   unsigned char *rings;
   int nranks;
@@ -251,10 +250,11 @@ static inline unsigned char *mg__hshm_ring(const mg__hshm_t *s, int src, int dst
   return s->rings + ((size_t)src * (size_t)s->nranks + (size_t)dst) * s->hdr->chan_bytes;
 }
 /* The all_to_allv counts that rank r announced for the collective whose first step is step:
- * its sendcounts [0, nranks) and its recvcounts [nranks, 2 * nranks). Written by r before it
- * posts that step; the parity of the step keeps them, as it keeps the announcements. */
+ * its sendcounts [0, nranks), its recvcounts [nranks, 2 * nranks) and its sdispls [2 * nranks,
+ * 3 * nranks) (where a reader of its lent buffer finds its piece). Written by r before it posts
+ * that step; the parity of the step keeps them, as it keeps the announcements. */
 static inline _Atomic uint64_t *mg__hshm_vcounts(const mg__hshm_t *s, int r, uint64_t step) {
-  return s->vcounts + ((size_t)(step & 1) * (size_t)s->nranks + (size_t)r) * 2 * (size_t)s->nranks;
+  return s->vcounts + ((size_t)(step & 1) * (size_t)s->nranks + (size_t)r) * 3 * (size_t)s->nranks;
 }
 static inline unsigned char *mg__hshm_slot(const mg__hshm_t *s, int rank, uint64_t step) {
   return s->slots + ((size_t)rank * 2 + (size_t)(step & 1)) * s->hdr->slot_bytes;
