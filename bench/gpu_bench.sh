@@ -54,7 +54,7 @@ report=$out/gpu-bench.md
   echo "# mgcomm bench on GPUs, and next to nccl-tests"
   echo
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'), host $(hostname), $ngpu x $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
-  echo "- mgcomm ${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)} (Release); nccl-tests $(cat "$src/COMMIT" 2>/dev/null || echo '(unknown commit)') built against $mg_nccl_hdr (NCCL $mg_nccl_hdr_code); both load $nccl_lib"
+  echo "- mgcomm $(mg_source_commit "$root") (Release); nccl-tests $(cat "$src/COMMIT" 2>/dev/null || echo '(unknown commit)') built against $mg_nccl_hdr (NCCL $mg_nccl_hdr_code); both load $nccl_lib"
   echo "- NCCL_NVLS_ENABLE=0; mgcomm's communicators are nonblocking, nccl-tests' blocking"
   echo
   echo "## \`mgcomm bench\` with no arguments (what \`make\` runs)"

@@ -93,7 +93,7 @@ done
 
 # ---- 3. report --------------------------------------------------------------------------------
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo "unknown GPU")
-commit=${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+commit=$(mg_source_commit "$root")
 set +e
 python3 - "$logs" "$out/host-cost.md" "$builds" "$rounds" <<EOF
 import re, statistics, sys

@@ -79,7 +79,7 @@ lscpu_field() { lscpu | sed -n "s/^$1: *//p" | head -n 1; }
 machine="$(lscpu_field 'Model name'), $(lscpu_field 'CPU(s)') CPUs ($(lscpu_field 'Socket(s)') \
 socket(s) x $(lscpu_field 'Core(s) per socket') core(s) x $(lscpu_field 'Thread(s) per core') \
 thread(s)), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r)"
-commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo "?")
+commit=$(mg_source_commit "$root")
 mpi_version=$(mpirun --version 2>&1 | head -n 1)
 
 dir=${keep:-$(mktemp -d)}

@@ -1,5 +1,5 @@
 # lib.sh -- pieces shared by the comparison scripts (compare.sh, host_vs_mpi.sh) and the GPU
-# scripts (gpu_bench.sh, nccl_vs_nccl_tests.sh, host_cost.sh); source it.
+# scripts (gpu_bench.sh, nccl_vs_nccl_tests.sh, host_cost.sh, tests/gpu/); source it.
 #
 #   mg_begin NAME CODE OUT    a GPU script's start: defines say MSG (to stderr as "NAME: MSG") and
 #                             fail MSG (say it, exit CODE), sets t0 (the start, in seconds), makes
@@ -16,6 +16,9 @@
 #                             writes DIR/NAME-r.json. Each round starts one program further along
 #                             the list, so that none always runs first, or always after the same
 #                             one. Stops at the first failure (its run_NAME says why).
+#   mg_source_commit ROOT     the commit a report names: $SOURCE_COMMIT when set (a device's copy
+#                             of the tree keeps a stale HEAD), else ROOT's short HEAD, with
+#                             "-dirty" when tracked files differ from it, else "unknown"
 #   mg_build_nccl_tests SRC BUILDDIR NCCL_LIB LOGDIR
 #                             builds nccl-tests from the source in SRC (fetched beforehand into a
 #                             git-ignored folder, never committed) into BUILDDIR with nvcc, MPI=0,
@@ -35,6 +38,17 @@ mg_begin() {
   mkdir -p "$3"
   logs=$(mktemp -d)
   trap 'rm -rf "$logs"' EXIT
+}
+
+mg_source_commit() {
+  if [ -n "${SOURCE_COMMIT:-}" ]; then
+    echo "$SOURCE_COMMIT"
+    return
+  fi
+  local head
+  head=$(git -C "$1" rev-parse --short HEAD 2>/dev/null) || { echo unknown; return; }
+  git -C "$1" diff --quiet HEAD -- 2>/dev/null || head=$head-dirty
+  echo "$head"
 }
 
 mg_need_openmpi() {

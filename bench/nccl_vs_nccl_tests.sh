@@ -103,7 +103,7 @@ fi
 for g in $gpu_counts; do [ "$g" -le "$ngpu" ] || fail "-g $g: this machine has $ngpu GPUs"; done
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
-commit=${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+commit=$(mg_source_commit "$root")
 base_commit=${BASE_COMMIT:-unknown}
 hdr="" hdr_code=""
 # ---- the report, defined before anything runs: TERM and INT (the trap below) write what ran

@@ -12,6 +12,8 @@
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 build=${BUILD:-$root/build-p2p-bench}
 out=${1:-$build/p2p_vs_memcpy_peer.md}
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
@@ -32,7 +34,7 @@ fi
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); host: $(hostname)"
   echo "- GPUs: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null |
     sort | uniq -c | sed 's/^ *//' | paste -sd ';' -)"
-  echo "- nvcc: $("$nvcc" --version | tail -1); mgcomm ${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  echo "- nvcc: $("$nvcc" --version | tail -1); mgcomm $(mg_source_commit "$root")"
   echo "- method: bench/p2p_vs_memcpy_peer.c (copies back to back on one stream of the"
   echo "  destination, timed by CUDA events; median of ${ROUNDS:-7} rounds; GB/s = 1e9 bytes/s)"
   echo

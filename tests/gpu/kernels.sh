@@ -9,6 +9,8 @@
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 build=${BUILD:-$root/build-gpu}
 out=${OUT:-$build/out}
 mkdir -p "$out"
@@ -29,7 +31,7 @@ bench=$(timeout 60 ./tests/gpu/test_gpu_kernels bench 2>&1) || rc=1
   echo "# mgcomm's all-reduce kernels on one GPU"
   echo
   echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-  echo "- commit: ${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  echo "- commit: $(mg_source_commit "$root")"
   echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
   echo "- nvcc: $(nvcc --version 2>/dev/null | tail -1)"
   echo

@@ -31,8 +31,11 @@
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 export BUILD=${BUILD:-$root/build-gpu} JOBS=${JOBS:-$(nproc)}
-export SOURCE_COMMIT=${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+SOURCE_COMMIT=$(mg_source_commit "$root")
+export SOURCE_COMMIT
 out=${OUT:-$BUILD/multi-out}
 work=$BUILD/multi-work
 mkdir -p "$out" "$work"

@@ -28,6 +28,8 @@ set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 build=${BUILD:-$root/build-gpu}
 out=${OUT:-$build/out}
 xzlib=${NCCL_XZ:-$root/.peer/nccl-2.32.3/libnccl.so.2.xz}
@@ -91,7 +93,7 @@ step "mgcomm bench -g $ngpu, NCCL 2.32.3" "0" env MGCOMM_NCCL_LIBRARY="$lib" \
   echo
   echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
   echo "- host: $(hostname)"
-  echo "- commit: ${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  echo "- commit: $(mg_source_commit "$root")"
   nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>/dev/null |
     sed 's/^/- GPU /'
   echo "- NCCL: 2.32.3 (nvidia-nccl-cu13 wheel, sm_90 code kept) from $lib; the machine's own: $(ls /usr/lib/x86_64-linux-gnu/libnccl.so.2* 2>/dev/null | head -1)"

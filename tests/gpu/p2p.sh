@@ -8,6 +8,8 @@
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 build=${BUILD:-$root/build-gpu}
 out=${OUT:-$build/out}
 mkdir -p "$out"
@@ -24,7 +26,7 @@ report=$out/p2p.md
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); host: $(hostname)"
   echo "- driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1);" \
     "nvcc: $(nvcc --version 2>/dev/null | tail -1)"
-  echo "- mgcomm: ${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  echo "- mgcomm: $(mg_source_commit "$root")"
   echo "- script: tests/gpu/p2p.sh (NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1"
   echo "  TORCH_SYMM_MEM_DISABLE_MULTICAST=1)"
   echo

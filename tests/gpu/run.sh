@@ -16,6 +16,8 @@ set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 build=${BUILD:-$root/build-gpu}
 out=${OUT:-$build/out}
 jobs=${JOBS:-16}
@@ -59,7 +61,7 @@ unit_rc=$?
   echo
   echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
   echo "- host: $(hostname)"
-  echo "- commit: ${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  echo "- commit: $(mg_source_commit "$root")"
   if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader |
       sed 's/^/- GPU /'

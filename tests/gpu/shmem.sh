@@ -14,6 +14,8 @@ set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 build=${BUILD:-$root/build-gpu}
 out=${OUT:-$build/out}
 np=${NP:-2}
@@ -34,7 +36,7 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 {
   echo "# NVSHMEM through mgcomm: $(date -u +%Y-%m-%dT%H:%MZ), $(hostname)"
   echo
-  echo "Source: ${SOURCE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  echo "Source: $(mg_source_commit "$root")"
   echo '```'
   nvidia-smi -L 2>&1
   nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>&1 | head -1

@@ -36,3 +36,5 @@ if(TARGET mgsim_nccl)
               $<TARGET_FILE:mgcomm_cli> $<TARGET_FILE_DIR:mgsim_nccl>
               ${CMAKE_CURRENT_LIST_DIR}/bench_json.py LABELS cli sim)
 endif()
+# The commit the reports name (bench/lib.sh, mg_source_commit): "-dirty" for a changed tree.
+mg_cli_test(NAME source_commit COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/source_commit.sh)
