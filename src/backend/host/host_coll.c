@@ -104,7 +104,6 @@ typedef struct mg__hx {
                          * send in step 0) instead of staging them */
   int a2av_lent;        /* all_to_allv: some rank lends (known after step 0's posts) */
   int a2av_mailed;      /* all_to_allv in the mails: every rank's pieces fit (known at its match) */
-  int a2av_restaged;    /* all_to_allv: staged after a mail step where some rank's did not fit */
   double next_check;    /* time of the next liveness check */
   int look;             /* collectives: the first peer whose process the next check reads */
 } mg__hx_t;
@@ -490,8 +489,7 @@ static void mg__coll_start(mg__hx_t *x) {
    * each starts in the mails, its pieces there if they fit, and all go on staged
    * (mg__a2av_restage) when some rank's did not; after one whose did not, staged at once. */
   const int mail = op->kind == MG_OPK_ALL_TO_ALLV
-                       ? !x->a2av_restaged && !hc->a2av_staged &&
-                             MG__A2AV_HEAD(x->n) <= MG__MAIL_BYTES
+                       ? !hc->a2av_staged && MG__A2AV_HEAD(x->n) <= MG__MAIL_BYTES
                        : !direct && mg__mail_len(x) <= MG__MAIL_BYTES;
   if (mail) {
     x->alg = MG__ALG_MAIL; /* one step, in which every rank waits for all (mg__set1) */
@@ -1169,7 +1167,8 @@ static int mg__claim_reads(mg__hx_t *x, uint64_t s) {
 
 /* An all_to_allv whose mail step found some rank's pieces too large for the mails (every rank
  * finds the same, from the same counts) goes on as a staged collective from the next step, of
- * its own: announced again, decided in the decision word. 1 when so. */
+ * its own: announced again, decided in the decision word. Its match set hc->a2av_staged, so
+ * mg__coll_start chooses the slots. 1 when so. */
 static int mg__a2av_restage(mg__hx_t *x) {
   if (x->op->kind != MG_OPK_ALL_TO_ALLV || x->alg != MG__ALG_MAIL || x->a2av_mailed) return 0;
   mg__hcomm_t *hc = mg__hcomm(x->comm);
@@ -1179,7 +1178,6 @@ static int mg__a2av_restage(mg__hx_t *x) {
   x->announced = 0;
   x->k = 0;
   x->phase = 0;
-  x->a2av_restaged = 1;
   mg__coll_start(x);
   return 1;
 }
