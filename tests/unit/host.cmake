@@ -78,6 +78,17 @@ mg_test(NAME host_a2av_staged_procs_small EXE host_readv_bound ARGS procs 8192 s
         all_to_allv LABELS host)
 mg_test(NAME host_a2av_lent_threads EXE host_readv_bound ARGS threads 8192 direct 2 all_to_allv
         LABELS host)
+# A reduce among threads past MGCOMM_HOST_SMALL_BYTES (16 KiB) reduces each slice straight from
+# the send buffers into the root's receive buffer (3 ranks: slices of unequal size); at that size
+# and under it, and between processes, it goes through the slots.
+mg_test(NAME host_reduce_direct_threads EXE host_readv_bound ARGS threads 65536 direct 2 reduce
+        LABELS host)
+mg_test(NAME host_reduce_direct_threads_3 EXE host_readv_bound ARGS threads 65536 direct 3 reduce
+        LABELS host ENV MGCOMM_HOST_DIRECT_BYTES=4096)
+mg_test(NAME host_reduce_staged_threads_small EXE host_readv_bound ARGS threads 16384 staged 2
+        reduce LABELS host)
+mg_test(NAME host_reduce_staged_procs EXE host_readv_bound ARGS procs 1048576 staged 2 reduce
+        LABELS host)
 mg_test(NAME host_readv_fast_procs_scatter EXE host_readv_bound ARGS procs 1048576 direct 3 scatter
         LABELS host ENV MGCOMM_HOST_READV_FAST=1)
 # ... but a gather, whose root reads every piece alone, stages from 16 MiB read there.

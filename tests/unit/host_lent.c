@@ -17,12 +17,13 @@
  *          fault point host.lent_copy holds for 300 ms: the send ends only after the copy, and
  *          both ranks succeed;
  *  drain   (test builds) the same for collectives whose readers copy from the owners' send
- *          buffers: a direct all_gather of 256 KiB, and an all_to_allv whose ranks lend their
- *          256 KiB pieces. The fault point host.direct_read holds the reads of the rank that
- *          reaches it first, and the other rank's communicator is aborted meanwhile. The aborted
- *          rank fails MG_ERR_ABORTED only once the reads of its buffer are over (the reader's
- *          claim is clear when it returns), then frees the buffer (ASan sees a read after that);
- *          the reader fails MG_ERR_REMOTE.
+ *          buffers: a direct all_gather of 256 KiB, an all_to_allv whose ranks lend their
+ *          256 KiB pieces, and a direct reduce of 256 KiB, whose ranks also write their slices
+ *          into the root's receive buffer. The fault point host.direct_read holds the reads of
+ *          the rank that reaches it first, and the other rank's communicator is aborted
+ *          meanwhile. The aborted rank fails MG_ERR_ABORTED only once the reads of its buffer
+ *          are over (the reader's claim is clear when it returns), then frees its buffers (ASan
+ *          sees a read or write after that); the reader fails MG_ERR_REMOTE.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -180,7 +181,9 @@ static void *abort_in_hold(void *p) {
   return NULL;
 }
 
-static int drain_a2av; /* drain: all_to_allv rather than all_gather */
+enum { DRAIN_ALL_GATHER, DRAIN_ALL_TO_ALLV, DRAIN_REDUCE, DRAIN_KINDS };
+static const char *const drain_names[DRAIN_KINDS] = {"all_gather", "all_to_allv", "reduce"};
+static int drain_kind;
 
 static void *drain_rank(void *p) {
   arg_t *a = p;
@@ -188,10 +191,12 @@ static void *drain_rank(void *p) {
   unsigned char *send = malloc(bytes), *recv = malloc(N * bytes);
   ASSERT(send != NULL && recv != NULL);
   for (size_t i = 0; i < bytes; i++) send[i] = pat(a->rank, 0, i);
-  if (drain_a2av) { /* all of send to the peer, nothing to itself */
+  if (drain_kind == DRAIN_ALL_TO_ALLV) { /* all of send to the peer, nothing to itself */
     size_t counts[N] = {0}, displs[N] = {0};
     counts[1 - a->rank] = bytes;
     a->st = mg_all_to_allv(send, counts, displs, recv, counts, displs, MG_UINT8, a->comm, NULL);
+  } else if (drain_kind == DRAIN_REDUCE) {
+    a->st = mg_reduce(send, recv, bytes, MG_UINT8, MG_SUM, 0, a->comm, NULL);
   } else {
     a->st = mg_all_gather(send, recv, bytes, MG_UINT8, a->comm, NULL);
   }
@@ -279,7 +284,7 @@ int main(void) {
   printf("hold: an abort during the receiver's copy; the send ended after it, both succeeded\n");
   for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
 
-  for (drain_a2av = 0; drain_a2av < 2; drain_a2av++) {
+  for (drain_kind = 0; drain_kind < DRAIN_KINDS; drain_kind++) {
     comms_new(60, comms);
     for (int r = 0; r < N; r++) a[r] = (arg_t){comms[r], r, MG_OK, "", NULL, 0, 0};
     ASSERT_OK(mg__fault_set("host.direct_read", 1, 300, 1));
@@ -294,7 +299,7 @@ int main(void) {
     ASSERT_EQ(a[reader].st, MG_ERR_REMOTE);
     ASSERT_CONTAINS(a[reader].err, "aborted");
     printf("drain (%s): rank %d aborted while rank %d read its buffer: it returned after the "
-           "reads (%s); the reader: %s\n", drain_a2av ? "all_to_allv" : "all_gather", owner,
+           "reads (%s); the reader: %s\n", drain_names[drain_kind], owner,
            reader, a[owner].err, a[reader].err);
     for (int r = 0; r < N; r++) ASSERT_OK(mg_comm_destroy(comms[r]));
   }

@@ -1,6 +1,8 @@
 /*
- * host_readv_bound.c -- which path a broadcast, scatter, gather or all_to_allv takes (all_to_allv:
- * whether each rank lends its pieces, under the same thresholds as all_to_all). Between processes, a
+ * host_readv_bound.c -- which path a broadcast, scatter, gather, reduce or all_to_allv takes
+ * (all_to_allv: whether each rank lends its pieces, under the same thresholds as all_to_all; reduce:
+ * direct only among threads, past MGCOMM_HOST_SMALL_BYTES, where each rank reduces its slice from
+ * the others' send buffers into the root's receive buffer). Between processes, a
  * direct one that would make a rank read MGCOMM_HOST_READV_MAX_BYTES or more with
  * process_vm_readv goes through the staging pipeline; below the bound, and among threads of one
  * process, it stays direct. By default (MGCOMM_HOST_DIRECT_BYTES -1) the direct path starts at 2
@@ -16,9 +18,10 @@
  *
  * The direct path is the only one that publishes a rank's buffer address (daddr): after a
  * collective of `bytes` per rank, the daddr of the rank whose buffer is read (the root; rank 1 in
- * a gather) says which path ran; for all_to_allv, the send buffer a rank announced as lent. Arguments:
+ * a gather) says which path ran; for a reduce the root's receive buffer (raddr); for all_to_allv,
+ * the send buffer a rank announced as lent. Arguments:
  * procs|threads|threads-1cpu bytes expect (direct|staged) [ranks (2, at most 4)
- * [broadcast|scatter|gather|all_to_allv]] (bytes: per rank, per pair for all_to_allv);
+ * [broadcast|scatter|gather|reduce|all_to_allv]] (bytes: per rank, per pair for all_to_allv);
  * threads-1cpu binds the process to one CPU before the ranks start. The result is checked too.
  */
 #include <pthread.h>
@@ -37,7 +40,8 @@ typedef struct {
   int rank, nranks;
   size_t count;
   int direct;  /* 1: direct expected, 0: staged */
-  char kind;  /* 'b'roadcast, 's'catter, 'g'ather (root 0) or all_to_'v' (count per pair) */
+  char kind;  /* 'b'roadcast, 's'catter, 'g'ather, 'r'educe (root 0) or all_to_'v' (count per
+                 pair) */
 } arg_t;
 
 static void *run_rank(void *p) {
@@ -63,17 +67,21 @@ static void *run_rank(void *p) {
     ASSERT_OK(mg_scatter(buf, out, a->count, MG_FLOAT32, 0, comm, NULL));
   else if (a->kind == 'g')
     ASSERT_OK(mg_gather(buf, out, a->count, MG_FLOAT32, 0, comm, NULL));
+  else if (a->kind == 'r')
+    ASSERT_OK(mg_reduce(buf, out, a->count, MG_FLOAT32, MG_SUM, 0, comm, NULL));
   else if (v)
     ASSERT_OK(mg_all_to_allv(buf, counts, displs, out, counts, displs, MG_FLOAT32, comm, NULL));
   else
     ASSERT_OK(mg_broadcast(buf, out, a->count, MG_FLOAT32, 0, comm, NULL));
   const size_t first = a->kind == 's' ? (size_t)a->rank * a->count : 0;
-  const size_t check = a->kind == 'g' && a->rank != 0 ? 0 : outn;
+  const size_t check = (a->kind == 'g' || a->kind == 'r') && a->rank != 0 ? 0 : outn;
   for (size_t i = 0; i < check; i++) {
     /* all_to_allv: piece p of out is rank p's piece for this rank */
     const size_t want = v ? (i / a->count) * in + (size_t)a->rank * a->count + i % a->count
                           : first + i;
-    if (out[i] != (float)(want % 1000)) FAIL("rank %d: out[%zu] = %g", a->rank, i, (double)out[i]);
+    const float times = a->kind == 'r' ? (float)n : 1; /* every rank's input is the same */
+    if (out[i] != times * (float)(want % 1000))
+      FAIL("rank %d: out[%zu] = %g", a->rank, i, (double)out[i]);
   }
   mg__hshm_t *s = &mg__hcomm(comm)->shm;
   if (!s->direct && a->direct) SKIP("these processes may not read each other's memory");
@@ -87,11 +95,12 @@ static void *run_rank(void *p) {
     return NULL;
   }
   const int owner = a->kind == 'g' ? 1 : 0;
-  const uint64_t daddr = atomic_load(&s->ranks[owner].daddr);
+  const uint64_t daddr = a->kind == 'r' ? atomic_load(&s->ranks[owner].raddr)
+                                        : atomic_load(&s->ranks[owner].daddr);
   if (!a->direct)
     ASSERT_EQ(daddr, 0); /* a fresh segment: never published */
   else if (a->rank == owner)
-    ASSERT_EQ(daddr, (uint64_t)(uintptr_t)buf);
+    ASSERT_EQ(daddr, (uint64_t)(uintptr_t)(a->kind == 'r' ? out : buf));
   else
     ASSERT_NE(daddr, 0);
   ASSERT_OK(mg_comm_destroy(comm));
@@ -106,14 +115,15 @@ static void run_proc(int r, void *a) { run_rank((arg_t *)a + r); }
 int main(int argc, char **argv) {
   if (argc < 4 || argc > 6)
     FAIL("usage: host_readv_bound procs|threads|threads-1cpu bytes direct|staged [ranks "
-         "[broadcast|scatter|gather|all_to_allv]]");
+         "[broadcast|scatter|gather|reduce|all_to_allv]]");
   const int procs = strcmp(argv[1], "procs") == 0;
   const int n = argc >= 5 ? atoi(argv[4]) : 2;
   if (n < 2 || n > MAX_RANKS) FAIL("ranks: 2 to %d, not %s", MAX_RANKS, argv[4]);
   const char *coll = argc == 6 ? argv[5] : "broadcast";
   if (strcmp(coll, "broadcast") != 0 && strcmp(coll, "scatter") != 0 &&
-      strcmp(coll, "gather") != 0 && strcmp(coll, "all_to_allv") != 0)
-    FAIL("the collective is broadcast, scatter, gather or all_to_allv, not %s", coll);
+      strcmp(coll, "gather") != 0 && strcmp(coll, "reduce") != 0 &&
+      strcmp(coll, "all_to_allv") != 0)
+    FAIL("the collective is broadcast, scatter, gather, reduce or all_to_allv, not %s", coll);
   cpu_set_t cpus;
   ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
   if (strcmp(argv[1], "threads-1cpu") == 0) {

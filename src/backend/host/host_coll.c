@@ -11,7 +11,9 @@
  * everyone's slice before copying out); finally it publishes released = s+1. Messages longer
  * than a slot are pipelined through the two slots of each rank. Small all_reduce and reduce use
  * one step in which every reader reduces all inputs itself (lowest latency); large ones use the
- * two-phase form in which each rank reduces 1/nranks of the data (no rank does all the work).
+ * two-phase form in which each rank reduces 1/nranks of the data (no rank does all the work); a
+ * large reduce between threads of one process reduces those slices straight from the ranks' own
+ * buffers (direct, below).
  *
  * send/recv use a ring per ordered pair of ranks (single producer, single consumer).
  *
@@ -48,8 +50,9 @@
 /* CHUNK: pipelined through the slots; ONE: small reductions, every reader reduces all inputs in
  * one step; TWO: large reductions, each rank reduces its slice; MAIL: the smallest all_reduce,
  * reduce, broadcast, all_gather and reduce_scatter, whose data travels in the ranks' mails;
- * DIRECT: large data collectives, each reader copies once from the owner's buffer, and owners
- * wait until every reader is done. */
+ * DIRECT: large data collectives, each reader copies once from the owner's buffer (a reduce
+ * between threads: each rank reduces its slice from the owners' buffers into the root's), and
+ * owners wait until every reader is done. */
 enum { MG__ALG_CHUNK, MG__ALG_ONE, MG__ALG_TWO, MG__ALG_MAIL, MG__ALG_DIRECT };
 enum { MG__LEND_THREAD = 1, MG__LEND_PROCESS = 2 }; /* mg__hx_t.lend */
 
@@ -452,11 +455,17 @@ static int mg__a2av_lends(const mg__hx_t *x) {
   return most > 0 && b >= x->s->hdr->direct_bytes && (max == 0 || b * (size_t)(x->n - 1) < max);
 }
 
-/* 1 when x copies once, each reader from its owner's buffer (MG__ALG_DIRECT). */
+/* 1 when x reads its peers' buffers in place (MG__ALG_DIRECT): a data collective copies once,
+ * each reader from its owner's buffer; a reduce between threads of one process, past the
+ * one-step size, has each rank reduce its slice straight from every rank's send buffer into the
+ * root's receive buffer (mg__direct_reduce), where the two-phase form copies each slice in and
+ * the root copies the results out through the slots. */
 static int mg__goes_direct(const mg__hx_t *x) {
   const mg__opkind_t k = x->op->kind;
+  if (k == MG_OPK_REDUCE && (x->s->processes || x->op->count * x->es <= x->s->hdr->small_bytes))
+    return 0;
   const int directable = k == MG_OPK_BROADCAST || k == MG_OPK_ALL_GATHER || k == MG_OPK_GATHER ||
-                         k == MG_OPK_SCATTER || k == MG_OPK_ALL_TO_ALL;
+                         k == MG_OPK_SCATTER || k == MG_OPK_ALL_TO_ALL || k == MG_OPK_REDUCE;
   /* Between processes a reader's copy is a process_vm_readv, on the reader's CPU alone; whether
    * it beats the staged pipeline, where the owner copies in while the readers copy out, depends
    * on the machine and the kind, and the creator chose the thresholds for it (host_shm.c,
@@ -819,6 +828,12 @@ static inline void mg__reduce(const mg__hx_t *x, void *dst, size_t len) {
   mg__host_reduce_scaled(dst, x->in, x->n, len, x->op->dtype, &x->op->redop, x->n, x->scal);
 }
 
+/* The slice of rank r in a reduction of count elements over n ranks: [*lo, *hi). */
+static void mg__slice(size_t count, int n, int r, size_t *lo, size_t *hi) {
+  *lo = count * (size_t)r / (size_t)n;
+  *hi = count * (size_t)(r + 1) / (size_t)n;
+}
+
 /* Phase 0 of step k: this rank's input into its slot. */
 static void mg__copy_in(mg__hx_t *x) {
   const mg__op_t *op = x->op;
@@ -828,6 +843,11 @@ static void mg__copy_in(mg__hx_t *x) {
     MG__TSAN_RELEASE(op->send);
     atomic_store_explicit(&x->s->ranks[x->me].daddr, (uint64_t)(uintptr_t)op->send,
                           memory_order_relaxed);
+    if (op->kind == MG_OPK_REDUCE) { /* and recv, which the others write on the root */
+      MG__TSAN_RELEASE(op->recv);
+      atomic_store_explicit(&x->s->ranks[x->me].raddr, (uint64_t)(uintptr_t)op->recv,
+                            memory_order_relaxed);
+    }
     return;
   }
   if (x->alg == MG__ALG_MAIL) {
@@ -866,7 +886,8 @@ static void mg__copy_in(mg__hx_t *x) {
         size_t len = mg__step_len(c, E, x->k);
         for (int j = 0; j < x->n; j++) {
           if (j == x->me) continue;
-          size_t lo = len * (size_t)j / (size_t)x->n, hi = len * (size_t)(j + 1) / (size_t)x->n;
+          size_t lo, hi;
+          mg__slice(len, x->n, j, &lo, &hi);
           mg__copy(mine + lo * es, mg__sb(x) + (off + lo) * es, (hi - lo) * es);
         }
         break;
@@ -916,7 +937,8 @@ static void mg__reduce_slice(mg__hx_t *x) {
   const mg__op_t *op = x->op;
   const size_t es = x->es, off = (size_t)x->k * x->E;
   const size_t len = mg__step_len(op->count, x->E, x->k);
-  const size_t lo = len * (size_t)x->me / (size_t)x->n, hi = len * (size_t)(x->me + 1) / (size_t)x->n;
+  size_t lo, hi;
+  mg__slice(len, x->n, x->me, &lo, &hi);
   for (int r = 0; r < x->n; r++)
     x->in[r] = r == x->me ? mg__sb(x) + (off + lo) * es : mg__slot(x, r) + lo * es;
   const int keep = op->kind == MG_OPK_ALL_REDUCE || op->root == x->me;
@@ -924,6 +946,20 @@ static void mg__reduce_slice(mg__hx_t *x) {
   unsigned char *dst = keep ? mg__rb(x) + (off + lo) * es : mg__slot(x, x->me) + lo * es;
   mg__reduce(x, dst, hi - lo);
   if (keep && share) mg__copy(mg__slot(x, x->me) + lo * es, dst, (hi - lo) * es);
+}
+
+/* A direct reduce between threads: this rank's slice reduced straight from every rank's send
+ * buffer (its own published too) into the root's receive buffer. */
+static void mg__direct_reduce(mg__hx_t *x) {
+  const size_t es = x->es;
+  size_t lo, hi;
+  mg__slice(x->op->count, x->n, x->me, &lo, &hi);
+  for (int r = 0; r < x->n; r++)
+    x->in[r] = (const unsigned char *)(uintptr_t)atomic_load(&x->s->ranks[r].daddr) + lo * es;
+  unsigned char *dst = (unsigned char *)(uintptr_t)atomic_load(&x->s->ranks[x->op->root].raddr);
+  MG__TSAN_ACQUIRE(dst);
+  mg__reduce(x, dst + lo * es, hi - lo);
+  MG__TSAN_RELEASE(dst);
 }
 
 /* The output of a direct step: each piece read once, from the buffer its owner published. On
@@ -1055,7 +1091,8 @@ static void mg__copy_out(mg__hx_t *x) {
       } else {
         for (int r = 0; r < n; r++) { /* this rank's slice is in recv already */
           if (r == me) continue;
-          size_t lo = len * (size_t)r / (size_t)n, hi = len * (size_t)(r + 1) / (size_t)n;
+          size_t lo, hi;
+          mg__slice(len, n, r, &lo, &hi);
           mg__copy(mg__rb(x) + (off + lo) * es, mg__slot(x, r) + lo * es, (hi - lo) * es);
         }
       }
@@ -1184,10 +1221,10 @@ static int mg__a2av_restage(mg__hx_t *x) {
 
 /* Advances a collective as far as it can go without waiting. 1: progress, 0: blocked, -1: failed.
  * Phases of a step: 0 copy in and post; 1 wait for the posts it reads, then output (or, TWO:
- * reduce its slice; DIRECT: copy from the owners); 2 (TWO) wait for every slice, then output;
- * 3 (DIRECT) wait until every reader released the step. The outcome is settled in the last step
- * before the output (DIRECT: once every reader is done), and every earlier output is preceded by
- * a look at the decision. */
+ * reduce its slice; DIRECT: copy from the owners, or reduce its slice from them); 2 (TWO) wait
+ * for every slice, then output; 3 (DIRECT) wait until every reader released the step. The
+ * outcome is settled in the last step before the output (DIRECT: once every reader is done), and
+ * every earlier output is preceded by a look at the decision. */
 static int mg__coll_progress(mg__hx_t *x) {
   int progressed = 0;
   mg__hshm_rank_t *mine = &x->s->ranks[x->me];
@@ -1227,7 +1264,9 @@ static int mg__coll_progress(mg__hx_t *x) {
         if (mg__claim_reads(x, s) < 0) return -1;
         for (int r = 0; r < x->n; r++) MG__TSAN_ACQUIRE(atomic_load(&x->s->ranks[r].daddr));
         int from = x->me;
-        mg_status_t st = mg__direct_out(x, &from);
+        mg_status_t st = MG_OK;
+        if (x->op->kind == MG_OPK_REDUCE) mg__direct_reduce(x); /* threads: it cannot fail */
+        else st = mg__direct_out(x, &from);
         for (int r = 0; r < x->n; r++) MG__TSAN_RELEASE(atomic_load(&x->s->ranks[r].daddr));
         atomic_store_explicit(&mine->reading, 0, memory_order_release);
         if (st < 0) return mg__read_failed(x, from, st);
@@ -1270,6 +1309,7 @@ static int mg__coll_progress(mg__hx_t *x) {
     if (x->phase == 3) {
       if (!MG__READY(x, MG__SET_ALL, released, s + 1)) return progressed;
       MG__TSAN_ACQUIRE(x->op->send);
+      if (x->op->recv != NULL) MG__TSAN_ACQUIRE(x->op->recv); /* a direct reduce's root's */
       hc->all_released = s + 1;
       if (mg__hx_succeed(x) < 0) return -1; /* its only step: every reader is done */
       step_done = 1;
@@ -1309,6 +1349,7 @@ static void mg__direct_drain(const mg__hx_t *x) {
     }
   }
   MG__TSAN_ACQUIRE(x->op->send); /* the readers released it when done */
+  if (x->op->recv != NULL) MG__TSAN_ACQUIRE(x->op->recv); /* a direct reduce's root's, too */
 }
 
 /* ---- send/recv ------------------------------------------------------------------------------ */

@@ -24,7 +24,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 22u
+#define MG__HSHM_VERSION 23u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -118,16 +118,19 @@ typedef struct mg__hshm_rank {
   /* Small collectives: the mail of step s is mail[s & 1] (reused, like the slots, only once
    * every rank has finished step s - 2). */
   mg__hshm_mail_t mail[2];
-  /* Direct copies: the rank's buffer that peers read in the current direct step (published
-   * before its posted counter); the address of a word in its process that peers read once at
-   * init to learn whether they can reach its memory; and its verdict about reaching theirs. */
+  /* Direct copies: the rank's buffer that peers read in the current direct step, and its
+   * receive buffer, which peers of a direct reduction read or write (both published before its
+   * posted counter); the address of a word in its process that peers read once at init to learn
+   * whether they can reach its memory; and its verdict about reaching theirs. */
   _Atomic uint64_t daddr;
+  _Atomic uint64_t raddr;
   _Atomic uint64_t probe_addr;
   _Atomic int32_t direct_ok; /* 0: not probed yet, 1: reads every peer, 2: cannot */
   _Atomic int32_t cpu;       /* 1 + the CPU the rank last began to wait on (host_coll.c); 0: none */
   _Atomic uint64_t reading;  /* 1 + the direct step in which this rank reads its peers' buffers
-                                now (stored before it looks at the decision); 0 when it does not */
-  char pad2_[64 - 32];
+                                (a direct reduce: or writes the root's) now (stored before it
+                                looks at the decision); 0 when it does not */
+  char pad2_[64 - 40];
 } mg__hshm_rank_t;
 _Static_assert(sizeof(mg__hshm_rank_t) == 64 * (5 + 2 * MG__MAIL_LINES),
                "rank block is whole cache lines");
