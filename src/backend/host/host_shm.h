@@ -119,9 +119,9 @@ typedef struct mg__hshm_rank {
    * every rank has finished step s - 2). */
   mg__hshm_mail_t mail[2];
   /* Direct copies: the rank's buffer that peers read in the current direct step, and its
-   * receive buffer, which peers of a direct reduction read or write (both published before its
-   * posted counter); the address of a word in its process that peers read once at init to learn
-   * whether they can reach its memory; and its verdict about reaching theirs. */
+   * receive buffer, which the peers of a direct reduce write on the root (both published before
+   * its posted counter); the address of a word in its process that peers read once at init to
+   * learn whether they can reach its memory; and its verdict about reaching theirs. */
   _Atomic uint64_t daddr;
   _Atomic uint64_t raddr;
   _Atomic uint64_t probe_addr;
