@@ -1,8 +1,8 @@
 /*
  * host_readv_bound.c -- which path a broadcast, scatter, gather, reduce or all_to_allv takes
- * (all_to_allv: whether each rank lends its pieces, under the same thresholds as all_to_all; reduce:
- * direct only among threads, past MGCOMM_HOST_SMALL_BYTES, where each rank reduces its slice from
- * the others' send buffers into the root's receive buffer). Between processes, a
+ * (all_to_allv: whether each rank lends its pieces, under the same thresholds as all_to_all;
+ * reduce: direct only among threads, past MGCOMM_HOST_SMALL_BYTES, where each rank reduces its
+ * slice from the others' send buffers into the root's receive buffer). Between processes, a
  * direct one that would make a rank read MGCOMM_HOST_READV_MAX_BYTES or more with
  * process_vm_readv goes through the staging pipeline; below the bound, and among threads of one
  * process, it stays direct. By default (MGCOMM_HOST_DIRECT_BYTES -1) the direct path starts at 2
