@@ -1782,13 +1782,7 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     spin = (double)mg__param_int(MG_PARAM_HOST_SPIN_US) * 1e-6;
     atomic_store_explicit(&spin_s, spin, memory_order_relaxed);
   }
-  static atomic_int cpus = 0; /* online CPUs, read once */
-  int ncpu = atomic_load_explicit(&cpus, memory_order_relaxed);
-  if (ncpu == 0) {
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
-    ncpu = c > 0 ? (int)c : 1;
-    atomic_store_explicit(&cpus, ncpu, memory_order_relaxed);
-  }
+  const int ncpu = mg__machine_cpus();
   /* The first idle passes only spin (~2 us): a peer running on another CPU answers sooner. A
    * longer wait most often means that the peer is not running (more busy threads than CPUs:
    * more ranks than CPUs, or other programs), and it may be waiting for this CPU; from then on

@@ -99,10 +99,15 @@ static int mg__thread_cpus(void) {
   return n > 0 ? n : 1;
 }
 
-/* The CPUs of the machine that are online, at least 1. */
-static int mg__machine_cpus(void) {
-  const long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)n : 1;
+int mg__machine_cpus(void) {
+  static atomic_int cpus = 0; /* read once: sysconf reads a file of /sys */
+  int n = atomic_load_explicit(&cpus, memory_order_relaxed);
+  if (n == 0) {
+    const long c = sysconf(_SC_NPROCESSORS_ONLN);
+    n = c > 0 ? (int)c : 1;
+    atomic_store_explicit(&cpus, n, memory_order_relaxed);
+  }
+  return n;
 }
 
 typedef struct {

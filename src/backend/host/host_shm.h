@@ -347,6 +347,9 @@ static inline int mg__hmail_cmp(uint64_t p, uint64_t step) {
  * process, process_vm_readv for another process. MG_OK, or MG_ERR_REMOTE naming the rank. */
 mg_status_t mg__hshm_read_peer(const mg__hshm_t *s, int r, void *dst, uint64_t from, size_t bytes);
 
+/* The CPUs of the machine that are online, at least 1 (read once per process). */
+int mg__machine_cpus(void);
+
 /* 1 when process_vm_readv copies fast enough here that data between processes is better read
  * once than staged (host_readv.c): MGCOMM_HOST_READV_FAST, or measured once per process. */
 int mg__readv_fast(void);
