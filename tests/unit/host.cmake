@@ -106,6 +106,18 @@ mg_test(NAME host_readv_fast_procs_shared EXE host_readv_bound ARGS procs 104857
         LABELS host ENV MGCOMM_HOST_READV_FAST=1)
 mg_test(NAME host_readv_fast_procs_shared_small EXE host_readv_bound ARGS procs 32768 direct 3
         LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+# ... and a broadcast or scatter of 2 ranks whose root's call is in place, from 32 MiB, is staged
+# by its root (its reader follows); out of place, or between threads, it stays direct.
+mg_test(NAME host_readv_fast_procs_root_stages EXE host_readv_bound
+        ARGS procs 33554432 staged 2 broadcast_in_place LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+mg_test(NAME host_readv_fast_procs_root_stages_scatter EXE host_readv_bound
+        ARGS procs 33554432 staged 2 scatter_in_place LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+mg_test(NAME host_readv_fast_procs_root_lends EXE host_readv_bound
+        ARGS procs 33554432 direct 2 broadcast LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+mg_test(NAME host_readv_fast_procs_root_lends_small EXE host_readv_bound
+        ARGS procs 16777216 direct 2 scatter_in_place LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+mg_test(NAME host_readv_threads_root_lends EXE host_readv_bound
+        ARGS threads 33554432 direct 2 broadcast_in_place LABELS host)
 # Two thread ranks on one CPU: a waiting rank that finds its peer on its CPU yields at once
 # (tests/unit/host_shared_cpu.c).
 mg_test(NAME host_shared_cpu SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_shared_cpu.c LABELS host

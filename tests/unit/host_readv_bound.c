@@ -13,7 +13,8 @@
  * the machine has a CPU for every rank (else never: a run that expects the other side skips);
  * where it is fast (=1) the direct path between processes starts at 32 KiB, and
  * the bound holds only for a broadcast or all_gather of more than 2 ranks, at 128 KiB, and for a
- * gather at 16 MiB. A run that expects the direct path skips where processes may not read each
+ * gather at 16 MiB; and a broadcast or scatter of 2 ranks whose root's call is in place is staged
+ * from 32 MiB (the root's choice, which its reader follows). A run that expects the direct path skips where processes may not read each
  * other's memory.
  *
  * The direct path is the only one that publishes a rank's buffer address (daddr): after a
@@ -21,7 +22,8 @@
  * a gather) says which path ran; for a reduce the root's receive buffer (raddr); for all_to_allv,
  * the send buffer a rank announced as lent. Arguments:
  * procs|threads|threads-1cpu bytes expect (direct|staged) [ranks (2, at most 4)
- * [broadcast|scatter|gather|reduce|all_to_allv]] (bytes: per rank, per pair for all_to_allv);
+ * [broadcast|scatter|gather|reduce|all_to_allv|broadcast_in_place|scatter_in_place]] (bytes: per
+ * rank, per pair for all_to_allv; _in_place: the root's call);
  * threads-1cpu binds the process to one CPU before the ranks start. The result is checked too.
  */
 #include <pthread.h>
@@ -42,6 +44,7 @@ typedef struct {
   int direct;  /* 1: direct expected, 0: staged */
   char kind;  /* 'b'roadcast, 's'catter, 'g'ather, 'r'educe (root 0) or all_to_'v' (count per
                  pair) */
+  int in_place; /* a broadcast or scatter in place on the root */
 } arg_t;
 
 static void *run_rank(void *p) {
@@ -63,8 +66,10 @@ static void *run_rank(void *p) {
   memset(out, 0, outn * sizeof *out);
   size_t counts[MAX_RANKS], displs[MAX_RANKS];
   for (size_t q = 0; q < n; q++) counts[q] = a->count, displs[q] = q * a->count;
+  /* In place on the root (rank 0): its piece of a scatter is the first of buf. */
+  float *res = a->in_place && a->rank == 0 ? buf : out;
   if (a->kind == 's')
-    ASSERT_OK(mg_scatter(buf, out, a->count, MG_FLOAT32, 0, comm, NULL));
+    ASSERT_OK(mg_scatter(buf, res, a->count, MG_FLOAT32, 0, comm, NULL));
   else if (a->kind == 'g')
     ASSERT_OK(mg_gather(buf, out, a->count, MG_FLOAT32, 0, comm, NULL));
   else if (a->kind == 'r')
@@ -72,7 +77,7 @@ static void *run_rank(void *p) {
   else if (v)
     ASSERT_OK(mg_all_to_allv(buf, counts, displs, out, counts, displs, MG_FLOAT32, comm, NULL));
   else
-    ASSERT_OK(mg_broadcast(buf, out, a->count, MG_FLOAT32, 0, comm, NULL));
+    ASSERT_OK(mg_broadcast(buf, res, a->count, MG_FLOAT32, 0, comm, NULL));
   const size_t first = a->kind == 's' ? (size_t)a->rank * a->count : 0;
   const size_t check = (a->kind == 'g' || a->kind == 'r') && a->rank != 0 ? 0 : outn;
   for (size_t i = 0; i < check; i++) {
@@ -80,9 +85,14 @@ static void *run_rank(void *p) {
     const size_t want = v ? (i / a->count) * in + (size_t)a->rank * a->count + i % a->count
                           : first + i;
     const float times = a->kind == 'r' ? (float)n : 1; /* every rank's input is the same */
-    if (out[i] != times * (float)(want % 1000))
-      FAIL("rank %d: out[%zu] = %g", a->rank, i, (double)out[i]);
+    if (res[i] != times * (float)(want % 1000))
+      FAIL("rank %d: out[%zu] = %g", a->rank, i, (double)res[i]);
   }
+  /* The ranks went through the same steps, whichever path each took: a collective after it
+   * matches. */
+  float one = 1, sum = 0;
+  ASSERT_OK(mg_all_reduce(&one, &sum, 1, MG_FLOAT32, MG_SUM, comm, NULL));
+  ASSERT_EQ(sum, (float)a->nranks);
   mg__hshm_t *s = &mg__hcomm(comm)->shm;
   if (!s->direct && a->direct) SKIP("these processes may not read each other's memory");
   if (v) { /* lent: this rank announced its send buffer (in the mail step's or the staged one's) */
@@ -115,15 +125,18 @@ static void run_proc(int r, void *a) { run_rank((arg_t *)a + r); }
 int main(int argc, char **argv) {
   if (argc < 4 || argc > 6)
     FAIL("usage: host_readv_bound procs|threads|threads-1cpu bytes direct|staged [ranks "
-         "[broadcast|scatter|gather|reduce|all_to_allv]]");
+         "[broadcast|scatter|gather|reduce|all_to_allv|broadcast_in_place|scatter_in_place]]");
   const int procs = strcmp(argv[1], "procs") == 0;
   const int n = argc >= 5 ? atoi(argv[4]) : 2;
   if (n < 2 || n > MAX_RANKS) FAIL("ranks: 2 to %d, not %s", MAX_RANKS, argv[4]);
   const char *coll = argc == 6 ? argv[5] : "broadcast";
+  const int in_place = strstr(coll, "_in_place") != NULL;
   if (strcmp(coll, "broadcast") != 0 && strcmp(coll, "scatter") != 0 &&
       strcmp(coll, "gather") != 0 && strcmp(coll, "reduce") != 0 &&
-      strcmp(coll, "all_to_allv") != 0)
-    FAIL("the collective is broadcast, scatter, gather, reduce or all_to_allv, not %s", coll);
+      strcmp(coll, "all_to_allv") != 0 && strcmp(coll, "broadcast_in_place") != 0 &&
+      strcmp(coll, "scatter_in_place") != 0)
+    FAIL("the collective is broadcast, scatter (either _in_place), gather, reduce or "
+         "all_to_allv, not %s", coll);
   cpu_set_t cpus;
   ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
   if (strcmp(argv[1], "threads-1cpu") == 0) {
@@ -151,7 +164,7 @@ int main(int argc, char **argv) {
   ASSERT_OK(mg_unique_id_create(MG_BACKEND_HOST, &id));
   for (int r = 0; r < n; r++)
     a[r] = (arg_t){&id, r, n, strtoull(argv[2], NULL, 0) / sizeof(float),
-                   strcmp(argv[3], "direct") == 0, coll[0] == 'a' ? 'v' : coll[0]};
+                   strcmp(argv[3], "direct") == 0, coll[0] == 'a' ? 'v' : coll[0], in_place};
   if (procs) {
     pid_t pids[MAX_RANKS];
     test_fork_ranks(pids, n, run_proc, a);

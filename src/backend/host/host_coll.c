@@ -476,6 +476,37 @@ static int mg__goes_direct(const mg__hx_t *x) {
          !mg__readv_bound(x);
 }
 
+/* A broadcast or scatter of two ranks in two processes, large enough that its root may stage it
+ * although it could lend its buffer (host_shm.c, root_stages_bytes): its reader would copy on its
+ * CPU alone. Alike on all ranks. */
+static int mg__root_may_stage(const mg__hx_t *x) {
+  const mg__opkind_t k = x->op->kind;
+  const uint64_t from = x->s->hdr->root_stages_bytes;
+  return (k == MG_OPK_BROADCAST || k == MG_OPK_SCATTER) && x->s->processes && x->n == 2 &&
+         from > 0 && x->op->count * x->es >= from;
+}
+
+/* 1 on the root of such a collective whose call is in place: with no copy of its own to make,
+ * its CPU copies the data into its slots while the reader copies it out, rather than wait. Only
+ * the root knows: it says so in its announcement (desc.staged), and its reader, which starts as
+ * on the direct path (whose first post is the same), goes on staged from its first step's match
+ * (mg__reader_stages). */
+static int mg__root_stages(const mg__hx_t *x) {
+  const mg__op_t *op = x->op;
+  if (op->root != x->me || !mg__root_may_stage(x)) return 0;
+  const size_t own = op->kind == MG_OPK_SCATTER ? (size_t)x->me * op->count * x->es : 0;
+  return (const unsigned char *)op->recv == (const unsigned char *)op->send + own;
+}
+
+/* The reader of a collective whose root stages it (mg__root_stages) goes on as the staged
+ * path's reader, in as many steps as its root. */
+static void mg__reader_stages(mg__hx_t *x) {
+  const size_t slot_el = x->s->hdr->slot_bytes / x->es;
+  x->alg = MG__ALG_CHUNK;
+  x->E = x->op->kind == MG_OPK_SCATTER ? slot_el / (size_t)x->n : slot_el;
+  x->nsteps = (x->op->count + x->E - 1) / x->E;
+}
+
 /* all_to_allv in the mails: a mail starts with its rank's counts, 8 bytes each, sendcounts
  * then recvcounts (so that the readers find them in the lines they read anyway), and then holds
  * the rank's pieces in rank order without its own, if they fit. */
@@ -492,7 +523,8 @@ static void mg__coll_start(mg__hx_t *x) {
   x->set2 = MG__SET_NONE;
   /* Mails up to their size, unless the data is copied once (between threads, from 2 KiB per
    * rank: one copy beat the mails at 4 KiB, bench/results/2026-11-25-host-mail-4k.md). */
-  const int direct = mg__goes_direct(x); /* alike on all, as the mails' test */
+  /* Alike on all, as the mails' test, but for a root that stages (its reader follows). */
+  const int direct = mg__goes_direct(x) && !mg__root_stages(x);
   /* all_to_allv: the ranks learn each other's counts only once all have posted, so they choose
    * as the last one ended (alike on all): after one whose pieces all fit in the mails (or none)
    * each starts in the mails, its pieces there if they fit, and all go on staged
@@ -680,6 +712,7 @@ static void mg__coll_announce(mg__hx_t *x) {
   atomic_store_explicit(&d->root, (int32_t)op->root, memory_order_relaxed);
   atomic_store_explicit(&d->redop, op->redop.premul ? -1 : (int32_t)op->redop.op,
                         memory_order_relaxed);
+  atomic_store_explicit(&d->staged, mg__root_stages(x), memory_order_relaxed);
   atomic_store_explicit(&d->seq1, op->seq + 1, memory_order_release);
   x->announced = 1;
 }
@@ -813,6 +846,9 @@ static int mg__coll_match(mg__hx_t *x) {
     }
     x->nsteps = mx == 0 ? 1 : (mx + x->E - 1) / x->E;
   }
+  if (x->alg == MG__ALG_DIRECT && op->root != x->me && mg__root_may_stage(x) &&
+      atomic_load_explicit(&x->s->ranks[op->root].desc[x->s0 & 1].staged, memory_order_relaxed))
+    mg__reader_stages(x);
   if (x->scal != NULL)
     for (int r = 0; r < x->n; r++) {
       uint64_t v = atomic_load_explicit(&x->s->ranks[r].desc[x->s0 & 1].scalar,

@@ -171,6 +171,14 @@ static void mg__thresholds(int n, int local, mg__hshm_header_t *h) {
     max[MG_OPK_BROADCAST] = max[MG_OPK_ALL_GATHER] = max[MG_OPK_GATHER] = bound;
     max[MG_OPK_SCATTER] = max[MG_OPK_ALL_TO_ALL] = bound;
   }
+  /* Where it is fast, a broadcast or scatter of 2 ranks goes direct however large, but its one
+   * reader then copies on one CPU (process_vm_readv from memory: 4.2 GB/s on the Xeon, where
+   * memcpy makes 5.5 on one CPU and 10.5 on two), and a root whose call is in place has nothing
+   * to copy meanwhile: from 32 MiB such a root stages the data, and its copies in overlap the
+   * reader's copies out (in place, 32-128 MiB: 0.92-1.19x Open MPI's time staged, 1.23-1.50x
+   * direct; out of place, where the root copies its own part meanwhile, direct stays ahead:
+   * bench/results/2026-11-29-host-root-stages.md). */
+  h->root_stages_bytes = readv_max < 0 && fast && n == 2 ? 32u << 20 : 0;
 }
 
 /* The staging slot and channel sizes this thread would create a segment of n ranks with, and

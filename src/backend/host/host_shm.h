@@ -24,7 +24,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 23u
+#define MG__HSHM_VERSION 24u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -46,6 +46,10 @@ typedef struct mg__hshm_header {
   /* ... unless ranks in different processes would read this many in a collective of that kind
    * (mg__opkind_t; 0: no bound) */
   uint64_t readv_max_bytes[MG_OPK_COUNT];
+  /* ... and a broadcast or scatter of two ranks in two processes, from this many bytes read,
+   * goes through the slots when its root's call is in place (host_coll.c, mg__root_stages; 0:
+   * never) */
+  uint64_t root_stages_bytes;
   uint64_t lend_bytes;      /* between processes, messages of this size are read by the receiver */
   uint64_t chan_bytes;      /* bytes of one send/recv ring */
   uint64_t seg_bytes;       /* size of the whole segment */
@@ -71,6 +75,8 @@ typedef struct mg__hshm_desc {
   _Atomic int32_t redop;  /* built-in op, or -1 for a custom one */
   _Atomic uint64_t lent;  /* all_to_allv: the send buffer from which the others copy their
                              pieces (host_coll.c, mg__a2av_lends), 0 if staged */
+  _Atomic int32_t staged; /* a broadcast or scatter that could go direct: 1 when its root
+                             stages it instead (host_coll.c, mg__root_stages) */
 } mg__hshm_desc_t;
 _Static_assert(sizeof(mg__hshm_desc_t) == 64, "an announcement is a cache line");
 
