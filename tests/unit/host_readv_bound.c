@@ -14,8 +14,8 @@
  * where it is fast (=1) the direct path between processes starts at 32 KiB, and
  * the bound holds only for a broadcast or all_gather of more than 2 ranks, at 128 KiB, and for a
  * gather at 16 MiB; and a broadcast or scatter of 2 ranks whose root's call is in place is staged
- * from 32 MiB (the root's choice, which its reader follows). A run that expects the direct path skips where processes may not read each
- * other's memory.
+ * from 32 MiB (the root's choice, which its reader follows). A run that expects the direct path
+ * skips where processes may not read each other's memory.
  *
  * The direct path is the only one that publishes a rank's buffer address (daddr): after a
  * collective of `bytes` per rank, the daddr of the rank whose buffer is read (the root; rank 1 in
