@@ -9,7 +9,7 @@ foreach(n 2 3 7)
 endforeach()
 mg_test(NAME host_coll_threads_rank_3 EXE test_host_coll ARGS threads-rank 3 TIMEOUT 300 LABELS host)
 # With the thresholds of a machine whose process_vm_readv is fast (host_readv.c): copied once
-# between processes from 32 KiB, broadcast and all_gather of 3 staged from 128 KiB read.
+# between processes from 8 KiB, broadcast and all_gather of 3 staged from 128 KiB read.
 mg_test(NAME host_coll_procs_3_fast EXE test_host_coll ARGS procs 3 TIMEOUT 300 LABELS host
         ENV MGCOMM_HOST_READV_FAST=1)
 # Over 16 MiB, threads and processes.
@@ -51,11 +51,16 @@ mg_test(NAME host_readv_bound_procs_unbounded EXE host_readv_bound ARGS procs 10
         LABELS host ENV MGCOMM_HOST_READV_MAX_BYTES=0)
 mg_test(NAME host_readv_bound_threads EXE host_readv_bound ARGS threads 1048576 direct LABELS host)
 # The default direct threshold: 2 KiB among threads with a CPU each, 256 KiB otherwise (between
-# processes 32 KiB where process_vm_readv is fast: 8 KiB stays staged either way).
+# processes 8 KiB where process_vm_readv is fast, 32 KiB where it is slow and every rank may have
+# a CPU: 6 KiB stays staged either way).
 mg_test(NAME host_direct_threads_small EXE host_readv_bound ARGS threads 4096 direct LABELS host)
 mg_test(NAME host_direct_threads_1cpu EXE host_readv_bound ARGS threads-1cpu 8192 staged
         LABELS host)
-mg_test(NAME host_direct_procs_small EXE host_readv_bound ARGS procs 8192 staged LABELS host)
+mg_test(NAME host_direct_procs_small EXE host_readv_bound ARGS procs 6144 staged LABELS host)
+mg_test(NAME host_readv_fast_procs_8k EXE host_readv_bound ARGS procs 8192 direct 2 gather
+        LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+mg_test(NAME host_readv_slow_procs_16k EXE host_readv_bound ARGS procs 16384 staged 2 gather
+        LABELS host ENV MGCOMM_HOST_READV_FAST=0)
 # Where process_vm_readv is slow, scatter and all_to_all take the staged pipeline too; where it
 # is fast (host_readv.c) they stay direct.
 mg_test(NAME host_readv_slow_procs_scatter EXE host_readv_bound ARGS procs 1048576 staged 2 scatter
@@ -96,7 +101,7 @@ mg_test(NAME host_readv_fast_procs_gather EXE host_readv_bound ARGS procs 419430
         LABELS host ENV MGCOMM_HOST_READV_FAST=1)
 mg_test(NAME host_readv_fast_procs_gather_big EXE host_readv_bound
         ARGS procs 16777216 staged 2 gather LABELS host ENV MGCOMM_HOST_READV_FAST=1)
-# Where process_vm_readv is fast: direct between processes from 32 KiB, unbounded
+# Where process_vm_readv is fast: direct between processes from 8 KiB, unbounded
 # for one reader, bounded from 128 KiB where several readers share the buffer.
 mg_test(NAME host_readv_fast_procs_direct EXE host_readv_bound ARGS procs 65536 direct
         LABELS host ENV MGCOMM_HOST_READV_FAST=1)

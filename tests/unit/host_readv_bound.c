@@ -11,7 +11,7 @@
  * Where process_vm_readv is slow (MGCOMM_HOST_READV_FAST=0; measured by default) the bound holds
  * for scatter too, and the direct path between processes runs from 32 KiB up to 1 MiB read while
  * the machine has a CPU for every rank (else never: a run that expects the other side skips);
- * where it is fast (=1) the direct path between processes starts at 32 KiB, and
+ * where it is fast (=1) the direct path between processes starts at 8 KiB, and
  * the bound holds only for a broadcast or all_gather of more than 2 ranks, at 128 KiB, and for a
  * gather at 16 MiB; and a broadcast or scatter of 2 ranks whose root's call is in place is staged
  * from 32 MiB (the root's choice, which its reader follows). A run that expects the direct path

@@ -133,9 +133,12 @@ typedef struct {
  * copies win (4 processes on it, 128-512 KiB: scatter in place 0.97-1.09x staged, 1.95-2.09x
  * read once; all_to_all 0.61-0.65x against 1.10-1.16x; noisy runs), as once on the same VM
  * for 2 processes too (2026-11-25: scatter in place from 512 KiB 0.42-0.74x staged, 1.01-1.06x read
- * once): those collectives stay staged there. Where it is fast it wins from 128 KiB, and
- * broadcast from 32 KiB (at 32 KiB the others are alike either way, so they start there too),
- * except for broadcast and all_gather of 3 or more ranks, whose readers all read one buffer at
+ * once): those collectives stay staged there. Where it is fast it wins from 8 KiB per rank (2
+ * processes on the 16-CPU Xeon, 8-16 KiB per rank: gather, scatter, all_gather and all_to_all(v)
+ * 0.39-0.69x Open MPI's time read once against 0.81-1.30x staged, broadcast 0.35-0.61x against
+ * 0.91-1.22x; 4 processes, gather and all_to_all of 8-16 KiB per rank 0.40-0.65x against
+ * 0.78-1.26x; bench/results/2026-11-29-host-direct-8k.md), except for broadcast and all_gather
+ * of 3 or more ranks, whose readers all read one buffer at
  * once: from 128 KiB read per rank those stay staged (4 processes on the 16-CPU Xeon, broadcast
  * 128 KiB-2 MiB: 0.91-1.40x Open MPI's time read once, 0.50-0.80x staged;
  * bench/results/2026-11-25-host-direct-threshold-2machines.md, ...-readv-probe.md); and a
@@ -157,7 +160,7 @@ static void mg__thresholds(int n, int local, mg__hshm_header_t *h) {
   /* Slow, with a CPU of the machine for every rank: read once from 32 KiB up to 1 MiB read. */
   const int window = !fast && n <= mg__machine_cpus();
   const uint64_t set = (uint64_t)direct; /* when direct >= 0 */
-  h->direct_bytes = direct >= 0 ? set : fast || window ? 32 * 1024 : 256 * 1024;
+  h->direct_bytes = direct >= 0 ? set : fast ? 8 * 1024 : window ? 32 * 1024 : 256 * 1024;
   h->direct_threads_bytes = direct >= 0 ? set : n <= mg__thread_cpus() ? 2048 : 256 * 1024;
   h->lend_bytes = direct >= 0 ? set : fast ? 256 * 1024 : window ? 32 * 1024 : UINT64_MAX;
   uint64_t *max = h->readv_max_bytes; /* 0 (no bound) for the other kinds */
