@@ -138,9 +138,9 @@ typedef struct {
  * 0.39-0.69x Open MPI's time read once against 0.81-1.30x staged, broadcast 0.35-0.61x against
  * 0.91-1.22x; 4 processes, gather and all_to_all of 8-16 KiB per rank 0.40-0.65x against
  * 0.78-1.26x; bench/results/2026-11-29-host-direct-8k.md), except for broadcast and all_gather
- * of 3 or more ranks, whose readers all read one buffer at
- * once: from 128 KiB read per rank those stay staged (4 processes on the 16-CPU Xeon, broadcast
- * 128 KiB-2 MiB: 0.91-1.40x Open MPI's time read once, 0.50-0.80x staged;
+ * of 3 or more ranks, whose readers all read one buffer at once: from 128 KiB read per rank those
+ * stay staged (4 processes on the 16-CPU Xeon, broadcast 128 KiB-2 MiB: 0.91-1.40x Open MPI's
+ * time read once, 0.50-0.80x staged;
  * bench/results/2026-11-25-host-direct-threshold-2machines.md, ...-readv-probe.md); and a
  * gather, whose root reads every piece alone, from 16 MiB read, where the owners' copies in, in
  * parallel, let the root's copies out run at memcpy's speed (4 processes, 32-128 MiB: 1.24-1.43x
