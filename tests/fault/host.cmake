@@ -47,3 +47,12 @@ foreach(t ranks huge rlimit_rank rlimit_all rlimit_split)
   mg_test(NAME host_limits_${t} EXE host_limits SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_limits.c
           ARGS ${t} LABELS host fault TIMEOUT 60 ENV MGCOMM_HOST_SLOT_BYTES=1073741824)
 endforeach()
+
+# A broadcast that its root staged (in place, 2 processes, 32 MiB, where process_vm_readv is
+# fast) and its reader followed fails like any other when either dies in it
+# (tests/fault/host_root_stages.c).
+foreach(t root reader)
+  mg_test(NAME host_root_stages_${t}_killed EXE host_root_stages
+          SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_root_stages.c ARGS ${t} LABELS host fault
+          TIMEOUT 60 ENV MGCOMM_HOST_READV_FAST=1)
+endforeach()
