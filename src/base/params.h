@@ -65,7 +65,9 @@
     "process_vm_readv is fast 131072 for broadcast "                                          \
     "and all_gather of more than two ranks (several readers of one buffer), 16 MiB for "      \
     "gather (one reader of every piece) and 32 MiB for a broadcast or scatter of two ranks "   \
-    "whose root's call is in place (its CPU would idle)")                                      \
+    "whose root's call is in place (its CPU would idle). A reduce past HOST_SMALL_BYTES "      \
+    "between processes is direct (its root reads every other input) below this bound; -1: "   \
+    "only of two ranks where process_vm_readv is fast, below 524288")                          \
   X(HOST_READV_FAST, INT, "-1", -1, 1, "",                                                     \
     "Host backend: 1 when process_vm_readv copies at least 0.4 as fast as memcpy here, which " \
     "moves the defaults of HOST_DIRECT_BYTES and HOST_READV_MAX_BYTES between processes; -1 = " \

@@ -56,3 +56,10 @@ foreach(t root reader)
           SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_root_stages.c ARGS ${t} LABELS host fault
           TIMEOUT 60 ENV MGCOMM_HOST_READV_FAST=1)
 endforeach()
+# ... and so does a reduce whose root reads the other's input (256 KiB), the dead rank the root,
+# or the other while the root waits to read it.
+foreach(t root reader)
+  mg_test(NAME host_root_reads_${t}_killed EXE host_root_stages ARGS ${t} reduce
+          LABELS host fault TIMEOUT 60
+          ENV MGCOMM_HOST_READV_FAST=1 MGCOMM_FAULT=host.direct_read:1:500)
+endforeach()

@@ -85,7 +85,10 @@ mg_test(NAME host_a2av_lent_threads EXE host_readv_bound ARGS threads 8192 direc
         LABELS host)
 # A reduce among threads past MGCOMM_HOST_SMALL_BYTES (16 KiB) reduces each slice straight from
 # the send buffers into the root's receive buffer (3 ranks: slices of unequal size); at that size
-# and under it, and between processes, it goes through the slots.
+# and under it it goes through the slots, and so between processes, but for those of 2 ranks
+# where process_vm_readv is fast below 512 KiB, whose root reads the other's input and reduces
+# it (in place too; 3 processes with the bound lifted and 4 KiB slots: many pieces, the last
+# short).
 mg_test(NAME host_reduce_direct_threads EXE host_readv_bound ARGS threads 65536 direct 2 reduce
         LABELS host)
 mg_test(NAME host_reduce_direct_threads_3 EXE host_readv_bound ARGS threads 65536 direct 3 reduce
@@ -94,6 +97,19 @@ mg_test(NAME host_reduce_staged_threads_small EXE host_readv_bound ARGS threads 
         reduce LABELS host)
 mg_test(NAME host_reduce_staged_procs EXE host_readv_bound ARGS procs 1048576 staged 2 reduce
         LABELS host)
+mg_test(NAME host_reduce_root_reads EXE host_readv_bound ARGS procs 65536 direct 2 reduce
+        LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+mg_test(NAME host_reduce_root_reads_in_place EXE host_readv_bound
+        ARGS procs 262144 direct 2 reduce_in_place LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+mg_test(NAME host_reduce_root_reads_3 EXE host_readv_bound ARGS procs 100000 direct 3 reduce
+        LABELS host ENV MGCOMM_HOST_READV_FAST=0 MGCOMM_HOST_READV_MAX_BYTES=0
+            MGCOMM_HOST_DIRECT_BYTES=4096 MGCOMM_HOST_SLOT_BYTES=4096)
+mg_test(NAME host_reduce_staged_procs_bound EXE host_readv_bound
+        ARGS procs 524288 staged 2 reduce LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+mg_test(NAME host_reduce_staged_procs_3 EXE host_readv_bound ARGS procs 65536 staged 3 reduce
+        LABELS host ENV MGCOMM_HOST_READV_FAST=1)
+mg_test(NAME host_reduce_staged_procs_slow EXE host_readv_bound ARGS procs 65536 staged 2 reduce
+        LABELS host ENV MGCOMM_HOST_READV_FAST=0)
 mg_test(NAME host_readv_fast_procs_scatter EXE host_readv_bound ARGS procs 1048576 direct 3 scatter
         LABELS host ENV MGCOMM_HOST_READV_FAST=1)
 # ... but a gather, whose root reads every piece alone, stages from 16 MiB read there.

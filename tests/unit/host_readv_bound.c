@@ -1,8 +1,10 @@
 /*
  * host_readv_bound.c -- which path a broadcast, scatter, gather, reduce or all_to_allv takes
  * (all_to_allv: whether each rank lends its pieces, under the same thresholds as all_to_all;
- * reduce: direct only among threads, past MGCOMM_HOST_SMALL_BYTES, where each rank reduces its
- * slice from the others' send buffers into the root's receive buffer). Between processes, a
+ * reduce: direct past MGCOMM_HOST_SMALL_BYTES, among threads each rank reducing its slice from the
+ * others' send buffers into the root's receive buffer, between processes the root reading every
+ * other input, below MGCOMM_HOST_READV_MAX_BYTES read, by default only of 2 processes where
+ * process_vm_readv is fast, below 512 KiB). Between processes, a
  * direct one that would make a rank read MGCOMM_HOST_READV_MAX_BYTES or more with
  * process_vm_readv goes through the staging pipeline; below the bound, and among threads of one
  * process, it stays direct. By default (MGCOMM_HOST_DIRECT_BYTES -1) the direct path starts at 2
@@ -22,8 +24,8 @@
  * a gather) says which path ran; for a reduce the root's receive buffer (raddr); for all_to_allv,
  * the send buffer a rank announced as lent. Arguments:
  * procs|threads|threads-1cpu bytes expect (direct|staged) [ranks (2, at most 4)
- * [broadcast|scatter|gather|reduce|all_to_allv|broadcast_in_place|scatter_in_place]] (bytes: per
- * rank, per pair for all_to_allv; _in_place: the root's call);
+ * [broadcast|scatter|gather|reduce|all_to_allv|broadcast_in_place|scatter_in_place|
+ * reduce_in_place]] (bytes: per rank, per pair for all_to_allv; _in_place: the root's call);
  * threads-1cpu binds the process to one CPU before the ranks start. The result is checked too.
  */
 #include <pthread.h>
@@ -44,7 +46,7 @@ typedef struct {
   int direct;  /* 1: direct expected, 0: staged */
   char kind;  /* 'b'roadcast, 's'catter, 'g'ather, 'r'educe (root 0) or all_to_'v' (count per
                  pair) */
-  int in_place; /* a broadcast or scatter in place on the root */
+  int in_place; /* a broadcast, scatter or reduce in place on the root */
 } arg_t;
 
 static void *run_rank(void *p) {
@@ -73,7 +75,7 @@ static void *run_rank(void *p) {
   else if (a->kind == 'g')
     ASSERT_OK(mg_gather(buf, out, a->count, MG_FLOAT32, 0, comm, NULL));
   else if (a->kind == 'r')
-    ASSERT_OK(mg_reduce(buf, out, a->count, MG_FLOAT32, MG_SUM, 0, comm, NULL));
+    ASSERT_OK(mg_reduce(buf, res, a->count, MG_FLOAT32, MG_SUM, 0, comm, NULL));
   else if (v)
     ASSERT_OK(mg_all_to_allv(buf, counts, displs, out, counts, displs, MG_FLOAT32, comm, NULL));
   else
@@ -110,7 +112,7 @@ static void *run_rank(void *p) {
   if (!a->direct)
     ASSERT_EQ(daddr, 0); /* a fresh segment: never published */
   else if (a->rank == owner)
-    ASSERT_EQ(daddr, (uint64_t)(uintptr_t)(a->kind == 'r' ? out : buf));
+    ASSERT_EQ(daddr, (uint64_t)(uintptr_t)(a->kind == 'r' ? res : buf));
   else
     ASSERT_NE(daddr, 0);
   ASSERT_OK(mg_comm_destroy(comm));
@@ -125,7 +127,8 @@ static void run_proc(int r, void *a) { run_rank((arg_t *)a + r); }
 int main(int argc, char **argv) {
   if (argc < 4 || argc > 6)
     FAIL("usage: host_readv_bound procs|threads|threads-1cpu bytes direct|staged [ranks "
-         "[broadcast|scatter|gather|reduce|all_to_allv|broadcast_in_place|scatter_in_place]]");
+         "[broadcast|scatter|gather|reduce|all_to_allv|broadcast_in_place|scatter_in_place|"
+         "reduce_in_place]]");
   const int procs = strcmp(argv[1], "procs") == 0;
   const int n = argc >= 5 ? atoi(argv[4]) : 2;
   if (n < 2 || n > MAX_RANKS) FAIL("ranks: 2 to %d, not %s", MAX_RANKS, argv[4]);
@@ -134,8 +137,8 @@ int main(int argc, char **argv) {
   if (strcmp(coll, "broadcast") != 0 && strcmp(coll, "scatter") != 0 &&
       strcmp(coll, "gather") != 0 && strcmp(coll, "reduce") != 0 &&
       strcmp(coll, "all_to_allv") != 0 && strcmp(coll, "broadcast_in_place") != 0 &&
-      strcmp(coll, "scatter_in_place") != 0)
-    FAIL("the collective is broadcast, scatter (either _in_place), gather, reduce or "
+      strcmp(coll, "scatter_in_place") != 0 && strcmp(coll, "reduce_in_place") != 0)
+    FAIL("the collective is broadcast, scatter, reduce (each _in_place too), gather or "
          "all_to_allv, not %s", coll);
   cpu_set_t cpus;
   ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
@@ -155,7 +158,7 @@ int main(int argc, char **argv) {
   const unsigned long long bytes = strtoull(argv[2], NULL, 0);
   const unsigned long long read =
       coll[0] == 'g' || coll[0] == 'a' ? bytes * (unsigned)(n - 1) : bytes;
-  if (procs && fast != NULL && strcmp(fast, "0") == 0 &&
+  if (procs && fast != NULL && strcmp(fast, "0") == 0 && coll[0] != 'r' &&
       getenv("MGCOMM_HOST_DIRECT_BYTES") == NULL && getenv("MGCOMM_HOST_READV_MAX_BYTES") == NULL &&
       bytes >= 32768 && read < (1u << 20) && (machine >= n) != (argv[3][0] == 'd'))
     SKIP("%d processes on %ld CPUs: the other side of the slow machine's window", n, machine);

@@ -13,7 +13,8 @@
  * one step in which every reader reduces all inputs itself (lowest latency); large ones use the
  * two-phase form in which each rank reduces 1/nranks of the data (no rank does all the work); a
  * large reduce between threads of one process reduces those slices straight from the ranks' own
- * buffers (direct, below).
+ * buffers, and a mid-sized one between two processes has its root read the other's input and
+ * reduce it all (direct, below).
  *
  * send/recv use a ring per ordered pair of ranks (single producer, single consumer).
  *
@@ -51,8 +52,9 @@
  * one step; TWO: large reductions, each rank reduces its slice; MAIL: the smallest all_reduce,
  * reduce, broadcast, all_gather and reduce_scatter, whose data travels in the ranks' mails;
  * DIRECT: large data collectives, each reader copies once from the owner's buffer (a reduce
- * between threads: each rank reduces its slice from the owners' buffers into the root's), and
- * owners wait until every reader is done. */
+ * between threads: each rank reduces its slice from the owners' buffers into the root's; between
+ * processes: the root reads and reduces every input), and owners wait until every reader is
+ * done. */
 enum { MG__ALG_CHUNK, MG__ALG_ONE, MG__ALG_TWO, MG__ALG_MAIL, MG__ALG_DIRECT };
 enum { MG__LEND_THREAD = 1, MG__LEND_PROCESS = 2 }; /* mg__hx_t.lend */
 
@@ -459,11 +461,16 @@ static int mg__a2av_lends(const mg__hx_t *x) {
  * each reader from its owner's buffer; a reduce between threads of one process, past the
  * one-step size, has each rank reduce its slice straight from every rank's send buffer into the
  * root's receive buffer (mg__direct_reduce), where the two-phase form copies each slice in and
- * the root copies the results out through the slots. */
+ * the root copies the results out through the slots; one between processes, past that size and
+ * below the creator's bound (host_shm.c, root_reads_bytes), has the root read every other input
+ * and reduce it (mg__root_reduce). */
 static int mg__goes_direct(const mg__hx_t *x) {
   const mg__opkind_t k = x->op->kind;
-  if (k == MG_OPK_REDUCE && (x->s->processes || x->op->count * x->es <= x->s->hdr->small_bytes))
-    return 0;
+  const size_t bytes = x->op->count * x->es;
+  if (k == MG_OPK_REDUCE && bytes <= x->s->hdr->small_bytes) return 0;
+  if (k == MG_OPK_REDUCE && x->s->processes) /* the root reads (n - 1) inputs (mg__root_reduce) */
+    return x->s->direct && bytes >= x->s->hdr->direct_bytes &&
+           bytes * (size_t)(x->n - 1) < x->s->hdr->root_reads_bytes;
   const int directable = k == MG_OPK_BROADCAST || k == MG_OPK_ALL_GATHER || k == MG_OPK_GATHER ||
                          k == MG_OPK_SCATTER || k == MG_OPK_ALL_TO_ALL || k == MG_OPK_REDUCE;
   /* Between processes a reader's copy is a process_vm_readv, on the reader's CPU alone; whether
@@ -998,6 +1005,42 @@ static void mg__direct_reduce(mg__hx_t *x) {
   MG__TSAN_RELEASE(dst);
 }
 
+/* Bytes of each rank's input that the root of a direct reduce between processes reads at a
+ * time: the pieces and the root's own stay in its L2 while it reduces them. */
+#define MG__ROOT_PIECE (64 * 1024)
+
+/* A direct reduce between processes (a process cannot write another's buffer): the root alone
+ * reads the others' send buffers, a piece of each at a time into its own slot (free in a direct
+ * step), and reduces the pieces with its own input into recv; the others only lend their
+ * buffers. On failure *from is the rank whose memory could not be read. */
+static mg_status_t mg__root_reduce(mg__hx_t *x, int *from) {
+  const mg__op_t *op = x->op;
+  if (x->me != op->root) return MG_OK;
+  const size_t es = x->es, c = op->count;
+  size_t piece = x->s->hdr->slot_bytes / (size_t)(x->n - 1); /* at least 64 bytes: mg__sizes */
+  if (piece > MG__ROOT_PIECE) piece = MG__ROOT_PIECE;
+  piece /= es; /* elements */
+  unsigned char *scratch = mg__slot(x, x->me);
+  for (size_t off = 0; off < c; off += piece) {
+    const size_t len = c - off < piece ? c - off : piece;
+    unsigned char *at = scratch;
+    for (int r = 0; r < x->n; r++) {
+      if (r == x->me) {
+        x->in[r] = mg__sb(x) + off * es;
+        continue;
+      }
+      *from = r;
+      mg_status_t st = mg__hshm_read_peer(x->s, r, at,
+                                          atomic_load(&x->s->ranks[r].daddr) + off * es, len * es);
+      if (st < 0) return st;
+      x->in[r] = at;
+      at += piece * es;
+    }
+    mg__reduce(x, mg__rb(x) + off * es, len);
+  }
+  return MG_OK;
+}
+
 /* The output of a direct step: each piece read once, from the buffer its owner published. On
  * failure *from is the rank whose memory could not be read. */
 static mg_status_t mg__direct_out(mg__hx_t *x, int *from) {
@@ -1301,8 +1344,9 @@ static int mg__coll_progress(mg__hx_t *x) {
         for (int r = 0; r < x->n; r++) MG__TSAN_ACQUIRE(atomic_load(&x->s->ranks[r].daddr));
         int from = x->me;
         mg_status_t st = MG_OK;
-        if (x->op->kind == MG_OPK_REDUCE) mg__direct_reduce(x); /* threads: it cannot fail */
-        else st = mg__direct_out(x, &from);
+        if (x->op->kind != MG_OPK_REDUCE) st = mg__direct_out(x, &from);
+        else if (x->s->processes) st = mg__root_reduce(x, &from);
+        else mg__direct_reduce(x); /* threads: it cannot fail */
         for (int r = 0; r < x->n; r++) MG__TSAN_RELEASE(atomic_load(&x->s->ranks[r].daddr));
         atomic_store_explicit(&mine->reading, 0, memory_order_release);
         if (st < 0) return mg__read_failed(x, from, st);

@@ -182,6 +182,13 @@ static void mg__thresholds(int n, int local, mg__hshm_header_t *h) {
    * direct; out of place, where the root copies its own part meanwhile, direct stays ahead:
    * bench/results/2026-11-29-host-root-stages.md). */
   h->root_stages_bytes = readv_max < 0 && fast && n == 2 ? 32u << 20 : 0;
+  /* A reduce of 2 processes past small_bytes: where it is fast, the root reads the other's input
+   * with process_vm_readv and reduces it, instead of the two-phase form, in which every line of
+   * data the other rank wrote crosses between the CPUs (32-256 KiB on the Xeon: 0.46-0.80x Open
+   * MPI's time against 0.66-1.24x; from 1 MiB the two-phase form is ahead, and with 4 ranks at
+   * every size: bench/results/2026-11-29-host-reduce-root-reads.md). */
+  h->root_reads_bytes = readv_max >= 0 ? (readv_max == 0 ? UINT64_MAX : (uint64_t)readv_max)
+                        : fast && n == 2 ? 512 * 1024 : 0;
 }
 
 /* The staging slot and channel sizes this thread would create a segment of n ranks with, and
