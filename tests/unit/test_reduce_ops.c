@@ -4,7 +4,7 @@
  * modulo 2^width, float32 in long double rounded to float after each step (64 bits are enough
  * for that double rounding to be harmless), float64 in __float128 likewise, and fp16, bf16, fp8
  * through the format model of test_reduce_ref.c. k = 1..7; sizes around the edges of any block
- * size; dst separate (with a guard zone after it), dst == srcs[0] and dst == srcs[k-1]; random
+ * size; dst separate (with a guard zone after it), dst == srcs[0], srcs[k/2] or srcs[k-1]; random
  * inputs that mix full-range bit patterns, moderate values, ties and special values.
  */
 #include <math.h>
@@ -278,9 +278,9 @@ static uint64_t rnd_scalar(const dt_t *d) {
 /* ---------------------------------------------------------------------------------------------
  * One call, checked
  */
-enum { ALIAS_NONE, ALIAS_FIRST, ALIAS_LAST, ALIAS_COUNT };
+enum { ALIAS_NONE, ALIAS_FIRST, ALIAS_MIDDLE, ALIAS_LAST, ALIAS_COUNT };
 static const char *const alias_names[ALIAS_COUNT] = {"dst separate", "dst == srcs[0]",
-                                                     "dst == srcs[k-1]"};
+                                                     "dst == srcs[k/2]", "dst == srcs[k-1]"};
 #define GUARD 16
 #define GUARD_BYTE 0xA5
 
@@ -303,7 +303,10 @@ static void run_case(const dt_t *d, int t, int k, size_t n, int alias) {
   unsigned char *own = malloc(n * d->size + GUARD);
   ASSERT(own != NULL);
   memset(own, GUARD_BYTE, n * d->size + GUARD);
-  unsigned char *dst = alias == ALIAS_FIRST ? src[0] : alias == ALIAS_LAST ? src[k - 1] : own;
+  unsigned char *dst = alias == ALIAS_FIRST    ? src[0]
+                       : alias == ALIAS_MIDDLE ? src[k / 2]
+                       : alias == ALIAS_LAST   ? src[k - 1]
+                                               : own;
 
   int nranks = t == T_AVG_MORE_RANKS ? k + 3 : k;
   mg__redop_t op;

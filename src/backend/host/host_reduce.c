@@ -6,10 +6,11 @@
  * entry point.
  *
  * Every kernel works on blocks of HR_BLOCK elements: it combines the block of each source, in
- * srcs order, into an accumulator on the stack (small, and apart from dst and every source),
- * then writes the block out. All sources of a block are read before its dst is written, which is
- * what makes dst == srcs[j] safe. The element loops are branch-free (selects, not ifs), so that
- * they vectorise.
+ * srcs order, into an accumulator on the stack (small, and apart from dst and every source), the
+ * integer and float kernels the last source straight into dst, the low-precision ones writing
+ * the accumulator out after it. All other sources of a block are read before its dst is written,
+ * which is what makes dst == srcs[j] safe. The element loops are branch-free (selects, not ifs),
+ * so that they vectorise.
  *
  * The conversions round subnormal results with a float addition, so they (like the float
  * arithmetic itself) assume the default floating-point environment: round to nearest, no
@@ -162,48 +163,64 @@ static inline size_t hr_block_len(size_t n, size_t base) {
   return n - base < HR_BLOCK ? n - base : HR_BLOCK;
 }
 
+/* The body of the integer and float kernels NAME: per block, the first source (scaled into acc by
+ * NAME##_scale for a PreMulSum), each next source combined into acc by NAME##_step (out[i] =
+ * a[i] op x[i], with source j's scalar), and the last one straight into dst. Only that last step
+ * writes dst, after every other source of the block was read, so dst may be any source; with two
+ * sources each block goes from them to dst in one pass (1.5-1.9x the speed of combining in acc
+ * and copying it out, float32 sum of 16 KiB-8 MiB on the development VM). */
+#define HR_BLOCKS(NAME, T)                                                                     \
+  T s;                                                                                         \
+  memcpy(&s, scalar, sizeof s);                                                                \
+  for (size_t base = 0; base < n; base += HR_BLOCK) {                                          \
+    const size_t b = hr_block_len(n, base);                                                    \
+    T acc[HR_BLOCK];                                                                           \
+    T *out = (T *)dst + base;                                                                  \
+    const T *a = (const T *)srcs[0] + base;                                                    \
+    if (kind == HR_PREMUL) {                                                                   \
+      if (sstride != 0) memcpy(&s, scalar, sizeof s);                                          \
+      for (size_t i = 0; i < b; i++) acc[i] = NAME##_scale(s, a[i]);                           \
+      a = acc;                                                                                 \
+    }                                                                                          \
+    for (int j = 1; j < k; j++) {                                                              \
+      if (kind == HR_PREMUL && sstride != 0)                                                   \
+        memcpy(&s, scalar + (size_t)j * sstride, sizeof s);                                    \
+      NAME##_step(j + 1 == k ? out : acc, a, (const T *)srcs[j] + base, b, kind, s);           \
+      a = acc;                                                                                 \
+    }                                                                                          \
+    if (k == 1 && a != out) memcpy(out, a, b * sizeof(T));                                     \
+  }
+
 /* Integers: S is the element type (signed or not; it decides max, min and the division), U the
  * unsigned type of the same width that sums and products wrap in, D the 64-bit type of S's
  * signedness for the division (so that a divisor above S's range stays correct). */
 #define HR_DEFINE_INT_KERNEL(NAME, S, U, D)                                                   \
+  static inline S NAME##_scale(S s, S x) { return (S)((U)s * (U)x); }                          \
+  static inline void NAME##_step(S *out, const S *a, const S *x, size_t b, hr_kind_t kind,     \
+                                 S s) {                                                        \
+    switch (kind) {                                                                            \
+    case HR_SUM:                                                                               \
+      for (size_t i = 0; i < b; i++) out[i] = (S)((U)a[i] + (U)x[i]);                          \
+      break;                                                                                   \
+    case HR_PROD:                                                                              \
+      for (size_t i = 0; i < b; i++) out[i] = (S)((U)a[i] * (U)x[i]);                          \
+      break;                                                                                   \
+    case HR_MAX:                                                                               \
+      for (size_t i = 0; i < b; i++) out[i] = x[i] > a[i] ? x[i] : a[i];                       \
+      break;                                                                                   \
+    case HR_MIN:                                                                               \
+      for (size_t i = 0; i < b; i++) out[i] = x[i] < a[i] ? x[i] : a[i];                       \
+      break;                                                                                   \
+    case HR_PREMUL:                                                                            \
+      for (size_t i = 0; i < b; i++) out[i] = (S)((U)a[i] + (U)NAME##_scale(s, x[i]));         \
+      break;                                                                                   \
+    }                                                                                          \
+  }                                                                                            \
   static void NAME(void *dst, const void *const *srcs, int k, size_t n, hr_kind_t kind,        \
                    const unsigned char *scalar, size_t sstride, int divisor) {                 \
-    S s;                                                                                       \
-    memcpy(&s, scalar, sizeof s);                                                              \
-    for (size_t base = 0; base < n; base += HR_BLOCK) {                                        \
-      size_t b = hr_block_len(n, base);                                                        \
-      S acc[HR_BLOCK];                                                                         \
-      const S *x = (const S *)srcs[0] + base;                                                  \
-      if (sstride != 0) memcpy(&s, scalar, sizeof s);                                          \
-      if (kind == HR_PREMUL)                                                                   \
-        for (size_t i = 0; i < b; i++) acc[i] = (S)((U)s * (U)x[i]);                           \
-      else                                                                                     \
-        memcpy(acc, x, b * sizeof(S));                                                         \
-      for (int j = 1; j < k; j++) {                                                            \
-        x = (const S *)srcs[j] + base;                                                         \
-        switch (kind) {                                                                        \
-        case HR_SUM:                                                                           \
-          for (size_t i = 0; i < b; i++) acc[i] = (S)((U)acc[i] + (U)x[i]);                    \
-          break;                                                                               \
-        case HR_PROD:                                                                          \
-          for (size_t i = 0; i < b; i++) acc[i] = (S)((U)acc[i] * (U)x[i]);                    \
-          break;                                                                               \
-        case HR_MAX:                                                                           \
-          for (size_t i = 0; i < b; i++) acc[i] = x[i] > acc[i] ? x[i] : acc[i];               \
-          break;                                                                               \
-        case HR_MIN:                                                                           \
-          for (size_t i = 0; i < b; i++) acc[i] = x[i] < acc[i] ? x[i] : acc[i];               \
-          break;                                                                               \
-        case HR_PREMUL:                                                                        \
-          if (sstride != 0) memcpy(&s, scalar + (size_t)j * sstride, sizeof s);                \
-          for (size_t i = 0; i < b; i++) acc[i] = (S)((U)acc[i] + (U)((U)s * (U)x[i]));        \
-          break;                                                                               \
-        }                                                                                      \
-      }                                                                                        \
-      if (divisor != 0)                                                                        \
-        for (size_t i = 0; i < b; i++) acc[i] = (S)((D)acc[i] / (D)divisor);                   \
-      memcpy((S *)dst + base, acc, b * sizeof(S));                                             \
-    }                                                                                          \
+    HR_BLOCKS(NAME, S)                                                                         \
+    if (divisor != 0) /* integer MG_AVG: the wrapped sum, divided */                           \
+      for (size_t i = 0; i < n; i++) ((S *)dst)[i] = (S)((D)((S *)dst)[i] / (D)divisor);       \
   }
 
 HR_DEFINE_INT_KERNEL(hr_int8, int8_t, uint8_t, int64_t)
@@ -216,45 +233,34 @@ HR_DEFINE_INT_KERNEL(hr_uint64, uint64_t, uint64_t, uint64_t)
 /* float32 and float64: native IEEE arithmetic. The pre-multiplication is its own statement so
  * that it is rounded before the addition (the file is built with -ffp-contract=off as well). */
 #define HR_DEFINE_FLOAT_KERNEL(NAME, T, SUFFIX)                                               \
+  static inline T NAME##_scale(T s, T x) { return s * x; }                                     \
+  static inline void NAME##_step(T *out, const T *a, const T *x, size_t b, hr_kind_t kind,     \
+                                 T s) {                                                        \
+    switch (kind) {                                                                            \
+    case HR_SUM:                                                                               \
+      for (size_t i = 0; i < b; i++) out[i] = a[i] + x[i];                                     \
+      break;                                                                                   \
+    case HR_PROD:                                                                              \
+      for (size_t i = 0; i < b; i++) out[i] = a[i] * x[i];                                     \
+      break;                                                                                   \
+    case HR_MAX:                                                                               \
+      for (size_t i = 0; i < b; i++) out[i] = hr_max_##SUFFIX(a[i], x[i]);                     \
+      break;                                                                                   \
+    case HR_MIN:                                                                               \
+      for (size_t i = 0; i < b; i++) out[i] = hr_min_##SUFFIX(a[i], x[i]);                     \
+      break;                                                                                   \
+    case HR_PREMUL:                                                                            \
+      for (size_t i = 0; i < b; i++) {                                                         \
+        T y = s * x[i];                                                                        \
+        out[i] = a[i] + y;                                                                     \
+      }                                                                                        \
+      break;                                                                                   \
+    }                                                                                          \
+  }                                                                                            \
   static void NAME(void *dst, const void *const *srcs, int k, size_t n, hr_kind_t kind,        \
                    const unsigned char *scalar, size_t sstride, int divisor) {                 \
-    T s;                                                                                       \
-    memcpy(&s, scalar, sizeof s);                                                              \
-    for (size_t base = 0; base < n; base += HR_BLOCK) {                                        \
-      size_t b = hr_block_len(n, base);                                                        \
-      T acc[HR_BLOCK];                                                                         \
-      const T *x = (const T *)srcs[0] + base;                                                  \
-      if (sstride != 0) memcpy(&s, scalar, sizeof s);                                          \
-      if (kind == HR_PREMUL)                                                                   \
-        for (size_t i = 0; i < b; i++) acc[i] = s * x[i];                                      \
-      else                                                                                     \
-        memcpy(acc, x, b * sizeof(T));                                                         \
-      for (int j = 1; j < k; j++) {                                                            \
-        x = (const T *)srcs[j] + base;                                                         \
-        switch (kind) {                                                                        \
-        case HR_SUM:                                                                           \
-          for (size_t i = 0; i < b; i++) acc[i] += x[i];                                       \
-          break;                                                                               \
-        case HR_PROD:                                                                          \
-          for (size_t i = 0; i < b; i++) acc[i] *= x[i];                                       \
-          break;                                                                               \
-        case HR_MAX:                                                                           \
-          for (size_t i = 0; i < b; i++) acc[i] = hr_max_##SUFFIX(acc[i], x[i]);               \
-          break;                                                                               \
-        case HR_MIN:                                                                           \
-          for (size_t i = 0; i < b; i++) acc[i] = hr_min_##SUFFIX(acc[i], x[i]);               \
-          break;                                                                               \
-        case HR_PREMUL:                                                                        \
-          if (sstride != 0) memcpy(&s, scalar + (size_t)j * sstride, sizeof s);                \
-          for (size_t i = 0; i < b; i++) {                                                     \
-            T y = s * x[i];                                                                    \
-            acc[i] += y;                                                                       \
-          }                                                                                    \
-          break;                                                                               \
-        }                                                                                      \
-      }                                                                                        \
-      memcpy((T *)dst + base, acc, b * sizeof(T));                                             \
-    }                                                                                          \
+    (void)divisor;                                                                             \
+    HR_BLOCKS(NAME, T)                                                                         \
   }
 
 HR_DEFINE_FLOAT_KERNEL(hr_float32, float, f32)
