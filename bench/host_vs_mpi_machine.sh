@@ -11,7 +11,8 @@
 #
 # Each SET is ranks:mode:sizes, mode p (processes) or t (threads), sizes small (8 B-8 KiB, -n
 # 3000), mid (32 KiB-8 MiB, -n 20) or large (32 KiB-128 MiB, -n 10); default: 2 and 4 ranks,
-# both modes, small and large. Every collective (or those of COLLS, host_vs_mpi.sh's -c list),
+# both modes, small and large. RANGE="-b 64K -e 1M -f 2 -n 20 -w 3 -R 3" (host_vs_mpi.sh's size,
+# count and turn options) replaces every set's range. Every collective (or those of COLLS, host_vs_mpi.sh's -c list),
 # in place and out of place, bench/host_vs_mpi.sh -I 1 (bench/mpi_paired.c): one report per set
 # in $OUT.
 #
@@ -56,6 +57,7 @@ for set in "${sets[@]}"; do
     large) range=(-b 32K -e 128M -f 4 -n 10 -w 3 -R 3) ;;
     *) echo "host_vs_mpi_machine.sh: $set: sizes are small, mid or large" >&2; exit 1 ;;
   esac
+  [ -n "${RANGE:-}" ] && read -r -a range <<<"$RANGE"
   case $mode in
     p) threads=0 ;;
     t) threads=1 ;;
