@@ -429,8 +429,9 @@ static size_t mg__mail_len(const mg__hx_t *x) {
 /* 1 when x, between ranks in several processes, would make a rank read its kind's bound
  * (MGCOMM_HOST_READV_MAX_BYTES) or more from its peers directly (see mg__goes_direct): by default
  * 256 KiB for every kind where process_vm_readv is slow; where it is fast 128 KiB for a broadcast
- * or all_gather of more than 2 ranks, whose readers share a buffer, and 16 MiB for a gather,
- * whose root reads alone (host_shm.c, mg__thresholds). */
+ * or all_gather of more than 2 ranks, whose readers share a buffer, 16 MiB for a gather, whose
+ * root reads alone, and 512 KiB for a reduce of 2 ranks, whose root reads and reduces alone; a
+ * reduce of more ranks, or where it is slow, 1 byte: never (host_shm.c, mg__thresholds). */
 static int mg__readv_bound(const mg__hx_t *x) {
   const mg__opkind_t k = x->op->kind;
   const uint64_t max = x->s->hdr->readv_max_bytes[k];
@@ -462,15 +463,11 @@ static int mg__a2av_lends(const mg__hx_t *x) {
  * one-step size, has each rank reduce its slice straight from every rank's send buffer into the
  * root's receive buffer (mg__direct_reduce), where the two-phase form copies each slice in and
  * the root copies the results out through the slots; one between processes, past that size and
- * below the creator's bound (host_shm.c, root_reads_bytes), has the root read every other input
- * and reduce it (mg__root_reduce). */
+ * below its bound (mg__readv_bound), has the root read every other input and reduce it
+ * (mg__root_reduce). */
 static int mg__goes_direct(const mg__hx_t *x) {
   const mg__opkind_t k = x->op->kind;
-  const size_t bytes = x->op->count * x->es;
-  if (k == MG_OPK_REDUCE && bytes <= x->s->hdr->small_bytes) return 0;
-  if (k == MG_OPK_REDUCE && x->s->processes) /* the root reads (n - 1) inputs (mg__root_reduce) */
-    return x->s->direct && bytes >= x->s->hdr->direct_bytes &&
-           bytes * (size_t)(x->n - 1) < x->s->hdr->root_reads_bytes;
+  if (k == MG_OPK_REDUCE && x->op->count * x->es <= x->s->hdr->small_bytes) return 0;
   const int directable = k == MG_OPK_BROADCAST || k == MG_OPK_ALL_GATHER || k == MG_OPK_GATHER ||
                          k == MG_OPK_SCATTER || k == MG_OPK_ALL_TO_ALL || k == MG_OPK_REDUCE;
   /* Between processes a reader's copy is a process_vm_readv, on the reader's CPU alone; whether

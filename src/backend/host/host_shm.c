@@ -151,7 +151,7 @@ typedef struct {
  * KiB-32 MiB: 0.95-1.02x against 0.92-1.90x through the ring, 1.09-1.90x below 32 MiB), else
  * never (4 processes there, 32-512 KiB: 0.42-0.95x through the ring, 0.90-1.00x read). Set by hand,
  * MGCOMM_HOST_DIRECT_BYTES holds for all of these, and MGCOMM_HOST_READV_MAX_BYTES for broadcast,
- * all_gather and gather. One rank has no peer to read: it measures nothing. */
+ * all_gather, gather and reduce. One rank has no peer to read: it measures nothing. */
 static void mg__thresholds(int n, int local, mg__hshm_header_t *h) {
   const int64_t direct = mg__param_int(MG_PARAM_HOST_DIRECT_BYTES);
   const int64_t readv_max = mg__param_int(MG_PARAM_HOST_READV_MAX_BYTES);
@@ -164,15 +164,24 @@ static void mg__thresholds(int n, int local, mg__hshm_header_t *h) {
   h->direct_threads_bytes = direct >= 0 ? set : n <= mg__thread_cpus() ? 2048 : 256 * 1024;
   h->lend_bytes = direct >= 0 ? set : fast ? 256 * 1024 : window ? 32 * 1024 : UINT64_MAX;
   uint64_t *max = h->readv_max_bytes; /* 0 (no bound) for the other kinds */
+  /* A reduce of 2 processes past small_bytes: where it is fast, the root reads the other's input
+   * with process_vm_readv and reduces it, instead of the two-phase form, in which every line of
+   * data the other rank wrote crosses between the CPUs (32-256 KiB on the Xeon: 0.46-0.80x Open
+   * MPI's time against 0.66-1.24x; from 1 MiB the two-phase form is ahead, and with 4 ranks at
+   * every size: bench/results/2026-11-29-host-reduce-root-reads.md). Elsewhere its bound is 1
+   * byte: it never reads directly between processes. */
   if (readv_max >= 0) {
     max[MG_OPK_BROADCAST] = max[MG_OPK_ALL_GATHER] = max[MG_OPK_GATHER] = (uint64_t)readv_max;
+    max[MG_OPK_REDUCE] = (uint64_t)readv_max;
   } else if (fast) {
     max[MG_OPK_BROADCAST] = max[MG_OPK_ALL_GATHER] = n > 2 ? 128 * 1024 : 0;
     max[MG_OPK_GATHER] = 16 << 20;
+    max[MG_OPK_REDUCE] = n == 2 ? 512 * 1024 : 1;
   } else {
     const uint64_t bound = window ? 1 << 20 : 256 * 1024;
     max[MG_OPK_BROADCAST] = max[MG_OPK_ALL_GATHER] = max[MG_OPK_GATHER] = bound;
     max[MG_OPK_SCATTER] = max[MG_OPK_ALL_TO_ALL] = bound;
+    max[MG_OPK_REDUCE] = 1;
   }
   /* Where it is fast, a broadcast or scatter of 2 ranks goes direct however large, but its one
    * reader then copies on one CPU (process_vm_readv from memory: 4.2 GB/s on the Xeon, where
@@ -182,13 +191,6 @@ static void mg__thresholds(int n, int local, mg__hshm_header_t *h) {
    * direct; out of place, where the root copies its own part meanwhile, direct stays ahead:
    * bench/results/2026-11-29-host-root-stages.md). */
   h->root_stages_bytes = readv_max < 0 && fast && n == 2 ? 32u << 20 : 0;
-  /* A reduce of 2 processes past small_bytes: where it is fast, the root reads the other's input
-   * with process_vm_readv and reduces it, instead of the two-phase form, in which every line of
-   * data the other rank wrote crosses between the CPUs (32-256 KiB on the Xeon: 0.46-0.80x Open
-   * MPI's time against 0.66-1.24x; from 1 MiB the two-phase form is ahead, and with 4 ranks at
-   * every size: bench/results/2026-11-29-host-reduce-root-reads.md). */
-  h->root_reads_bytes = readv_max >= 0 ? (readv_max == 0 ? UINT64_MAX : (uint64_t)readv_max)
-                        : fast && n == 2 ? 512 * 1024 : 0;
 }
 
 /* The staging slot and channel sizes this thread would create a segment of n ranks with, and

@@ -24,7 +24,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 25u
+#define MG__HSHM_VERSION 26u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -50,10 +50,6 @@ typedef struct mg__hshm_header {
    * goes through the slots when its root's call is in place (host_coll.c, mg__root_stages; 0:
    * never) */
   uint64_t root_stages_bytes;
-  /* a reduce between processes past small_bytes goes direct, its root reading the others' send
-   * buffers, while it would read fewer bytes than this in all (host_coll.c, mg__root_reduce;
-   * 0: never) */
-  uint64_t root_reads_bytes;
   uint64_t lend_bytes;      /* between processes, messages of this size are read by the receiver */
   uint64_t chan_bytes;      /* bytes of one send/recv ring */
   uint64_t seg_bytes;       /* size of the whole segment */
