@@ -4,10 +4,11 @@
  * (bench/results/2026-11-24-host-vs-mpi-2core-small.md); run two builds alternately, many times
  * (the VM's speed drifts by up to 1.7x within minutes).
  *   cc -O2 -Iinclude bench/host_loop.c -o host_loop -L<build> -lmgcomm -Wl,-rpath,<build> -lpthread
- *   ./host_loop [ranks (2)] [calls (200000)] [all_reduce|broadcast|all_gather|sendrecv] [count (2)]
- * float32, sum, root 0; count is per rank (all_gather's send count; sendrecv: a send to the
- * next rank and a receive from the one before, in one group); PIN=1 binds rank r to CPU
- * r % 2. */
+ *   ./host_loop [ranks (2)] [calls (200000)] [all_reduce|broadcast|all_gather|all_to_all|
+ *                all_to_allv|sendrecv] [count (2)]
+ * float32, sum, root 0; count is per rank (all_gather's send count; all_to_all(v): to each rank;
+ * sendrecv: a send to the next rank and a receive from the one before, in one group); PIN=1
+ * binds rank r to CPU r % 2. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -36,14 +37,19 @@ static double now(void) {
 
 static void *run_rank(void *arg) {
   const int r = (int)(long)arg;
-  static _Thread_local float send[MAX_COUNT], recv[MAX_COUNT * MAX_RANKS];
+  static _Thread_local float send[MAX_COUNT * MAX_RANKS], recv[MAX_COUNT * MAX_RANKS];
   if (getenv("PIN") != NULL) {
     cpu_set_t cs;
     CPU_ZERO(&cs);
     CPU_SET(r % 2, &cs);
     pthread_setaffinity_np(pthread_self(), sizeof cs, &cs);
   }
-  for (size_t i = 0; i < count; i++) send[i] = (float)(i + (size_t)r);
+  for (size_t i = 0; i < count * MAX_RANKS; i++) send[i] = (float)(i + (size_t)r);
+  size_t counts[MAX_RANKS], displs[MAX_RANKS]; /* all_to_allv: count to and from every rank */
+  for (int i = 0; i < nranks; i++) {
+    counts[i] = count;
+    displs[i] = (size_t)i * count;
+  }
   for (int round = 0; round < 2; round++) { /* the first warms up */
     pthread_barrier_wait(&barrier);
     const double t0 = now();
@@ -53,6 +59,10 @@ static void *run_rank(void *arg) {
         st = mg_broadcast(send, recv, count, MG_FLOAT32, 0, comms[r], NULL);
       else if (strcmp(coll, "all_gather") == 0)
         st = mg_all_gather(send, recv, count, MG_FLOAT32, comms[r], NULL);
+      else if (strcmp(coll, "all_to_all") == 0)
+        st = mg_all_to_all(send, recv, count, MG_FLOAT32, comms[r], NULL);
+      else if (strcmp(coll, "all_to_allv") == 0)
+        st = mg_all_to_allv(send, counts, displs, recv, counts, displs, MG_FLOAT32, comms[r], NULL);
       else if (strcmp(coll, "sendrecv") == 0) {
         mg_group_begin();
         mg_send(send, count, MG_FLOAT32, (r + 1) % nranks, comms[r], NULL);
