@@ -52,7 +52,8 @@
     "bytes per rank copy once, straight from the owner's buffer (process_vm_readv across "      \
     "processes), instead of through the staging slots; -1 = 2048 when the ranks are threads "   \
     "of one process and the thread that creates the communicator may run on as many CPUs as "  \
-    "there are ranks, else 262144, and between processes 8192 where process_vm_readv is fast " \
+    "there are ranks, 32768 on at least 2 and at least half as many, else 262144, and between " \
+    "processes 8192 where process_vm_readv is fast "                                           \
     "(HOST_READV_FAST), else 32768 where the machine has a CPU per rank. A send of at least "   \
     "this many bytes is read by its receiver straight from the send buffer (between "          \
     "processes with process_vm_readv; -1: from 262144 where it is fast, else 32768 with a CPU " \

@@ -50,11 +50,19 @@ mg_test(NAME host_readv_bound_procs_direct EXE host_readv_bound ARGS procs 65536
 mg_test(NAME host_readv_bound_procs_unbounded EXE host_readv_bound ARGS procs 1048576 direct
         LABELS host ENV MGCOMM_HOST_READV_MAX_BYTES=0)
 mg_test(NAME host_readv_bound_threads EXE host_readv_bound ARGS threads 1048576 direct LABELS host)
-# The default direct threshold: 2 KiB among threads with a CPU each, 256 KiB otherwise (between
-# processes 8 KiB where process_vm_readv is fast, 32 KiB where it is slow and every rank may have
-# a CPU: 6 KiB stays staged either way).
+# The default direct threshold: 2 KiB among threads with a CPU each, 32 KiB with up to 2 to each
+# of several CPUs, 256 KiB on one CPU (between processes 8 KiB where process_vm_readv is fast, 32
+# KiB where it is slow and every rank may have a CPU: 6 KiB stays staged either way).
 mg_test(NAME host_direct_threads_small EXE host_readv_bound ARGS threads 4096 direct LABELS host)
 mg_test(NAME host_direct_threads_1cpu EXE host_readv_bound ARGS threads-1cpu 8192 staged
+        LABELS host)
+mg_test(NAME host_direct_threads_1cpu_32k EXE host_readv_bound ARGS threads-1cpu 32768 staged
+        LABELS host)
+mg_test(NAME host_direct_threads_2cpu_4 EXE host_readv_bound ARGS threads-2cpu 32768 direct 4
+        scatter LABELS host)
+mg_test(NAME host_direct_threads_2cpu_3 EXE host_readv_bound ARGS threads-2cpu 65536 direct 3
+        reduce LABELS host)
+mg_test(NAME host_direct_threads_2cpu_24k EXE host_readv_bound ARGS threads-2cpu 24576 staged 4
         LABELS host)
 mg_test(NAME host_direct_procs_small EXE host_readv_bound ARGS procs 6144 staged LABELS host)
 mg_test(NAME host_readv_fast_procs_8k EXE host_readv_bound ARGS procs 8192 direct 2 gather

@@ -8,7 +8,8 @@
  * direct one that would make a rank read MGCOMM_HOST_READV_MAX_BYTES or more with
  * process_vm_readv goes through the staging pipeline; below the bound, and among threads of one
  * process, it stays direct. By default (MGCOMM_HOST_DIRECT_BYTES -1) the direct path starts at 2
- * KiB per rank among threads that may run on as many CPUs as there are ranks, else at 256 KiB.
+ * KiB per rank among threads that may run on as many CPUs as there are ranks, at 32 KiB where
+ * they may run on at least 2 and at least half as many, else at 256 KiB.
  *
  * Where process_vm_readv is slow (MGCOMM_HOST_READV_FAST=0; measured by default) the bound holds
  * for scatter too, and the direct path between processes runs from 32 KiB up to 1 MiB read while
@@ -23,10 +24,12 @@
  * collective of `bytes` per rank, the daddr of the rank whose buffer is read (the root; rank 1 in
  * a gather) says which path ran; for a reduce the root's receive buffer (raddr); for all_to_allv,
  * the send buffer a rank announced as lent. Arguments:
- * procs|threads|threads-1cpu bytes expect (direct|staged) [ranks (2, at most 4)
+ * procs|threads|threads-1cpu|threads-2cpu bytes expect (direct|staged) [ranks (2, at most 4)
  * [broadcast|scatter|gather|reduce|all_to_allv|broadcast_in_place|scatter_in_place|
  * reduce_in_place]] (bytes: per rank, per pair for all_to_allv; _in_place: the root's call);
- * threads-1cpu binds the process to one CPU before the ranks start. The result is checked too.
+ * threads-1cpu and threads-2cpu bind the process to the first one or two CPUs it may run on
+ * before the ranks start (threads-2cpu skips where it may run on one only). The result is checked
+ * too.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -126,9 +129,9 @@ static void run_proc(int r, void *a) { run_rank((arg_t *)a + r); }
 
 int main(int argc, char **argv) {
   if (argc < 4 || argc > 6)
-    FAIL("usage: host_readv_bound procs|threads|threads-1cpu bytes direct|staged [ranks "
-         "[broadcast|scatter|gather|reduce|all_to_allv|broadcast_in_place|scatter_in_place|"
-         "reduce_in_place]]");
+    FAIL("usage: host_readv_bound procs|threads|threads-1cpu|threads-2cpu bytes direct|staged "
+         "[ranks [broadcast|scatter|gather|reduce|all_to_allv|broadcast_in_place|"
+         "scatter_in_place|reduce_in_place]]");
   const int procs = strcmp(argv[1], "procs") == 0;
   const int n = argc >= 5 ? atoi(argv[4]) : 2;
   if (n < 2 || n > MAX_RANKS) FAIL("ranks: 2 to %d, not %s", MAX_RANKS, argv[4]);
@@ -142,15 +145,22 @@ int main(int argc, char **argv) {
          "all_to_allv, not %s", coll);
   cpu_set_t cpus;
   ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
-  if (strcmp(argv[1], "threads-1cpu") == 0) {
-    int first = 0;
-    while (!CPU_ISSET(first, &cpus)) first++;
-    CPU_ZERO(&cpus);
-    CPU_SET(first, &cpus);
-    ASSERT_EQ(sched_setaffinity(0, sizeof cpus, &cpus), 0);
+  const int bind = strcmp(argv[1], "threads-1cpu") == 0   ? 1
+                   : strcmp(argv[1], "threads-2cpu") == 0 ? 2
+                                                          : 0;
+  if (bind > 0) {
+    if (CPU_COUNT(&cpus) < bind) SKIP("this process may run on one CPU only");
+    cpu_set_t some;
+    CPU_ZERO(&some);
+    for (int cpu = 0, kept = 0; kept < bind; cpu++)
+      if (CPU_ISSET(cpu, &cpus)) {
+        CPU_SET(cpu, &some);
+        kept++;
+      }
+    ASSERT_EQ(sched_setaffinity(0, sizeof some, &some), 0);
   } else if (strcmp(argv[1], "threads") == 0 && strcmp(argv[3], "direct") == 0 &&
              CPU_COUNT(&cpus) < n && getenv("MGCOMM_HOST_DIRECT_BYTES") == NULL) {
-    SKIP("%d thread ranks on %d CPU: the default threshold is 256 KiB here", n, CPU_COUNT(&cpus));
+    SKIP("%d thread ranks on %d CPUs: the default threshold is higher here", n, CPU_COUNT(&cpus));
   }
   /* Where process_vm_readv is slow, the window (32 KiB to 1 MiB read) depends on the machine. */
   const char *fast = getenv("MGCOMM_HOST_READV_FAST");

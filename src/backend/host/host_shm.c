@@ -122,8 +122,14 @@ typedef struct {
  * twice (2 thread ranks on the 2-CPU development VM: broadcast 4-64 KiB 3-5x faster, gather,
  * scatter and all_to_all 2-4x; bench/results/2026-11-24-host-vs-mpi-2core-threads.md). But it
  * adds to the owner's call a wait for its readers, which costs a switch of the CPU where ranks
- * outnumber CPUs (4 threads on 2 CPUs, or 2 under `taskset -c 0`: 1.3-3x slower below 256
- * KiB); the CPUs counted are those the creating rank's thread may run on. Between processes the
+ * outnumber CPUs: on one CPU (2 threads under `taskset -c 0`) the staged copies win below 256
+ * KiB (broadcast, gather, scatter, all_gather at 32-128 KiB 1.05-1.65x slower read once), and so
+ * they do, or nearly, with 4 ranks or more to a CPU; with up to 2 ranks to a CPU and several CPUs
+ * reading once wins from 32 KiB per rank (3 and 4 threads on the 2-CPU VM, 32-512 KiB: gather,
+ * all_gather, all_to_all, scatter and reduce 0.2-0.8x the staged time, broadcast 0.5-1.0x; the
+ * staged pipeline there also swings 2-4x from run to run, the single copy does not;
+ * bench/results/2026-11-29-host-threads-oversubscribed.md). The CPUs counted are those the
+ * creating rank's thread may run on. Between processes the
  * copy is a process_vm_readv. Where it is slow (host_readv.c) and every rank may have a CPU of
  * the machine, reading once wins from 32 KiB up to 1 MiB read, and the staged pipeline, whose two
  * copies overlap, from there (2-CPU VM, 2 processes, 128-512 KiB: all_gather, all_to_all, gather,
@@ -161,7 +167,11 @@ static void mg__thresholds(int n, int local, mg__hshm_header_t *h) {
   const int window = !fast && n <= mg__machine_cpus();
   const uint64_t set = (uint64_t)direct; /* when direct >= 0 */
   h->direct_bytes = direct >= 0 ? set : fast ? 8 * 1024 : window ? 32 * 1024 : 256 * 1024;
-  h->direct_threads_bytes = direct >= 0 ? set : n <= mg__thread_cpus() ? 2048 : 256 * 1024;
+  const int cpus = mg__thread_cpus();
+  h->direct_threads_bytes = direct >= 0                 ? set
+                            : n <= cpus                 ? 2048
+                            : cpus > 1 && n <= 2 * cpus ? 32 * 1024
+                                                        : 256 * 1024;
   h->lend_bytes = direct >= 0 ? set : fast ? 256 * 1024 : window ? 32 * 1024 : UINT64_MAX;
   uint64_t *max = h->readv_max_bytes; /* 0 (no bound) for the other kinds */
   /* A reduce of 2 processes past small_bytes: where it is fast, the root reads the other's input
