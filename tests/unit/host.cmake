@@ -159,6 +159,10 @@ set_tests_properties(host_busy_cpu PROPERTIES RUN_SERIAL TRUE) # it times calls
 # all_reduce and reduce_scatter up to the mails' size travel in the ranks' mails, one element
 # more through the slots (tests/unit/host_mail.c).
 mg_test(NAME host_mail SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_mail.c LABELS host)
+# An owner whose readers copy out of its buffer does not sleep while they copy
+# (tests/unit/host_readers_spin.c).
+mg_test(NAME host_readers_spin SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_readers_spin.c
+        LABELS host)
 # Between thread ranks, messages from MGCOMM_HOST_DIRECT_BYTES are lent: the receiver copies
 # from the sender's buffer, compares the sizes, and the send ends with that copy
 # (tests/unit/host_lent.c).

@@ -1820,6 +1820,25 @@ static int mg__bound_to_one_cpu(double now) {
   return seen.bound;
 }
 
+/* How long a launch may wait without sleeping when every operation it has pending only waits
+ * for its readers: the last step of a direct collective, which every rank posted and whose other
+ * ranks copy out of this rank's buffer now, on their CPUs (a process_vm_readv of megabytes takes
+ * hundreds of microseconds). Sleeping there only adds the futex's wake-up to the collective, at
+ * its end (gather of 2 processes at 2-8 MiB on a 16-CPU Xeon: 0.98-1.09x Open MPI's time sleeping
+ * after 50 us, 0.86-1.02x polling; bench/results/2026-11-29-host-readers-spin-xeon.md). The
+ * bound: what the readers read together at 1 GB/s, at most 10 ms; 0 when anything else is
+ * pending, which sleeps after MGCOMM_HOST_SPIN_US as before. */
+static double mg__readers_copy_s(const mg__hx_t *xs, int n) {
+  double t = 0;
+  for (int i = 0; i < n; i++) {
+    const mg__hx_t *x = &xs[i];
+    if (x->done) continue;
+    if (!x->started || x->alg != MG__ALG_DIRECT || x->phase != 3) return 0;
+    t += (double)x->bytes * (double)(x->n - 1) * 1e-9;
+  }
+  return t < 0.01 ? t : 0.01;
+}
+
 mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
   mg__hx_t inline_x[4];
   mg__hx_t *xs = n <= 4 ? inline_x : calloc((size_t)n, sizeof *xs);
@@ -1913,7 +1932,8 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     /* Spinning: back to the passes at once. A burst of pauses here would leave this rank blind
      * to a peer's publication for its length (32 pauses are ~0.8 us on AMD Zen, where one is ~60
      * cycles), and a small collective is a chain of such waits. */
-    if (now - idle_since < spin) continue;
+    const double readers = mg__readers_copy_s(xs, n);
+    if (now - idle_since < (readers > spin ? readers : spin)) continue;
     /* Sleep on the segment of the first pending operation; with several segments a wake on
      * another one is not seen here, so sleep briefly. Announce the sleep, then look once more
      * (mg__hshm_sleep_begin's contract), so that no publication is missed. */

@@ -673,6 +673,7 @@ void mg__hshm_sleep(mg__hshm_t *s, uint32_t seen, double timeout_s) {
   struct timespec ts;
   ts.tv_sec = (time_t)timeout_s;
   ts.tv_nsec = (long)((timeout_s - (double)ts.tv_sec) * 1e9);
+  s->sleeps++;
   /* Returns at once if the word already changed; EINTR and timeouts are just early returns. */
   syscall(SYS_futex, &s->hdr->wake, FUTEX_WAIT, seen, &ts, NULL, 0);
 }

@@ -211,6 +211,7 @@ typedef struct mg__hshm {
                                  * copy from a peer may be a process_vm_readv */
   int probed;                   /* this rank has published its verdict */
   int look;                     /* init: the first peer whose process the next look reads */
+  uint64_t sleeps;              /* times this rank slept on the wake word (mg__hshm_sleep) */
   pid_t mypid;
   struct mg__hshm *next;        /* the process's list of mappings (the exit hook walks it) */
 } mg__hshm_t;
