@@ -6,6 +6,7 @@
  *
  * Divisions: the lock and the environment; errors; knobs; control; threads.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,13 +230,34 @@ MGSIM_API int mgsim_control(const char *key, long value) {
 
 /* ---- threads -------------------------------------------------------------------------------- */
 
+/* What a spawned thread runs: it names itself (for debuggers only), then runs fn. Named by
+ * itself, not by its creator: a detached thread may have ended, and its handle be gone, by the
+ * time pthread_create returns (the likely cause of a crash of nccl_sim_smoke_nonblocking in CI). */
+typedef struct {
+  void *(*fn)(void *);
+  void *arg;
+  char name[16];
+} sim_spawned_t;
+
+static void *sim_spawned_main(void *p) {
+  sim_spawned_t sp = *(sim_spawned_t *)p;
+  free(p);
+  (void)pthread_setname_np(pthread_self(), sp.name);
+  return sp.fn(sp.arg);
+}
+
 int sim_spawn(void *(*fn)(void *), void *arg, const char *name) {
+  sim_spawned_t *sp = malloc(sizeof *sp);
+  if (sp == NULL) return ENOMEM;
+  sp->fn = fn;
+  sp->arg = arg;
+  snprintf(sp->name, sizeof sp->name, "%s", name);
   pthread_attr_t at;
   pthread_t th;
   pthread_attr_init(&at);
   pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  int rc = pthread_create(&th, &at, fn, arg);
+  int rc = pthread_create(&th, &at, sim_spawned_main, sp);
   pthread_attr_destroy(&at);
-  if (rc == 0) (void)pthread_setname_np(th, name); /* for debuggers only */
+  if (rc != 0) free(sp);
   return rc;
 }

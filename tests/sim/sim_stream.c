@@ -114,6 +114,9 @@ static mg__CUresult sim_stream_lock(mg__CUstream h, mg__CUcontext ctx, sim_strea
 
 static void *sim_stream_main(void *arg) {
   sim_stream_t *s = arg;
+  char name[16]; /* for debuggers only; named here: see sim_spawn */
+  snprintf(name, sizeof name, "mgsim-s%u", s->id);
+  (void)pthread_setname_np(pthread_self(), name);
   pthread_mutex_lock(&s->lock);
   for (;;) {
     while (s->head == NULL && !s->destroyed) pthread_cond_wait(&s->cv, &s->lock);
@@ -154,9 +157,6 @@ static mg__CUresult sim_stream_push(sim_stream_t *s, mgsim_fn_t fn, void *arg, i
       free(it);
       return MG__CUDA_ERROR_OUT_OF_MEMORY;
     }
-    char name[16];
-    snprintf(name, sizeof name, "mgsim-s%u", s->id);
-    (void)pthread_setname_np(th, name); /* for debuggers only */
     s->started = 1;
   }
   if (s->tail != NULL)
