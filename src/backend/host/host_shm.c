@@ -118,46 +118,46 @@ typedef struct {
  * (the other ranks adopt them).
  *
  * MGCOMM_HOST_DIRECT_BYTES -1: between threads of one process a direct copy is a memcpy, and from
- * 2 KiB it beats the staged one, which makes every cache line of the data cross between CPUs
- * twice (2 thread ranks on the 2-CPU development VM: broadcast 4-64 KiB 3-5x faster, gather,
- * scatter and all_to_all 2-4x; bench/results/2026-11-24-host-vs-mpi-2core-threads.md). But it
- * adds to the owner's call a wait for its readers, which costs a switch of the CPU where ranks
- * outnumber CPUs: on one CPU (2 threads under `taskset -c 0`) the staged copies win below 256
- * KiB (broadcast, gather, scatter, all_gather at 32-128 KiB 1.05-1.65x slower read once), and so
- * they do, or nearly, with 4 ranks or more to a CPU; with up to 2 ranks to a CPU and several CPUs
- * reading once wins from 32 KiB per rank (3 and 4 threads on the 2-CPU VM, 32-512 KiB: gather,
- * all_gather, all_to_all, scatter and reduce 0.2-0.8x the staged time, broadcast 0.5-1.0x; the
- * staged pipeline there also swings 2-4x from run to run, the single copy does not;
+ * 2 KiB it beats the staged one, which makes every cache line of the data cross between CPUs twice
+ * (2 thread ranks on the 2-CPU development VM: broadcast 4-64 KiB 3-5x faster, gather, scatter and
+ * all_to_all 2-4x; bench/results/2026-11-24-host-vs-mpi-2core-threads.md). But it adds to the
+ * owner's call a wait for its readers, which costs a switch of the CPU where ranks outnumber CPUs:
+ * on one CPU (2 threads under `taskset -c 0`) the staged copies win below 256 KiB (broadcast,
+ * gather, scatter, all_gather at 32-128 KiB 1.05-1.65x slower read once), and so they do, or
+ * nearly, with 4 ranks or more to a CPU; with up to 2 ranks to a CPU and several CPUs reading once
+ * wins from 32 KiB per rank (3 and 4 threads on the 2-CPU VM, 32-512 KiB: gather, all_gather,
+ * all_to_all, scatter and reduce 0.2-0.8x the staged time, broadcast 0.5-1.0x; the staged pipeline
+ * there also swings 2-4x from run to run, the single copy does not;
  * bench/results/2026-11-29-host-threads-oversubscribed.md). The CPUs counted are those the
- * creating rank's thread may run on. Between processes the
- * copy is a process_vm_readv. Where it is slow (host_readv.c) and every rank may have a CPU of
- * the machine, reading once wins from 32 KiB up to 1 MiB read, and the staged pipeline, whose two
- * copies overlap, from there (2-CPU VM, 2 processes, 128-512 KiB: all_gather, all_to_all, gather,
- * scatter 0.75-1.00x Open MPI's time read once, 0.79-1.83x staged; broadcast in place 32-128 KiB
- * 0.98-0.99x against 1.19-1.79x; 2 MiB: scatter in place 1.32-1.40x read once, 0.81-0.85x staged;
+ * creating rank's thread may run on. Between processes the copy is a process_vm_readv. Where it is
+ * slow (host_readv.c) and every rank may have a CPU of the machine, reading once wins from 32 KiB
+ * up to 1 MiB read, and the staged pipeline, whose two copies overlap, from there (2-CPU VM, 2
+ * processes, 128-512 KiB: all_gather, all_to_all, gather, scatter 0.75-1.00x Open MPI's time read
+ * once, 0.79-1.83x staged; broadcast in place 32-128 KiB 0.98-0.99x against 1.19-1.79x; 2 MiB:
+ * scatter in place 1.32-1.40x read once, 0.81-0.85x staged;
  * bench/results/2026-11-29-host-vs-mpi-2core-window.md). With more ranks than CPUs the staged
- * copies win (4 processes on it, 128-512 KiB: scatter in place 0.97-1.09x staged, 1.95-2.09x
- * read once; all_to_all 0.61-0.65x against 1.10-1.16x; noisy runs), as once on the same VM
- * for 2 processes too (2026-11-25: scatter in place from 512 KiB 0.42-0.74x staged, 1.01-1.06x read
+ * copies win (4 processes on it, 128-512 KiB: scatter in place 0.97-1.09x staged, 1.95-2.09x read
+ * once; all_to_all 0.61-0.65x against 1.10-1.16x; noisy runs), as once on the same VM for 2
+ * processes too (2026-11-25: scatter in place from 512 KiB 0.42-0.74x staged, 1.01-1.06x read
  * once): those collectives stay staged there. Where it is fast it wins from 8 KiB per rank (2
  * processes on the 16-CPU Xeon, 8-16 KiB per rank: gather, scatter, all_gather and all_to_all(v)
  * 0.39-0.69x Open MPI's time read once against 0.81-1.30x staged, broadcast 0.35-0.61x against
  * 0.91-1.22x; 4 processes, gather and all_to_all of 8-16 KiB per rank 0.40-0.65x against
- * 0.78-1.26x; bench/results/2026-11-29-host-direct-8k.md), except for broadcast and all_gather
- * of 3 or more ranks, whose readers all read one buffer at once: from 128 KiB read per rank those
- * stay staged (4 processes on the 16-CPU Xeon, broadcast 128 KiB-2 MiB: 0.91-1.40x Open MPI's
- * time read once, 0.50-0.80x staged;
- * bench/results/2026-11-25-host-direct-threshold-2machines.md, ...-readv-probe.md); and a
- * gather, whose root reads every piece alone, from 16 MiB read, where the owners' copies in, in
- * parallel, let the root's copies out run at memcpy's speed (4 processes, 32-128 MiB: 1.24-1.43x
- * Open MPI's time read once, 0.97-1.03x staged). Messages between processes are read by the
- * receiver from 256 KiB where process_vm_readv is fast (0.31-0.79x Open MPI's time from 512 KiB
- * against 0.98-1.25x through the ring; bench/results/2026-11-25-host-p2p-lent-procs.md), and
- * where it is slow from 32 KiB in the window above (sendrecv, 2 processes on the 2-CPU VM, 32
- * KiB-32 MiB: 0.95-1.02x against 0.92-1.90x through the ring, 1.09-1.90x below 32 MiB), else
- * never (4 processes there, 32-512 KiB: 0.42-0.95x through the ring, 0.90-1.00x read). Set by hand,
- * MGCOMM_HOST_DIRECT_BYTES holds for all of these, and MGCOMM_HOST_READV_MAX_BYTES for broadcast,
- * all_gather, gather and reduce. One rank has no peer to read: it measures nothing. */
+ * 0.78-1.26x; bench/results/2026-11-29-host-direct-8k.md), except for broadcast and all_gather of
+ * 3 or more ranks, whose readers all read one buffer at once: from 128 KiB read per rank those
+ * stay staged (4 processes on the 16-CPU Xeon, broadcast 128 KiB-2 MiB: 0.91-1.40x Open MPI's time
+ * read once, 0.50-0.80x staged; bench/results/2026-11-25-host-direct-threshold-2machines.md,
+ * ...-readv-probe.md); and a gather, whose root reads every piece alone, from 16 MiB read, where
+ * the owners' copies in, in parallel, let the root's copies out run at memcpy's speed (4
+ * processes, 32-128 MiB: 1.24-1.43x Open MPI's time read once, 0.97-1.03x staged). Messages
+ * between processes are read by the receiver from 256 KiB where process_vm_readv is fast
+ * (0.31-0.79x Open MPI's time from 512 KiB against 0.98-1.25x through the ring;
+ * bench/results/2026-11-25-host-p2p-lent-procs.md), and where it is slow from 32 KiB in the window
+ * above (sendrecv, 2 processes on the 2-CPU VM, 32 KiB-32 MiB: 0.95-1.02x against 0.92-1.90x
+ * through the ring, 1.09-1.90x below 32 MiB), else never (4 processes there, 32-512 KiB:
+ * 0.42-0.95x through the ring, 0.90-1.00x read). Set by hand, MGCOMM_HOST_DIRECT_BYTES holds for
+ * all of these, and MGCOMM_HOST_READV_MAX_BYTES for broadcast, all_gather, gather and reduce. One
+ * rank has no peer to read: it measures nothing. */
 static void mg__thresholds(int n, int local, mg__hshm_header_t *h) {
   const int64_t direct = mg__param_int(MG_PARAM_HOST_DIRECT_BYTES);
   const int64_t readv_max = mg__param_int(MG_PARAM_HOST_READV_MAX_BYTES);
