@@ -66,12 +66,15 @@ static mg_status_t mg__v_check(const mg__op_t *op, const size_t *const v_in[4], 
   return MG_OK;
 }
 
-/* Copies all_to_allv's arrays into op->v (freed by mg__op_release). */
-static mg_status_t mg__v_copy(mg__op_t *op, const size_t *const v_in[4], const char *fn) {
+mg_status_t mg__op_keep(mg__op_t *op, const char *fn) {
+  if (op->kind != MG_OPK_ALL_TO_ALLV || op->v_kept != NULL) return MG_OK;
   const size_t n = (size_t)op->comm->nranks;
-  op->v = malloc(4 * n * sizeof(size_t));
-  if (op->v == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-  for (int i = 0; i < 4; i++) memcpy(op->v + (size_t)i * n, v_in[i], sizeof(size_t) * n);
+  op->v_kept = malloc(4 * n * sizeof(size_t));
+  if (op->v_kept == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+  for (size_t i = 0; i < 4; i++) {
+    memcpy(op->v_kept + i * n, op->v[i], sizeof(size_t) * n);
+    op->v[i] = op->v_kept + i * n;
+  }
   return MG_OK;
 }
 
@@ -162,5 +165,7 @@ mg_status_t mg__op_validate(mg__op_t *op, const size_t *const v_in[4], const cha
 
   op->send_bytes = s_b;
   op->recv_bytes = r_b;
-  return kind == MG_OPK_ALL_TO_ALLV ? mg__v_copy(op, v_in, fn) : MG_OK;
+  if (kind == MG_OPK_ALL_TO_ALLV)
+    for (int i = 0; i < 4; i++) op->v[i] = v_in[i];
+  return MG_OK;
 }

@@ -68,8 +68,10 @@ typedef struct mg__op {
   mg_dtype_t dtype;
   mg__redop_t redop;      /* reductions only */
   int root;               /* root, or the peer of send/recv; -1 when neither */
-  size_t *v;              /* all_to_allv: sendcounts, sdispls, recvcounts, rdispls (4 x nranks),
-                             owned by the op */
+  const size_t *v[4];     /* all_to_allv: sendcounts, sdispls, recvcounts, rdispls ([nranks]
+                             each): the caller's arrays while the op lives only in its call,
+                             v_kept's once it outlives it (mg__op_keep) */
+  size_t *v_kept;         /* the op's own copy of them, or NULL */
   mg_stream_t stream;
   struct mg_stream *hstream; /* the host stream (src/core/stream.c) when stream is one, else
                                 NULL; set by the core before check_op */

@@ -73,7 +73,7 @@ static void mg__csig_make(const mg__op_t *op, mg__csig_t *s) {
     return;
   }
   const int n = op->comm->nranks, me = op->comm->rank;
-  const size_t *sc = op->v, *rc = op->v + 2 * (size_t)n;
+  const size_t *sc = op->v[0], *rc = op->v[2];
   for (int p = 0; p < n; p++) {
     s->count += (uint64_t)sc[p] * mg__a2av_w(me, p);
     s->vsum += (uint64_t)rc[p] * mg__a2av_w(p, me);

@@ -289,13 +289,14 @@ mg_status_t mg__post_checked(mg__op_t *op, const char *fn) {
     return st;
   }
   mg__op_t *copy = NULL;
-  if (g->n < g->cap || mg__group_grow(g) == 0)
+  mg_status_t st = mg__op_keep(op, fn); /* it runs at the group's end */
+  if (st >= 0 && (g->n < g->cap || mg__group_grow(g) == 0))
     copy = g->n < MG__GROUP_INLINE ? &g->inline_ops[g->n] : malloc(sizeof *copy);
   if (copy == NULL) {
     mg__op_release(op);
-    return mg__group_note(mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn));
+    return mg__group_note(st < 0 ? st : mg__error(MG_ERR_OUT_OF_MEMORY, "%s: out of memory", fn));
   }
-  *copy = *op; /* takes over op->v */
+  *copy = *op; /* takes over op->v_kept */
   g->ops[g->n++] = copy;
   return MG_OK;
 }

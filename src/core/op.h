@@ -10,16 +10,21 @@
 #include "core/backend.h"
 
 /* Checks every argument of op against the rules of mgcomm.h's "Operations"; clears the buffers
- * the calling rank does not use; captures the reduction op; copies all_to_allv's arrays into
- * op->v (freed by mg__op_release). Errors name fn and the argument. */
+ * the calling rank does not use; captures the reduction op; points op->v at all_to_allv's arrays
+ * (the caller's: mg__op_keep copies them for an op that outlives the call). Errors name fn and
+ * the argument. */
 mg_status_t mg__op_validate(mg__op_t *op, const size_t *const v_in[4], const char *fn);
+/* Gives an all_to_allv op that outlives its call (in a group, on a host stream, in a world) its
+ * own copy of the arrays it points at (op->v_kept, freed by mg__op_release); nothing for one that
+ * has its copy already, or for the other kinds. MG_OK or MG_ERR_OUT_OF_MEMORY, naming fn. */
+mg_status_t mg__op_keep(mg__op_t *op, const char *fn);
 /* Captures op->redop.op (built-in, or a custom op of op->comm for op->dtype) into op->redop. */
 mg_status_t mg__redop_capture(mg__op_t *op, const char *fn);
-/* Frees what validation allocated for op (all_to_allv's arrays; the others have nothing). */
+/* Frees what op owns (all_to_allv's kept arrays; the others own nothing). */
 static inline void mg__op_release(mg__op_t *op) {
-  if (op->v == NULL) return;
-  free(op->v);
-  op->v = NULL;
+  if (op->v_kept == NULL) return;
+  free(op->v_kept);
+  op->v_kept = NULL;
 }
 /* Posts an op that was validated already (ops.c's mg__post, the world's workers): runs it now,
  * or records it when the calling thread is in a group. */

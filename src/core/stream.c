@@ -396,6 +396,7 @@ mg_status_t mg__stream_submit(mg__op_t *const *ops, int n) {
   if (items == NULL) return mg__error(MG_ERR_OUT_OF_MEMORY, "host stream: out of memory");
   int nitems = 0;
   mg_status_t st = MG_OK;
+  for (int i = 0; i < n && st == MG_OK; i++) st = mg__op_keep(ops[i], "host stream");
   for (int i = 0; i < n && st == MG_OK; i++) {
     int seen = 0;
     for (int j = 0; j < i && !seen; j++) seen = ops[j]->comm == ops[i]->comm;
@@ -426,7 +427,7 @@ mg_status_t mg__stream_submit(mg__op_t *const *ops, int n) {
     if (items != one) free(items);
     return st;
   }
-  for (int i = 0; i < n; i++) ops[i]->v = NULL; /* the items' copies own them now */
+  for (int i = 0; i < n; i++) ops[i]->v_kept = NULL; /* the items' copies own them now */
   for (int i = 0; i < nitems; i++) {
     mg__opitem_t *oi = items[i];
     mg_comm_t *comm = oi->ops[0].comm;

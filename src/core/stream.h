@@ -50,8 +50,8 @@ struct mg_stream *mg__hstream_lookup(mg_stream_t s);
 const mg_comm_t *mg__hstream_comm(const struct mg_stream *hs);
 /* Queues ops[0..n) (validated, each with op->hstream set) on their communicators' workers: one
  * item per communicator, so that the ops of one group on one communicator are posted together.
- * Numbers and records each op; takes over each op's `v` (op->v is NULL afterwards). MG_OK, or
- * an error with nothing queued. */
+ * Numbers and records each op; keeps each op's all_to_allv arrays and takes them over
+ * (op->v_kept is NULL afterwards). MG_OK, or an error with nothing queued. */
 mg_status_t mg__stream_submit(mg__op_t *const *ops, int n);
 
 /* Markers: points in a host stream, for the host backend's marks. A marker is an item queued on

@@ -163,7 +163,7 @@ static void mg__wpart_run(mg__item_t *it) {
       (void)mg__post_checked(&b->ops[p->first + i], "world");
     st = mg_group_end();
   }
-  for (int i = 0; i < p->count; i++) b->ops[p->first + i].v = NULL; /* posted: the op owned it */
+  for (int i = 0; i < p->count; i++) b->ops[p->first + i].v_kept = NULL; /* posted: it owned it */
   /* Enqueued: the buffers they write record them as their last writer (a failure records
    * nothing). An error of the record fails the part, as a failed mark would. */
   const mg_status_t rec = mg__wbufs_end(b, p->first, p->count, st >= 0);
@@ -291,7 +291,8 @@ static void mg__wg_clear(void) {
 }
 
 /* Validates wops[0..n) against the current communicators (the caller holds w->lock), writing
- * the validated ops to out[0..n) (each takes its `v`). On error every op made is released. */
+ * the validated ops to out[0..n) (each with its own all_to_allv arrays). On error every op made
+ * is released. */
 static mg_status_t mg__wvalidate(mg_world_t *w, mg__wop_t *wops, int n, mg__op_t *out,
                                  const char *fn) {
   for (int i = 0; i < n; i++) {
@@ -302,6 +303,7 @@ static mg_status_t mg__wvalidate(mg_world_t *w, mg__wop_t *wops, int n, mg__op_t
     op->stream = w->streams[r];
     mg_status_t st = mg__op_validate(op, wops[i].v_in, fn);
     if (st >= 0) st = op->comm->backend->check_op(op, fn);
+    if (st >= 0) st = mg__op_keep(op, fn); /* it runs on the rank's worker */
     if (st < 0) {
       for (int k = 0; k <= i; k++) mg__op_release(&out[k]);
       /* "fn: what" becomes "fn: rank r: what" (formatted only on this path). */

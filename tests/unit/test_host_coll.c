@@ -227,6 +227,43 @@ static int is_reduction(int k) {
   return k == K_ALL_REDUCE || k == K_REDUCE || k == K_REDUCE_SCATTER;
 }
 
+/* all_to_allv's count and displacement arrays are the caller's only for the call: an operation
+ * that outlives it (in a group, until the group's end; on a host stream, until the worker runs
+ * it) must have taken its own copy. Each rank overwrites its arrays with zeros (which would move
+ * nothing, or fail as mismatched) right after the call; on the host stream the last rank posts
+ * 50 ms after the others, so that their all_to_allv, behind an all_reduce, runs after that. */
+static void a2av_outlives_call(mg_comm_t *comm) {
+  int me;
+  ASSERT_OK(mg_comm_rank(comm, &me));
+  mg_stream_t stream;
+  ASSERT_OK(mg_stream_create(comm, &stream));
+  for (int way = 0; way < 2; way++) {
+    int64_t send[32], recv[32], one = 1, sum = 0;
+    size_t sc[16], sd[16], rc[16], rd[16];
+    for (int p = 0; p < nranks; p++) {
+      sc[p] = rc[p] = 2, sd[p] = rd[p] = 2 * (size_t)p;
+      for (int i = 0; i < 2; i++) send[2 * p + i] = me * 100 + p * 10 + i, recv[2 * p + i] = -1;
+    }
+    if (way == 0) {
+      ASSERT_OK(mg_group_begin());
+      ASSERT_OK(mg_all_to_allv(send, sc, sd, recv, rc, rd, MG_INT64, comm, NULL));
+      memset(sc, 0, sizeof sc), memset(rc, 0, sizeof rc);
+      ASSERT_OK(mg_group_end());
+    } else {
+      if (me == nranks - 1) usleep(50000);
+      ASSERT_OK(mg_all_reduce(&one, &sum, 1, MG_INT64, MG_SUM, comm, stream));
+      ASSERT_OK(mg_all_to_allv(send, sc, sd, recv, rc, rd, MG_INT64, comm, stream));
+      memset(sc, 0, sizeof sc), memset(rc, 0, sizeof rc);
+      mg_status_t st = mg_stream_sync(stream, 30);
+      if (st != MG_OK) FAIL("rank %d: all_to_allv on a host stream: %s", me, mg_last_error());
+      ASSERT_EQ(sum, nranks);
+    }
+    for (int p = 0; p < nranks; p++)
+      for (int i = 0; i < 2; i++) ASSERT_EQ(recv[2 * p + i], p * 100 + me * 10 + i);
+  }
+  ASSERT_OK(mg_stream_destroy(stream));
+}
+
 /* The whole matrix, in the same order on every rank. */
 static long run_matrix(mg_comm_t *comm) {
   static const size_t counts[] = {0, 1, 7, 1023, 70001};
@@ -275,6 +312,7 @@ static long run_matrix(mg_comm_t *comm) {
     for (int r = 0; r < nranks; r++) ASSERT_EQ(all[r], r + 1);
     ASSERT_EQ(ring, left + 1);
   }
+  a2av_outlives_call(comm);
   return wrong;
 }
 

@@ -451,7 +451,7 @@ static int mg__a2av_lends(const mg__hx_t *x) {
   if (!x->s->direct) return 0;
   size_t most = 0;
   for (int p = 0; p < x->n; p++)
-    if (p != x->me && x->op->v[p] > most) most = x->op->v[p];
+    if (p != x->me && x->op->v[0][p] > most) most = x->op->v[0][p];
   const size_t b = most * x->es;
   if (!x->s->processes) return most > 0 && b >= x->s->hdr->direct_threads_bytes;
   const uint64_t max = x->s->hdr->readv_max_bytes[MG_OPK_ALL_TO_ALL]; /* as all_to_all's */
@@ -693,13 +693,13 @@ static void mg__coll_announce(mg__hx_t *x) {
     atomic_store_explicit(&d->lent, x->a2av_lend ? (uint64_t)(uintptr_t)op->send : 0,
                           memory_order_relaxed);
     _Atomic uint64_t *vc = mg__hshm_vcounts(x->s, x->me, x->s0);
-    const size_t *rc = op->v + 2 * (size_t)x->n;
+    const size_t *sc = op->v[0], *sd = op->v[1], *rc = op->v[2];
     count = 0;
     for (int p = 0; p < x->n; p++) {
-      if (op->v[p] > count) count = op->v[p];
-      atomic_store_explicit(&vc[p], op->v[p], memory_order_relaxed);
+      if (sc[p] > count) count = sc[p];
+      atomic_store_explicit(&vc[p], sc[p], memory_order_relaxed);
       atomic_store_explicit(&vc[x->n + p], rc[p], memory_order_relaxed);
-      atomic_store_explicit(&vc[2 * x->n + p], op->v[x->n + p], memory_order_relaxed);
+      atomic_store_explicit(&vc[2 * x->n + p], sd[p], memory_order_relaxed);
     }
   }
   if (op->redop.premul) { /* as the scalar reads now: at the start of the call */
@@ -896,7 +896,7 @@ static void mg__copy_in(mg__hx_t *x) {
     mg__hshm_mail_t *m = mg__mail(x, x->me);
     const int from_root = op->kind == MG_OPK_BROADCAST || op->kind == MG_OPK_SCATTER;
     if (op->kind == MG_OPK_ALL_TO_ALLV) { /* its counts, and its pieces but its own if they fit */
-      const size_t *sc = op->v, *sd = op->v + x->n, *rc = op->v + 2 * x->n;
+      const size_t *sc = op->v[0], *sd = op->v[1], *rc = op->v[2];
       for (int p = 0; p < x->n; p++) {
         const uint64_t sent = sc[p], expected = rc[p];
         memcpy(m->data + 8 * (size_t)p, &sent, 8);
@@ -958,7 +958,7 @@ static void mg__copy_in(mg__hx_t *x) {
         if (x->k == 0) MG__TSAN_RELEASE(op->send);
         break;
       }
-      const size_t *sc = op->v, *sd = op->v + x->n;
+      const size_t *sc = op->v[0], *sd = op->v[1];
       for (int j = 0; j < x->n; j++)
         if (j != x->me)
           mg__copy(mine + (size_t)j * E * es, mg__sb(x) + (sd[j] + off) * es,
@@ -1091,7 +1091,7 @@ static mg_status_t mg__direct_out(mg__hx_t *x, int *from) {
 static mg_status_t mg__a2av_lent_out(mg__hx_t *x, int *from) {
   const mg__op_t *op = x->op;
   const int n = x->n, me = x->me;
-  const size_t *rc = op->v + 2 * n, *rd = op->v + 3 * n;
+  const size_t *rc = op->v[2], *rd = op->v[3];
   for (int r = 0; r < n; r++) {
     if (r == me || x->in[r] == NULL) continue;
     *from = r;
@@ -1136,7 +1136,7 @@ static void mg__copy_out(mg__hx_t *x) {
       }
       case MG_OPK_ALL_TO_ALLV: { /* each mail's piece for me, where its rank packed it */
         if (!x->a2av_mailed) break; /* mg__a2av_restage */
-        const size_t *sd = op->v + n, *rc = op->v + 2 * n, *rd = op->v + 3 * n;
+        const size_t *sd = op->v[1], *rc = op->v[2], *rd = op->v[3];
         for (int r = 0; r < n; r++) {
           const unsigned char *src = r != me ? mg__mail(x, r)->data + mg__a2av_mail_off(x, r, me)
                                              : mg__sb(x) + sd[me] * es;
@@ -1210,11 +1210,11 @@ static void mg__copy_out(mg__hx_t *x) {
       break;
     }
     case MG_OPK_ALL_TO_ALLV: {
-      const size_t *rc = op->v + 2 * n, *rd = op->v + 3 * n;
+      const size_t *rc = op->v[2], *rd = op->v[3];
       for (int r = 0; r < n; r++) {
         if (r == me) {
           if (x->k == 0) /* the own part moves in one go; argcheck made both counts equal */
-            mg__copy(mg__rb(x) + rd[me] * es, mg__sb(x) + op->v[n + me] * es, rc[me] * es);
+            mg__copy(mg__rb(x) + rd[me] * es, mg__sb(x) + op->v[1][me] * es, rc[me] * es);
           continue;
         }
         if (x->in[r] != NULL) continue; /* lent: read in step 0 (mg__a2av_lent_out) */

@@ -237,8 +237,7 @@ static mg__ncclResult_t mg__nccl_issue_p2p(const mg__op_t *op,
       }
       return res;
     case MG_OPK_ALL_TO_ALLV: {
-      const size_t *sc = op->v, *sd = op->v + n, *rc = op->v + 2 * (size_t)n,
-                   *rd = op->v + 3 * (size_t)n;
+      const size_t *sc = op->v[0], *sd = op->v[1], *rc = op->v[2], *rd = op->v[3];
       for (int p = 0; p < n && res == MG__ncclSuccess; p++) {
         if (sc[p] > 0) {
           *call = "ncclSend";
