@@ -159,6 +159,10 @@ set_tests_properties(host_busy_cpu PROPERTIES RUN_SERIAL TRUE) # it times calls
 # all_reduce and reduce_scatter up to the mails' size travel in the ranks' mails, one element
 # more through the slots (tests/unit/host_mail.c).
 mg_test(NAME host_mail SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_mail.c LABELS host)
+# A staged scatter's root writes each reader's piece into the reader's own slot: a step per slot
+# of each piece (tests/unit/host_scatter_steps.c).
+mg_test(NAME host_scatter_steps SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_scatter_steps.c
+        LABELS host)
 # An owner whose readers copy out of its buffer does not sleep while they copy
 # (tests/unit/host_readers_spin.c).
 mg_test(NAME host_readers_spin SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_readers_spin.c

@@ -4,11 +4,12 @@
  * to completion from one thread.
  *
  * Collectives move data in numbered steps (the step counter advances identically on every rank).
- * In step s a rank: (0) waits until every rank has finished reading step s-2 (its slot buffer
- * s&1 is then free), copies its input into slot (me, s&1) and publishes posted = s+1; (1) waits
- * for the ranks it reads from to have posted step s, then reduces or copies out (two-phase
- * reductions first reduce their own slice in place, publish reduced = s+1, and (2) wait for
- * everyone's slice before copying out); finally it publishes released = s+1. Messages longer
+ * In step s a rank: (0) waits until every rank has finished reading step s-2 (every slot buffer
+ * s&1 is then free), copies its input into slot (me, s&1) (a scatter's root: each reader's piece
+ * into the reader's slot) and publishes posted = s+1; (1) waits for the ranks it reads from to
+ * have posted step s, then reduces or copies out (two-phase reductions first reduce their own
+ * slice in place, publish reduced = s+1, and (2) wait for everyone's slice before copying out);
+ * finally it publishes released = s+1. Messages longer
  * than a slot are pipelined through the two slots of each rank. Small all_reduce and reduce use
  * one step in which every reader reduces all inputs itself (lowest latency); large ones use the
  * two-phase form in which each rank reduces 1/nranks of the data (no rank does all the work); a
@@ -505,9 +506,8 @@ static int mg__root_stages(const mg__hx_t *x) {
 /* The reader of a collective whose root stages it (mg__root_stages) goes on as the staged
  * path's reader, in as many steps as its root. */
 static void mg__reader_stages(mg__hx_t *x) {
-  const size_t slot_el = x->s->hdr->slot_bytes / x->es;
   x->alg = MG__ALG_CHUNK;
-  x->E = x->op->kind == MG_OPK_SCATTER ? slot_el / (size_t)x->n : slot_el;
+  x->E = x->s->hdr->slot_bytes / x->es;
   x->nsteps = (x->op->count + x->E - 1) / x->E;
 }
 
@@ -564,7 +564,6 @@ static void mg__coll_start(mg__hx_t *x) {
     case MG_OPK_BROADCAST:
     case MG_OPK_SCATTER:
       x->set1 = is_root ? MG__SET_NONE : MG__SET_ROOT;
-      if (op->kind == MG_OPK_SCATTER) x->E = slot_el / (size_t)x->n;
       break;
     case MG_OPK_GATHER:
       x->set1 = is_root ? MG__SET_ALL : MG__SET_NONE;
@@ -944,15 +943,20 @@ static void mg__copy_in(mg__hx_t *x) {
         mg__copy(mine, mg__sb(x) + off * es, mg__step_len(c, E, x->k) * es);
       break;
     case MG_OPK_REDUCE_SCATTER:
-    case MG_OPK_ALL_TO_ALL:
-    case MG_OPK_SCATTER: {
-      if (op->kind == MG_OPK_SCATTER && op->root != x->me) break;
+    case MG_OPK_ALL_TO_ALL: {
       size_t len = mg__step_len(c, E, x->k);
       for (int j = 0; j < x->n; j++)
         if (j != x->me || op->kind == MG_OPK_REDUCE_SCATTER)
           mg__copy(mine + (size_t)j * E * es, mg__sb(x) + ((size_t)j * c + off) * es, len * es);
       break;
     }
+    case MG_OPK_SCATTER: /* the root writes each reader's piece into that reader's own slot */
+      if (op->root != x->me) break;
+      for (int j = 0; j < x->n; j++)
+        if (j != x->me)
+          mg__copy(mg__slot(x, j), mg__sb(x) + ((size_t)j * c + off) * es,
+                   mg__step_len(c, E, x->k) * es);
+      break;
     case MG_OPK_ALL_TO_ALLV: {
       if (x->a2av_lend) { /* its readers copy from send, announced (mg__coll_announce) */
         if (x->k == 0) MG__TSAN_RELEASE(op->send);
@@ -1205,7 +1209,7 @@ static void mg__copy_out(mg__hx_t *x) {
       break;
     case MG_OPK_SCATTER: {
       const unsigned char *src = is_root ? mg__sb(x) + ((size_t)me * c + off) * es
-                                         : mg__slot(x, op->root) + (size_t)me * E * es;
+                                         : mg__slot(x, me);
       if (mg__rb(x) + off * es != src) mg__copy(mg__rb(x) + off * es, src, len * es);
       break;
     }
