@@ -1935,8 +1935,8 @@ mg_status_t mg__host_launch(mg__op_t *const *ops, int n) {
     /* Spinning: back to the passes at once. A burst of pauses here would leave this rank blind
      * to a peer's publication for its length (32 pauses are ~0.8 us on AMD Zen, where one is ~60
      * cycles), and a small collective is a chain of such waits. */
-    const double readers = mg__readers_copy_s(xs, n);
-    if (now - idle_since < (readers > spin ? readers : spin)) continue;
+    const double idle_s = now - idle_since;
+    if (idle_s < spin || idle_s < mg__readers_copy_s(xs, n)) continue;
     /* Sleep on the segment of the first pending operation; with several segments a wake on
      * another one is not seen here, so sleep briefly. Announce the sleep, then look once more
      * (mg__hshm_sleep_begin's contract), so that no publication is missed. */
