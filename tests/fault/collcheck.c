@@ -13,12 +13,14 @@
  *     which names the collective's number, the field, the ranks and what each called; the
  *     communicator stays ready and a matched all_reduce then works (ahead: it is refused again,
  *     the ranks' numbers differing for good). With a case (0 match ... 7 ahead), that one only.
- *   collcheck sim on|off     2 ranks on the simulated NCCL (tests/sim): rank 1 posts an
- *     all_reduce of count 0, which NCCL skips, against rank 0's count 4, which waits for rank 1
- *     on the GPU for ever.
+ *   collcheck sim on|off     2 ranks on the simulated NCCL (tests/sim), or
+ *   collcheck gpu on|off     on 2 GPUs with the real NCCL (label gpu; exit 77 with fewer): after
+ *     a matched all_reduce (NCCL has connected the pair), rank 1 posts an all_reduce of count 0,
+ *     which NCCL skips, against rank 0's count 4, which waits for rank 1 on the GPU for ever.
  *     on (MGCOMM_CHECK_COLLECTIVES=1): both calls are refused within a second, with the same
  *       message; then matched calls, and groups over both ranks from one thread (matched, and
- *       mismatched: refused), work; destroy leaves nothing (the check's memory and streams).
+ *       mismatched: refused), work; destroy leaves nothing in the simulator (the check's memory
+ *       and streams).
  *     off (=0): rank 0's call is enqueued, and its request times out at the deadline (1 s).
  */
 #include <pthread.h>
@@ -272,7 +274,7 @@ static void host_procs(void) {
   munmap(msgs, sizeof(char[N][MSG]));
 }
 
-/* ---- the simulated NCCL ------------------------------------------------------------------- */
+/* ---- NCCL: the simulated one, or real GPUs --------------------------------------------------- */
 
 #define COUNT 4
 static mg_comm_t *scomms[2];
@@ -284,10 +286,10 @@ typedef struct {
   mg_status_t st;
   double dt;
   char msg[MSG];
-} sim_call_t;
+} nc_call_t;
 
-static void *sim_all_reduce(void *p) {
-  sim_call_t *c = p;
+static void *nc_all_reduce(void *p) {
+  nc_call_t *c = p;
   const double t0 = mg__now();
   c->st = mg_all_reduce(sbuf[c->r], sbuf[c->r], c->count, MG_FLOAT32, MG_SUM, scomms[c->r], NULL);
   c->dt = mg__now() - t0;
@@ -296,50 +298,51 @@ static void *sim_all_reduce(void *p) {
 }
 
 /* rank r's all_reduce of counts[r], each from its own thread. */
-static void sim_both(sim_call_t *c, const size_t *counts) {
+static void nc_both(nc_call_t *c, const size_t *counts) {
   pthread_t th[2];
   for (int r = 0; r < 2; r++) {
-    c[r] = (sim_call_t){.r = r, .count = counts[r]};
-    ASSERT_EQ(pthread_create(&th[r], NULL, sim_all_reduce, &c[r]), 0);
+    c[r] = (nc_call_t){.r = r, .count = counts[r]};
+    ASSERT_EQ(pthread_create(&th[r], NULL, nc_all_reduce, &c[r]), 0);
   }
   for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
 }
 
 /* Waits for everything posted on rank r's default stream. */
-static void sim_sync(int r) {
+static void nc_sync(int r) {
   mg_request_t *req = NULL;
   ASSERT_OK(mg_record(scomms[r], NULL, &req));
   ASSERT_OK(mg_request_wait(req, 0));
   ASSERT_OK(mg_request_free(req));
 }
 
-static void sim_set(float v) {
+static void nc_set(float v) {
   float h[COUNT];
   for (int i = 0; i < COUNT; i++) h[i] = v;
   for (int r = 0; r < 2; r++) ASSERT_OK(mg_memcpy(scomms[r], sbuf[r], h, sizeof h));
 }
 
-static void sim_expect(float v) {
+static void nc_expect(float v) {
   for (int r = 0; r < 2; r++) {
     float h[COUNT];
-    sim_sync(r);
+    nc_sync(r);
     ASSERT_OK(mg_memcpy(scomms[r], h, sbuf[r], sizeof h));
     if (h[0] != v || h[COUNT - 1] != v)
       FAIL("rank %d: %g, expected %g", r, (double)h[0], (double)v);
   }
 }
 
-static void sim_make(double timeout) {
+static void nc_make(double timeout) {
   mg_config_t cfg = config(MG_BACKEND_NCCL, timeout);
   ASSERT_OK(mg_comm_init_all(&cfg, 2, NULL, scomms));
   for (int r = 0; r < 2; r++) ASSERT_OK(mg_mem_alloc(scomms[r], COUNT * sizeof(float), &sbuf[r]));
 }
 
-static void sim_release(mgsim_control_fn sim) {
+static void nc_release(mgsim_control_fn sim) {
   for (int r = 0; r < 2; r++) {
     ASSERT_OK(mg_mem_free(sbuf[r]));
     ASSERT_OK(mg_comm_destroy(scomms[r]));
   }
+  if (sim == NULL) return; /* real GPUs */
   for (int r = 0; r < 2; r++) {
     ASSERT_EQ(sim("inside", r), 0);
     ASSERT_EQ(sim("comms", r), 0);
@@ -348,14 +351,14 @@ static void sim_release(mgsim_control_fn sim) {
   ASSERT_EQ(sim("streams", 0), 0);
 }
 
-static void sim_on(mgsim_control_fn sim) {
-  sim_make(10);
-  sim_set(1);
-  sim_call_t c[2];
-  sim_both(c, (const size_t[2]){COUNT, COUNT}); /* matched: passes */
+static void nc_on(mgsim_control_fn sim) {
+  nc_make(10);
+  nc_set(1);
+  nc_call_t c[2];
+  nc_both(c, (const size_t[2]){COUNT, COUNT}); /* matched: passes */
   for (int r = 0; r < 2; r++) ASSERT_OK(c[r].st);
-  sim_expect(2);
-  sim_both(c, (const size_t[2]){COUNT, 0}); /* NCCL would leave rank 0 waiting for ever */
+  nc_expect(2);
+  nc_both(c, (const size_t[2]){COUNT, 0}); /* NCCL would leave rank 0 waiting for ever */
   for (int r = 0; r < 2; r++) {
     printf("  rank %d: %s after %.3f s: %s\n", r, mg_status_name(c[r].st), c[r].dt, c[r].msg);
     ASSERT_EQ(c[r].st, MG_ERR_INVALID_USAGE);
@@ -365,15 +368,15 @@ static void sim_on(mgsim_control_fn sim) {
                     "#1 (float32 x 4, op sum); rank 1 called all_reduce #1 (float32 x 0, op sum)");
   }
   ASSERT_STR_EQ(c[0].msg, c[1].msg);
-  sim_both(c, (const size_t[2]){COUNT, COUNT}); /* the communicators are still ready */
+  nc_both(c, (const size_t[2]){COUNT, COUNT}); /* the communicators are still ready */
   for (int r = 0; r < 2; r++) ASSERT_OK(c[r].st);
-  sim_expect(4);
+  nc_expect(4);
   /* Both ranks from this thread, in one group: their exchanges are one NCCL group too. */
   ASSERT_OK(mg_group_begin());
   for (int r = 0; r < 2; r++)
     ASSERT_OK(mg_all_reduce(sbuf[r], sbuf[r], COUNT, MG_FLOAT32, MG_SUM, scomms[r], NULL));
   ASSERT_OK(mg_group_end());
-  sim_expect(8);
+  nc_expect(8);
   ASSERT_OK(mg_group_begin());
   for (int r = 0; r < 2; r++)
     ASSERT_OK(mg_all_reduce(sbuf[r], sbuf[r], r == 0 ? COUNT : 2, MG_FLOAT32, MG_SUM, scomms[r],
@@ -382,15 +385,19 @@ static void sim_on(mgsim_control_fn sim) {
   ASSERT_STATUS(MG_ERR_INVALID_USAGE, mg_group_end());
   ASSERT_LT_F(mg__now() - t0, 1.0);
   ASSERT_CONTAINS(mg_last_error(), "rank 1 called all_reduce #4 (float32 x 2, op sum)");
-  sim_expect(8); /* nothing of the refused group ran */
-  sim_release(sim);
+  nc_expect(8); /* nothing of the refused group ran */
+  nc_release(sim);
 }
 
-static void sim_off(mgsim_control_fn sim) {
+static void nc_off(mgsim_control_fn sim) {
   const double T = 1;
-  sim_make(T);
-  sim_call_t c[2];
-  sim_both(c, (const size_t[2]){COUNT, 0});
+  nc_make(T);
+  nc_call_t c[2];
+  /* Matched first: a first call that a peer withholds would wait inside NCCL's connection of
+   * the pair, which nothing bounds before NCCL 2.28.7 (docs/nccl.md). */
+  nc_both(c, (const size_t[2]){COUNT, COUNT});
+  for (int r = 0; r < 2; r++) ASSERT_OK(c[r].st);
+  nc_both(c, (const size_t[2]){COUNT, 0});
   for (int r = 0; r < 2; r++) ASSERT_OK(c[r].st); /* enqueued: NCCL checks nothing */
   mg_request_t *req = NULL;
   ASSERT_OK(mg_record(scomms[0], NULL, &req));
@@ -403,26 +410,32 @@ static void sim_off(mgsim_control_fn sim) {
   ASSERT_IN_F(dt, 0.5 * T, T + 1.5);
   ASSERT_OK(mg_request_free(req));
   ASSERT_OK(mg_comm_abort(scomms[1]));
-  sim_release(sim);
+  nc_release(sim);
 }
 
-static void run_sim(const char *mode) {
+/* where: "sim" (the simulated driver and NCCL, which the test's environment names) or "gpu". */
+static void run_nccl(const char *where, const char *mode) {
+  const int on_sim = strcmp(where, "sim") == 0;
   int n = 0;
-  if (mg_device_count(&n) != MG_OK || n < 2) SKIP("the simulated driver is not loaded");
-  if (mg__load_nccl() != MG_OK) SKIP("the simulated NCCL is not loaded: %s", mg_last_error());
-  mgsim_control_fn sim = mgsim_control_find(getenv("MGCOMM_NCCL_LIBRARY"));
-  ASSERT(sim != NULL);
-  if (strcmp(mode, "on") == 0) sim_on(sim);
-  else if (strcmp(mode, "off") == 0) sim_off(sim);
-  else FAIL("unknown sim mode %s", mode);
+  if (mg_device_count(&n) != MG_OK || n < 2)
+    SKIP("%s", on_sim ? "the simulated driver is not loaded" : "needs 2 GPUs");
+  if (mg__load_nccl() != MG_OK) SKIP("NCCL is not loaded: %s", mg_last_error());
+  mgsim_control_fn sim = NULL;
+  if (on_sim) {
+    sim = mgsim_control_find(getenv("MGCOMM_NCCL_LIBRARY"));
+    ASSERT(sim != NULL);
+  }
+  if (strcmp(mode, "on") == 0) nc_on(sim);
+  else if (strcmp(mode, "off") == 0) nc_off(sim);
+  else FAIL("unknown mode %s", mode);
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3 && argc != 4) FAIL("usage: %s host threads|procs [case], or sim on|off", argv[0]);
+  if (argc != 3 && argc != 4) FAIL("usage: %s host threads|procs [case], or sim|gpu on|off", argv[0]);
   if (argc == 4) only = atoi(argv[3]);
   if (strcmp(argv[1], "host") == 0 && strcmp(argv[2], "threads") == 0) host_threads();
   else if (strcmp(argv[1], "host") == 0 && strcmp(argv[2], "procs") == 0) host_procs();
-  else if (strcmp(argv[1], "sim") == 0) run_sim(argv[2]);
+  else if (strcmp(argv[1], "sim") == 0 || strcmp(argv[1], "gpu") == 0) run_nccl(argv[1], argv[2]);
   else FAIL("unknown test %s %s", argv[1], argv[2]);
   printf("collcheck %s %s: ok\n", argv[1], argv[2]);
   return 0;

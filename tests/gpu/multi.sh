@@ -21,6 +21,10 @@
 #             minutes of bench tests; -I takes the numbers of ctest -N and needs its end: with
 #             `-I 293,` ctest 3.25 ran every test)
 #   suitenb   run 1 again in nonblocking mode (MGCOMM_NCCL_BLOCKING=0)
+#   agree     run 3: the GPU tests of agreement and of the collective check (gpu_faults_late,
+#             gpu_collcheck_on/off) in both modes, then what the check costs: `mgcomm bench -g 2` of
+#             all_reduce, broadcast and all_gather through NCCL with MGCOMM_CHECK_COLLECTIVES=0
+#             and 1 in turn, 3 rounds (agree/check<0|1>-<round>.txt in logs.tgz)
 #   shmem     run 5: NP=<GPUs> tests/gpu/shmem.sh (one PE per GPU under mgcomm launch)
 #   machines  run 7: tests/gpu/two_machines.sh (two simulated machines over the store and lo)
 # The kernels and nccl steps compare on GPU_COUNTS GPUs (default 2, and all of them where there
@@ -45,7 +49,7 @@ counts=${GPU_COUNTS:-2}
 [ -n "${GPU_COUNTS:-}" ] || [ "$ngpus" -le 2 ] || counts="2 $ngpus"
 # nccl-tests is built once, for both steps that run it.
 export NT_BUILD=${NT_BUILD:-$BUILD/nccl-tests}
-steps=${STEPS:-build kernels nccl p2p suite suitenb shmem machines}
+steps=${STEPS:-build kernels nccl p2p suite suitenb agree shmem machines}
 rc_all=0
 
 step_build() {
@@ -75,6 +79,24 @@ step_suite() {
   return $rc
 }
 step_suitenb() { MGCOMM_NCCL_BLOCKING=0 step_suite nb; }
+step_agree() {
+  local rc=0 r v mode
+  for mode in 1 0; do
+    echo "MGCOMM_NCCL_BLOCKING=$mode"
+    (cd "$BUILD" && MGCOMM_NCCL_BLOCKING=$mode ctest -R '^gpu_(faults_late|collcheck_)' -V \
+      >"$work/agree$mode.log" 2>&1) || rc=1
+    grep -E "Test +#|tests passed|tests failed|^[0-9]+:   " "$work/agree$mode.log"
+  done
+  mkdir -p "$work/agree"
+  for r in 1 2 3; do
+    for v in 0 1; do
+      MGCOMM_ALGO=nccl MGCOMM_CHECK_COLLECTIVES=$v "$BUILD/mgcomm" bench -g 2 \
+        -c all_reduce,broadcast,all_gather -b 8 -e 64M -f 4 -n 100 -w 10 --check 0 \
+        --inplace 0 >"$work/agree/check$v-$r.txt" 2>&1 || rc=1
+    done
+  done
+  return $rc
+}
 step_shmem() { OUT=$work/shmem NP=$ngpus tests/gpu/shmem.sh; }
 step_machines() { tests/gpu/two_machines.sh "$BUILD"; }
 

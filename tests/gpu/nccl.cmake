@@ -35,13 +35,19 @@ if(MGCOMM_TESTING)
 endif()
 # NCCL's failure paths: NCCL runs every all_reduce here (MGCOMM_ALGO=nccl), since on 2 GPUs with
 # peer access our own kernels would take the float ones (their faults: gpu_kernels_timeout/abort).
-foreach(mode pointers inject inittimeout withheld abort watchdog revoke world)
+foreach(mode pointers inject inittimeout withheld abort watchdog late revoke world)
   mg_test(NAME gpu_faults_${mode} EXE test_gpu_faults
           SOURCES ${_mg_dir}/test_gpu_faults.c ${MG_GPU_UTIL}
           ARGS ${mode} LABELS gpu TIMEOUT 300 ENV ${MG_GPU_ENV} MGCOMM_ALGO=nccl)
 endforeach()
 mg_test(NAME gpu_faults_nocheck EXE test_gpu_faults ARGS nocheck LABELS gpu TIMEOUT 300
         ENV ${MG_GPU_ENV} MGCOMM_CHECK_POINTERS=0 MGCOMM_ALGO=nccl)
+# The collective check on 2 GPUs (tests/fault/collcheck.c, built there): a mismatch that NCCL
+# would wait on for ever is refused on both ranks with the check on, and times out with it off.
+mg_test(NAME gpu_collcheck_on EXE collcheck ARGS gpu on LABELS gpu TIMEOUT 120
+        ENV ${MG_GPU_ENV} MGCOMM_ALGO=nccl MGCOMM_CHECK_COLLECTIVES=1)
+mg_test(NAME gpu_collcheck_off EXE collcheck ARGS gpu off LABELS gpu TIMEOUT 120
+        ENV ${MG_GPU_ENV} MGCOMM_ALGO=nccl MGCOMM_CHECK_COLLECTIVES=0)
 foreach(t test_gpu_coll test_gpu_mem test_gpu_faults)
   target_link_libraries(${t} PRIVATE m)
 endforeach()

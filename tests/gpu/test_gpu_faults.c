@@ -23,6 +23,10 @@
  *                mg_record request: the watchdog ends it with MG_ERR_TIMED_OUT within the
  *                deadline + 1 s, naming the operation and what rank 1 last enqueued, and aborts
  *                rank 0's communicator (on_timeout abort); rebuilt, the pair is correct again
+ *   late         the same, then rank 1 is released and posts its side of that all_reduce after
+ *                rank 0 gave up: it gets an error for it (MG_ERR_REMOTE, naming rank 0's abort),
+ *                never MG_OK, well before its own deadline; GPU 1 stays usable (no fault of its
+ *                context): rebuilt, the pair is correct again
  *   revoke       mg_comm_revoke: with NCCL >= 2.28.7, rank 0's all_reduce that rank 1 withholds
  *                (its kernel waits on the GPU) is stopped, the stream drains, rank 0 is in the
  *                error state, and rebuilt communicators are correct; with an older NCCL the call
@@ -441,13 +445,11 @@ static void mode_abort(void) {
   destroy_all(c);
 }
 
-static void mode_watchdog(void) {
-  mg_comm_t *c[N];
-  make_all(c, SHORT_TIMEOUT_S);
-  void *sb[N], *rb[N];
-  for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], 4096), rb[r] = gu_alloc(&dev[r], 4096);
+/* Rank 0 enqueues all_reduce #1 (after a warm-up that made NCCL's connections) and waits on a
+ * request for it while rank 1 withholds its own: the watchdog ends the wait with MG_ERR_TIMED_OUT
+ * at the deadline, naming the operation and rank 1's progress, and aborts rank 0. */
+static void rank0_times_out(mg_comm_t **c, void **sb, void **rb) {
   check_all_reduce(c, sb, rb, 1024, "warm-up (connections made)");
-  /* Rank 0 enqueues all_reduce #1 and waits on a request for it; rank 1 withholds its own. */
   ASSERT_OK(mg_all_reduce(sb[0], rb[0], 1024, MG_FLOAT32, MG_SUM, c[0], (mg_stream_t)dev[0].stream));
   mg_request_t *req = NULL;
   const double t0 = gu_now();
@@ -465,12 +467,55 @@ static void mode_watchdog(void) {
   ASSERT_OK(mg_comm_state(c[0], &state));
   ASSERT_EQ(state, MG_COMM_ABORTED);
   gu_sync(&dev[0], 20, "the withheld all_reduce, after the watchdog's abort");
-  ASSERT_OK(mg_comm_abort(c[1]));
+}
+
+/* The pair rebuilt after a failure gives correct results; then everything is freed. */
+static void rebuild_check(mg_comm_t **c, void **sb, void **rb, const char *what) {
   destroy_all(c);
   make_all(c, GU_TIMEOUT_S);
-  check_all_reduce(c, sb, rb, 1024, "rebuilt after the watchdog's abort");
+  check_all_reduce(c, sb, rb, 1024, what);
   for (int r = 0; r < N; r++) gu_free(&dev[r], sb[r]), gu_free(&dev[r], rb[r]);
   destroy_all(c);
+}
+
+static void mode_watchdog(void) {
+  mg_comm_t *c[N];
+  make_all(c, SHORT_TIMEOUT_S);
+  void *sb[N], *rb[N];
+  for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], 4096), rb[r] = gu_alloc(&dev[r], 4096);
+  rank0_times_out(c, sb, rb);
+  ASSERT_OK(mg_comm_abort(c[1])); /* rank 1 learns of it out of band here */
+  rebuild_check(c, sb, rb, "rebuilt after the watchdog's abort");
+}
+
+static void mode_late(void) {
+  mg_comm_t *c[N];
+  make_all(c, SHORT_TIMEOUT_S);
+  void *sb[N], *rb[N];
+  for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], 4096), rb[r] = gu_alloc(&dev[r], 4096);
+  rank0_times_out(c, sb, rb);
+  /* Rank 1, released, posts its side of #1 and waits for it: refused at the call, or its request
+   * fails; either way with the peer's abort, and before rank 1's own deadline. */
+  const double t0 = gu_now();
+  mg_status_t st = mg_all_reduce(sb[1], rb[1], 1024, MG_FLOAT32, MG_SUM, c[1],
+                                 (mg_stream_t)dev[1].stream);
+  const char *where = "the call";
+  if (st == MG_OK) {
+    mg_request_t *req = NULL;
+    ASSERT_OK(mg_record(c[1], (mg_stream_t)dev[1].stream, &req));
+    st = mg_request_wait(req, 0);
+    ASSERT_OK(mg_request_free(req));
+    where = "its request";
+  }
+  const double dt = gu_now() - t0;
+  if (st != MG_ERR_REMOTE) FAIL("rank 1's late all_reduce #1: expected MG_ERR_REMOTE, got %s: %s",
+                                mg_status_name(st), st == MG_OK ? "" : mg_last_error());
+  printf("  rank 1, late: %s failed after %.3f s: %s\n", where, dt, mg_last_error());
+  ASSERT_CONTAINS(mg_last_error(), "rank 0, in this process, aborted its communicator");
+  ASSERT_LT_F(dt, SHORT_TIMEOUT_S - 0.5);
+  ASSERT_OK(mg_comm_abort(c[1]));
+  gu_sync(&dev[1], 20, "rank 1's late all_reduce, after its abort");
+  rebuild_check(c, sb, rb, "rebuilt after the late rank's error");
 }
 
 static void mode_revoke(void) {
@@ -593,7 +638,8 @@ static void mode_world(void) {
 
 int main(int argc, char **argv) {
   if (argc != 2)
-    FAIL("usage: %s pointers|nocheck|inject|inittimeout|withheld|abort|watchdog|revoke|world", argv[0]);
+    FAIL("usage: %s pointers|nocheck|inject|inittimeout|withheld|abort|watchdog|late|revoke|world",
+         argv[0]);
   gu_need(N);
   for (int r = 0; r < N; r++) gu_dev_open(&dev[r], r);
   const double t0 = gu_now();
@@ -604,6 +650,7 @@ int main(int argc, char **argv) {
   else if (strcmp(argv[1], "withheld") == 0) mode_withheld();
   else if (strcmp(argv[1], "abort") == 0) mode_abort();
   else if (strcmp(argv[1], "watchdog") == 0) mode_watchdog();
+  else if (strcmp(argv[1], "late") == 0) mode_late();
   else if (strcmp(argv[1], "revoke") == 0) mode_revoke();
   else if (strcmp(argv[1], "world") == 0) mode_world();
   else FAIL("unknown mode %s", argv[1]);
