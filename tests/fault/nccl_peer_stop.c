@@ -14,6 +14,10 @@
  *   nccl_peer_stop sync        the sync completion strategy: the wait itself fails within 0.5 s
  *   nccl_peer_stop finalized   no false alarm: both ranks finalize and rank 1 is destroyed; rank
  *                              0's communicator reports no error
+ *   nccl_peer_stop late        rank 1 is aborted first; then rank 0 posts an all_reduce: the call
+ *                              itself fails with MG_ERR_REMOTE naming rank 1 and the operation,
+ *                              nothing is enqueued (NCCL would wait for rank 1 for ever, or reach
+ *                              buffers its abort freed), and the communicator is in the error state
  * Nothing is left in the simulator at the end.
  */
 #include <pthread.h>
@@ -134,8 +138,27 @@ static void mode_finalized(void) {
   release();
 }
 
+static void mode_late(void) {
+  make(MG_COMPLETION_DEFAULT);
+  ASSERT_OK(mg_comm_abort(comms[1]));
+  const double t0 = mg__now();
+  mg_status_t st = mg_all_reduce(buf[0], buf[0], COUNT, MG_FLOAT32, MG_SUM, comms[0], NULL);
+  const double dt = mg__now() - t0;
+  printf("  rank 0's call: %s after %.3f s: %s\n", mg_status_name(st), dt,
+         st == MG_OK ? "" : mg_last_error());
+  ASSERT_EQ(st, MG_ERR_REMOTE);
+  ASSERT_LT_F(dt, 0.5);
+  ASSERT_CONTAINS(mg_last_error(), "all_reduce #0");
+  ASSERT_CONTAINS(mg_last_error(), "rank 1, in this process, aborted its communicator");
+  ASSERT_EQ(sim("items", 0), 0); /* nothing was enqueued */
+  mg_comm_state_t state;
+  ASSERT_OK(mg_comm_state(comms[0], &state));
+  ASSERT_EQ(state, MG_COMM_ERROR);
+  release();
+}
+
 int main(int argc, char **argv) {
-  if (argc != 2) FAIL("usage: %s abort|revoke|destroyed|sync|finalized", argv[0]);
+  if (argc != 2) FAIL("usage: %s abort|revoke|destroyed|sync|finalized|late", argv[0]);
   int n = 0;
   if (mg_device_count(&n) != MG_OK || n < 2) SKIP("the simulated driver is not loaded");
   if (mg__load_nccl() != MG_OK) SKIP("the simulated NCCL is not loaded: %s", mg_last_error());
@@ -146,6 +169,7 @@ int main(int argc, char **argv) {
   else if (strcmp(argv[1], "destroyed") == 0) mode_destroyed();
   else if (strcmp(argv[1], "sync") == 0) mode_sync();
   else if (strcmp(argv[1], "finalized") == 0) mode_finalized();
+  else if (strcmp(argv[1], "late") == 0) mode_late();
   else FAIL("unknown mode %s", argv[1]);
   printf("nccl_peer_stop %s: ok\n", argv[1]);
   return 0;

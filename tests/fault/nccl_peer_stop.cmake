@@ -4,7 +4,7 @@
 if(MGCOMM_TESTING)
   set(_mg_env "MGCOMM_CUDA_LIBRARY=$<TARGET_FILE:mgsim_cuda>"
       "MGCOMM_NCCL_LIBRARY=$<TARGET_FILE:mgsim_nccl>" "MGCOMM_BACKEND=nccl" "MGSIM_DEVICES=2")
-  foreach(m abort revoke destroyed sync finalized)
+  foreach(m abort revoke destroyed sync finalized late)
     mg_test(NAME nccl_peer_stop_${m} EXE nccl_peer_stop
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/nccl_peer_stop.c ARGS ${m} LABELS fault sim
             TIMEOUT 60 ENV ${_mg_env})

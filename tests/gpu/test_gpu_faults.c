@@ -24,9 +24,10 @@
  *                deadline + 1 s, naming the operation and what rank 1 last enqueued, and aborts
  *                rank 0's communicator (on_timeout abort); rebuilt, the pair is correct again
  *   late         the same, then rank 1 is released and posts its side of that all_reduce after
- *                rank 0 gave up: it gets an error for it (MG_ERR_REMOTE, naming rank 0's abort),
- *                never MG_OK, well before its own deadline; GPU 1 stays usable (no fault of its
- *                context): rebuilt, the pair is correct again
+ *                rank 0 gave up: it gets an error for it (MG_ERR_REMOTE, naming rank 0's abort;
+ *                refused at the call since nothing may reach the buffers rank 0's abort freed),
+ *                never MG_OK, well before its own deadline; GPU 1 stays usable: rebuilt, the pair
+ *                is correct again
  *   revoke       mg_comm_revoke: with NCCL >= 2.28.7, rank 0's all_reduce that rank 1 withholds
  *                (its kernel waits on the GPU) is stopped, the stream drains, rank 0 is in the
  *                error state, and rebuilt communicators are correct; with an older NCCL the call

@@ -206,8 +206,11 @@ uint64_t mg__nccl_tag_child(uint64_t parent, int shrink, uint64_t split_seq, uin
 void mg__nccl_progress_join(mg_comm_t *comm);
 /* Takes comm out of the table (destroy); the slot keeps whether it left aborted or revoked. */
 void mg__nccl_progress_leave(mg_comm_t *comm);
+/* comm is being aborted or revoked (comm->aborting is set): counted in its table. */
+void mg__nccl_progress_stopping(mg_comm_t *comm);
 /* MG_ERR_REMOTE, naming it, when another rank of comm in this process was aborted or revoked
- * (still there, or destroyed since); else MG_OK. Never blocks (the table's lock, a leaf). */
+ * (still there, or destroyed since); else MG_OK. Never blocks (the table's lock, a leaf, taken
+ * only once some member stopped). */
 mg_status_t mg__nccl_peers_stopped(mg_comm_t *comm);
 void mg__nccl_op_enqueued(const mg__op_t *op);
 mg_status_t mg__nccl_peer_progress(mg_comm_t *comm, int r, mg__progress_t *out);

@@ -527,7 +527,9 @@ static void *mg__nrevoke_main(void *arg) {
 }
 
 static void n_interrupt(mg_comm_t *comm) {
-  /* comm->aborting is set: ranks of other processes learn it through the layer above, now. */
+  /* comm->aborting is set: ranks of this process learn it through the progress table, those of
+   * other processes through the layer above, now. */
+  mg__nccl_progress_stopping(comm);
   if (comm->ext != NULL && comm->ext->stopping != NULL) comm->ext->stopping(comm->ext_state);
   mg__nccl_kern_abort(comm); /* our kernels waiting for peers end now */
   /* Every wait of this backend (mg__nccl_wait, the copy stream's, mark_wait) reads

@@ -464,7 +464,21 @@ mg_status_t mg__nccl_launch_nccl(mg__op_t *const *ops, int n) {
   return n == 1 ? mg__nccl_launch_n(ops, 1) : mg__nccl_launch_batch(ops, n);
 }
 
+/* A peer of this process stopped (nccl_progress.c): nothing of ops[0..n) is enqueued, since the
+ * work would wait for that peer for ever, or reach buffers that its abort freed. */
+static __attribute__((noinline, cold)) mg_status_t mg__nccl_refuse_stopped(mg__op_t *const *ops,
+                                                                          int n, mg_status_t st) {
+  char what[400];
+  mg__error_prefix("%s", mg__nccl_what(ops, n, NULL, what, sizeof what));
+  for (int i = 0; i < n; i++) ops[i]->status = st;
+  return st;
+}
+
 mg_status_t mg__nccl_launch(mg__op_t *const *ops, int n) {
+  for (int i = 0; i < n; i++) {
+    const mg_status_t st = mg__nccl_peers_stopped(ops[i]->comm);
+    if (__builtin_expect(st < 0, 0)) return mg__nccl_refuse_stopped(ops, n, st);
+  }
   if (mg__nccl_kern_wanted(ops, n)) return mg__nccl_kern_launch(ops, n); /* nccl_kern.c */
   return mg__nccl_launch_nccl(ops, n);
 }

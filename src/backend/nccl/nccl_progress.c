@@ -21,7 +21,9 @@
  * comm->aborting while the rank is in the table and keeps, once it left, whether it left
  * stopped; mg__nccl_peers_stopped reads them, and the backend's asynchronous error reports it
  * (so the requests of the rank, and its mark queries and waits, fail with MG_ERR_REMOTE instead
- * of timing out).
+ * of timing out), and the launch refuses a new operation of the rank at once: NCCL would enqueue
+ * work for a peer whose buffers its abort freed. The table counts the stops of its members, so
+ * that while none stopped (the common case) that check is one load.
  *
  * Lock order: mg__nprogs_lock (joining and leaving only), then a table's lock; nothing else is
  * taken under either.
@@ -46,6 +48,7 @@ typedef struct mg__nprog {
   uint64_t tag;
   int nranks;
   int members;              /* communicators of this process in it (under mg__nprogs_lock) */
+  atomic_uint stops;        /* members aborted or revoked so far: 0, no slot to look at */
   struct mg__nprog *next;   /* (under mg__nprogs_lock) */
   pthread_mutex_t lock;     /* slot[] */
   mg__nslot_t slot[];       /* [nranks] */
@@ -105,6 +108,7 @@ void mg__nccl_progress_leave(mg_comm_t *comm) {
   p->slot[comm->rank].present = 0;
   p->slot[comm->rank].aborting = NULL;
   p->slot[comm->rank].stopped = atomic_load(&comm->aborting);
+  if (p->slot[comm->rank].stopped != 0) atomic_fetch_add(&p->stops, 1); /* counted twice: no harm */
   pthread_mutex_unlock(&p->lock);
   if (--p->members == 0) {
     mg__nprog_t **at = &mg__nprogs;
@@ -143,9 +147,14 @@ mg_status_t mg__nccl_peer_progress(mg_comm_t *comm, int r, mg__progress_t *out) 
   return MG_OK;
 }
 
+void mg__nccl_progress_stopping(mg_comm_t *comm) {
+  mg__nprog_t *p = mg__ncomm(comm)->prog;
+  if (p != NULL) atomic_fetch_add(&p->stops, 1);
+}
+
 mg_status_t mg__nccl_peers_stopped(mg_comm_t *comm) {
   mg__nprog_t *p = mg__ncomm(comm)->prog;
-  if (p == NULL) return MG_OK;
+  if (p == NULL || atomic_load_explicit(&p->stops, memory_order_relaxed) == 0) return MG_OK;
   int who = -1, why = 0;
   pthread_mutex_lock(&p->lock);
   for (int r = 0; r < p->nranks && who < 0; r++) {
