@@ -446,10 +446,13 @@ static void mode_abort(void) {
   destroy_all(c);
 }
 
-/* Rank 0 enqueues all_reduce #1 (after a warm-up that made NCCL's connections) and waits on a
- * request for it while rank 1 withholds its own: the watchdog ends the wait with MG_ERR_TIMED_OUT
- * at the deadline, naming the operation and rank 1's progress, and aborts rank 0. */
+/* A pair with the short deadline and 4 KiB buffers: rank 0 enqueues all_reduce #1 (after a
+ * warm-up that made NCCL's connections) and waits on a request for it while rank 1 withholds its
+ * own: the watchdog ends the wait with MG_ERR_TIMED_OUT at the deadline, naming the operation and
+ * rank 1's progress, and aborts rank 0. */
 static void rank0_times_out(mg_comm_t **c, void **sb, void **rb) {
+  make_all(c, SHORT_TIMEOUT_S);
+  for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], 4096), rb[r] = gu_alloc(&dev[r], 4096);
   check_all_reduce(c, sb, rb, 1024, "warm-up (connections made)");
   ASSERT_OK(mg_all_reduce(sb[0], rb[0], 1024, MG_FLOAT32, MG_SUM, c[0], (mg_stream_t)dev[0].stream));
   mg_request_t *req = NULL;
@@ -481,9 +484,7 @@ static void rebuild_check(mg_comm_t **c, void **sb, void **rb, const char *what)
 
 static void mode_watchdog(void) {
   mg_comm_t *c[N];
-  make_all(c, SHORT_TIMEOUT_S);
   void *sb[N], *rb[N];
-  for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], 4096), rb[r] = gu_alloc(&dev[r], 4096);
   rank0_times_out(c, sb, rb);
   ASSERT_OK(mg_comm_abort(c[1])); /* rank 1 learns of it out of band here */
   rebuild_check(c, sb, rb, "rebuilt after the watchdog's abort");
@@ -491,9 +492,7 @@ static void mode_watchdog(void) {
 
 static void mode_late(void) {
   mg_comm_t *c[N];
-  make_all(c, SHORT_TIMEOUT_S);
   void *sb[N], *rb[N];
-  for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], 4096), rb[r] = gu_alloc(&dev[r], 4096);
   rank0_times_out(c, sb, rb);
   /* Rank 1, released, posts its side of #1 and waits for it: refused at the call, or its request
    * fails; either way with the peer's abort, and before rank 1's own deadline. */
