@@ -431,7 +431,8 @@ static void run_nccl(const char *where, const char *mode) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3 && argc != 4) FAIL("usage: %s host threads|procs [case], or sim|gpu on|off", argv[0]);
+  if (argc != 3 && argc != 4)
+    FAIL("usage: %s host threads|procs [case], or sim|gpu on|off", argv[0]);
   if (argc == 4) only = atoi(argv[3]);
   if (strcmp(argv[1], "host") == 0 && strcmp(argv[2], "threads") == 0) host_threads();
   else if (strcmp(argv[1], "host") == 0 && strcmp(argv[2], "procs") == 0) host_procs();

@@ -454,13 +454,15 @@ static void rank0_times_out(mg_comm_t **c, void **sb, void **rb) {
   make_all(c, SHORT_TIMEOUT_S);
   for (int r = 0; r < N; r++) sb[r] = gu_alloc(&dev[r], 4096), rb[r] = gu_alloc(&dev[r], 4096);
   check_all_reduce(c, sb, rb, 1024, "warm-up (connections made)");
-  ASSERT_OK(mg_all_reduce(sb[0], rb[0], 1024, MG_FLOAT32, MG_SUM, c[0], (mg_stream_t)dev[0].stream));
+  ASSERT_OK(mg_all_reduce(sb[0], rb[0], 1024, MG_FLOAT32, MG_SUM, c[0],
+                          (mg_stream_t)dev[0].stream));
   mg_request_t *req = NULL;
   const double t0 = gu_now();
   ASSERT_OK(mg_record(c[0], (mg_stream_t)dev[0].stream, &req));
   mg_status_t st = mg_request_wait(req, 0);
   const double dt = gu_now() - t0;
-  if (st != MG_ERR_TIMED_OUT) FAIL("expected MG_ERR_TIMED_OUT, got %s: %s", mg_status_name(st), mg_last_error());
+  if (st != MG_ERR_TIMED_OUT)
+    FAIL("expected MG_ERR_TIMED_OUT, got %s: %s", mg_status_name(st), mg_last_error());
   printf("  timed out after %.3f s: %s\n", dt, mg_last_error());
   ASSERT_CONTAINS(mg_last_error(), "all_reduce #1");
   ASSERT_CONTAINS(mg_last_error(), "rank 1 last enqueued #0 (all_reduce float32 x 1024)");
