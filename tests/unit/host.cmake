@@ -195,3 +195,12 @@ mg_test(NAME host_lent_procs_slow EXE host_lent_procs ARGS slow LABELS host
 # Collective data copies (host_copy.h): memcpy's bytes at every offset, and no collapse when the
 # destination lies a few bytes past the source modulo 4 KiB (malloc'd buffers against the slots).
 mg_test(NAME host_copy SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_copy.c LABELS host)
+# Staged collectives take the two slots in turn whatever mail or direct collectives come between
+# (tests/unit/host_slot_turns.c); between processes also with a direct reduce before a scatter.
+mg_test(NAME host_slot_turns_threads EXE host_slot_turns
+        SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_slot_turns.c ARGS threads LABELS host
+        ENV MGCOMM_HOST_DIRECT_BYTES=1073741824)
+mg_test(NAME host_slot_turns_procs EXE host_slot_turns ARGS procs LABELS host
+        ENV MGCOMM_HOST_DIRECT_BYTES=1073741824)
+mg_test(NAME host_slot_turns_procs_direct EXE host_slot_turns ARGS procs LABELS host
+        ENV MGCOMM_HOST_DIRECT_BYTES=65536 MGCOMM_HOST_READV_FAST=1)

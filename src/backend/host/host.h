@@ -20,6 +20,9 @@ typedef struct mg__hcomm {
   mg__hshm_t shm;   /* this rank's mapping of the segment */
   mg__hid_t id;     /* the id it was created from */
   uint64_t step;    /* number of the next transport step (the same on every rank) */
+  uint64_t slot_steps; /* steps so far that went through the staging slots (the same on every
+                          rank): such a step takes the slot its predecessor did not, whatever
+                          mail or direct steps came between (host_coll.c, mg__slot) */
   uint64_t all_released; /* every rank is known to have released at least this many steps (a
                             rank that posted step s had released step s - 1): spares the reads
                             of the slot-free check when an earlier wait already saw them */

@@ -73,6 +73,7 @@ static mg_status_t mg__attach(mg_comm_t *comm, const mg__hid_t *id, int local, d
   mg__hcomm_t *hc = mg__hcomm(comm);
   hc->id = *id;
   hc->step = 0;
+  hc->slot_steps = 0;
   hc->a2av_staged = 0;
   return mg__hshm_attach(&hc->shm, id->name, comm->nranks, comm->rank, local, deadline,
                          &comm->aborting);

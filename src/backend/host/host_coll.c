@@ -90,6 +90,7 @@ typedef struct mg__hx {
   int alg;
   int set1, set2;       /* whom phase 1 / phase 2 waits for (MG__SET_*) */
   uint64_t s0;          /* first step */
+  uint64_t slot0;       /* its first step's number among the slot steps (mg__slot) */
   uint64_t nsteps;      /* UINT64_MAX until known (all_to_allv learns it in its first step) */
   uint64_t k;           /* current step index */
   int phase;            /* 0: copy in; 1: wait for posted; 2: wait for reduced */
@@ -394,8 +395,18 @@ static int mg__hx_check(mg__hx_t *x, double now) {
 
 /* ---- collectives -------------------------------------------------------------------------- */
 
+/* Rank r's slot in the current step. The slots of a step alternate with those of the last step
+ * that used slots, not with the step's parity: with a mail or direct collective between every
+ * two staged ones (a training loop's small all_reduce between its large ones, or a barrier
+ * before every call), the parity would give the staged ones the same slot every time, whose
+ * lines the readers of the last one still hold; then a 2 MiB gather of 2 processes took 151 us
+ * instead of 66 on the development VM (bench/results/2026-11-29-host-slot-alternation.md). A
+ * slot is still written only once every rank released the step two before (mg__coll_progress):
+ * the slot step two before is at least that old. A direct reduce's root borrows its own slot of
+ * the next slot step (mg__root_reduce), which every rank's wait for the direct step's readers
+ * keeps apart from that step's writers. */
 static inline unsigned char *mg__slot(const mg__hx_t *x, int r) {
-  return mg__hshm_slot(x->s, r, x->s0 + x->k);
+  return mg__hshm_slot(x->s, r, x->slot0 + x->k);
 }
 static inline const unsigned char *mg__sb(const mg__hx_t *x) { return x->op->send; }
 static inline unsigned char *mg__rb(const mg__hx_t *x) { return x->op->recv; }
@@ -522,6 +533,7 @@ static void mg__coll_start(mg__hx_t *x) {
   const size_t c = op->count;
   const int is_root = op->root == x->me;
   x->s0 = hc->step;
+  x->slot0 = hc->slot_steps;
   x->set1 = MG__SET_ALL;
   x->set2 = MG__SET_NONE;
   /* Mails up to their size, unless the data is copied once (between threads, from 2 KiB per
@@ -1245,7 +1257,9 @@ static void mg__coll_finish(mg__hx_t *x) {
   if (x->op->recv != NULL && x->op->count > 0 && MG_FAULT_POINT("host.corrupt"))
     *(unsigned char *)x->op->recv ^= 0xff;
   atomic_store_explicit(&x->s->ranks[x->me].done_seq, x->op->seq + 1, memory_order_release);
-  mg__hcomm(x->comm)->step = x->s0 + x->k;
+  mg__hcomm_t *hc = mg__hcomm(x->comm);
+  hc->step = x->s0 + x->k;
+  if (x->alg != MG__ALG_MAIL && x->alg != MG__ALG_DIRECT) hc->slot_steps = x->slot0 + x->k;
   x->op->status = MG_OK;
   x->done = 1;
 }

@@ -266,8 +266,10 @@ static inline unsigned char *mg__hshm_ring(const mg__hshm_t *s, int src, int dst
 static inline _Atomic uint64_t *mg__hshm_vcounts(const mg__hshm_t *s, int r, uint64_t step) {
   return s->vcounts + ((size_t)(step & 1) * (size_t)s->nranks + (size_t)r) * 3 * (size_t)s->nranks;
 }
-static inline unsigned char *mg__hshm_slot(const mg__hshm_t *s, int rank, uint64_t step) {
-  return s->slots + ((size_t)rank * 2 + (size_t)(step & 1)) * s->hdr->slot_bytes;
+/* Rank's staging slot for the slot step numbered slot_step (host.h, mg__hcomm_t.slot_steps):
+ * each rank has two, used in turn. */
+static inline unsigned char *mg__hshm_slot(const mg__hshm_t *s, int rank, uint64_t slot_step) {
+  return s->slots + ((size_t)rank * 2 + (size_t)(slot_step & 1)) * s->hdr->slot_bytes;
 }
 
 /* Sleeping and waking without a lost wake-up, and without a shared write on the hot path:
