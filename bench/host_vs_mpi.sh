@@ -3,7 +3,8 @@
 # one call, as a markdown report (stdout, or -o FILE).
 #
 #   bench/host_vs_mpi.sh [-N ranks] [-R repeats] [-c colls] [-b min] [-e max] [-f factor]
-#                        [-n iters] [-w warmup] [--inplace 0|1|both] [-I 0|1 [-B 0|1] [-t 0|1]]
+#                        [-n iters] [-w warmup] [--inplace 0|1|both]
+#                        [-I 0|1 [-B 0|1] [-S 0|1] [-t 0|1]]
 #                        [--keep DIR] [-o FILE]
 #
 # Three programs on N ranks (default 2), alternated R times (default 3; bench/lib.sh's
@@ -32,7 +33,8 @@
 # programs cannot see through at small sizes. Its report gives the median ratio mgcomm / MPI per
 # collective and size and evaluates issue 22's target, mgcomm's time <= Open MPI's at every size
 # (the same as busbw >= 1.0x). -B 1 runs each loop's calls back to back after one barrier (the
-# OSU benchmarks' latency) instead of one barrier per timed call. -t 1 makes mgcomm's ranks N
+# OSU benchmarks' latency) instead of one barrier per timed call. -S 1 puts each library's
+# all_reduce of 2 floats before every call (untimed; timed with -B 1). -t 1 makes mgcomm's ranks N
 # threads of the program's first process (the others sleep through mgcomm's turns). Give -n and
 # -w in the thousands for small sizes.
 set -eu
@@ -48,7 +50,7 @@ usage() {
 }
 
 ranks=2 repeats=3 colls=all_reduce,all_gather,reduce_scatter,broadcast minb=8 maxb=128M factor=4
-iters=20 warmup=5 inplace=0 paired=0 b2b=0 pthreads=0 keep="" out=""
+iters=20 warmup=5 inplace=0 paired=0 b2b=0 small=0 pthreads=0 keep="" out=""
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage
   case "$1" in
@@ -63,6 +65,7 @@ while [ $# -gt 0 ]; do
   --inplace) inplace=$2 ;;
   -I) paired=$2 ;;
   -B) b2b=$2 ;;
+  -S) small=$2 ;;
   -t) pthreads=$2 ;;
   --keep) keep=$2 ;;
   -o) out=$2 ;;
@@ -70,7 +73,7 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
-case "$ranks$repeats$factor$iters$warmup$paired$b2b$pthreads" in *[!0-9]*) usage ;; esac
+case "$ranks$repeats$factor$iters$warmup$paired$b2b$small$pthreads" in *[!0-9]*) usage ;; esac
 command -v python3 >/dev/null || { echo "host_vs_mpi.sh: needs python3" >&2; exit 1; }
 [ -x "$mgcomm" ] || { echo "host_vs_mpi.sh: no mgcomm at $mgcomm (build it, or set MGCOMM)" >&2; exit 1; }
 mg_need_openmpi host_vs_mpi.sh
@@ -96,7 +99,8 @@ if [ "$paired" = 1 ]; then
     started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
     t0=$(date +%s)
     table=$(mg_mpirun "$ranks" "$dir/mpi_paired" -c "$colls" -b "$minb" -e "$maxb" -f "$factor" \
-      -n "$iters" -w "$warmup" -T "$repeats" -B "$b2b" -t "$pthreads" --inplace "$inplace") ||
+      -n "$iters" -w "$warmup" -T "$repeats" -B "$b2b" -S "$small" -t "$pthreads" \
+      --inplace "$inplace") ||
       return 1
     local kind="processes"
     [ "$pthreads" = 1 ] && kind="threads (Open MPI's: processes)"
@@ -106,7 +110,7 @@ if [ "$paired" = 1 ]; then
     echo "**Software**: mgcomm (commit $commit, library $libdir/libmgcomm.so), $mpi_version.  "
     echo "**Load average** (1, 5, 15 min): before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg); the run took $(($(date +%s) - t0)) s."
     echo
-    echo "**Method**: \`bench/host_vs_mpi.sh -I 1 -B $b2b -t $pthreads -N $ranks -R $repeats -c $colls -b $minb -e $maxb -f $factor -n $iters -w $warmup --inplace $inplace\`: bench/mpi_paired.c under \`mpirun -np $ranks ${MPIRUN_OPTS:-}\`, $repeats turns per size, each timing Open MPI's loop and mgcomm's (the first alternating) $([ "$pthreads" = 1 ] && echo "on mgcomm's side $ranks threads of the first process, not bound to CPUs, with their own malloc'd buffers (the other processes asleep)" || echo "on the same processes and buffers"); $warmup warm-up and $iters timed calls per loop, float32, sum, root 0; $([ "$b2b" = 1 ] && echo "the timed calls back to back after one barrier, the slowest rank's time divided by the calls" || echo "one barrier before each timed call, its time from the last rank's start to the last rank's end, the loop's the median call"). A ratio below 1 means mgcomm is faster."
+    echo "**Method**: \`bench/host_vs_mpi.sh -I 1 -B $b2b -S $small -t $pthreads -N $ranks -R $repeats -c $colls -b $minb -e $maxb -f $factor -n $iters -w $warmup --inplace $inplace\`: bench/mpi_paired.c under \`mpirun -np $ranks ${MPIRUN_OPTS:-}\`, $repeats turns per size, each timing Open MPI's loop and mgcomm's (the first alternating) $([ "$pthreads" = 1 ] && echo "on mgcomm's side $ranks threads of the first process, not bound to CPUs, with their own malloc'd buffers (the other processes asleep)" || echo "on the same processes and buffers"); $warmup warm-up and $iters timed calls per loop, float32, sum, root 0; $([ "$b2b" = 1 ] && echo "the timed calls back to back after one barrier, the slowest rank's time divided by the calls" || echo "one barrier before each timed call, its time from the last rank's start to the last rank's end, the loop's the median call")$([ "$small" = 1 ] && echo "; before every call the same library's all_reduce of 2 floats$([ "$b2b" = 1 ] || echo ", untimed")"). A ratio below 1 means mgcomm is faster."
     echo
     echo "$table"
     echo

@@ -7,7 +7,8 @@
  * other, and the ratio is taken per turn.
  *
  * usage: mpirun -np N mpi_paired [-c coll[,coll...]] [-b min] [-e max] [-f factor] [-n iters]
- *                                [-w warmup] [-T turns] [-B 0|1] [-t 0|1] [--inplace 0|1|both]
+ *                                [-w warmup] [-T turns] [-B 0|1] [-S 0|1] [-t 0|1]
+ *                                [--inplace 0|1|both]
  * Collectives (-c, default the first four; "all": every one): all_reduce, all_gather,
  * reduce_scatter, broadcast, all_to_all, reduce, gather, scatter, sendrecv (to the next rank,
  * from the one before; mgcomm's a send and a receive in one group), all_to_allv (every count
@@ -23,6 +24,10 @@
  * medians over the turns of each library's time and of the per-turn ratio mgcomm / MPI. Out of
  * place, MPI's broadcast is the root's copy of send into recv and then MPI_Bcast (mpi_peer.c says
  * why).
+ * -S 1: before every call of a loop, the same library's all_reduce of 2 floats, untimed (-B 1:
+ * inside the timed loop), as a training loop's small all_reduce between its large collectives;
+ * it found the host backend's staged collectives slowed by such a neighbour
+ * (bench/results/2026-11-29-host-slot-alternation.md).
  * -t 1: mgcomm's ranks are N threads of rank 0's process instead (its other processes sleep
  * through mgcomm's turns, so that the threads have the CPUs the processes had), each with its own
  * malloc'd buffers and not bound to a CPU (Open MPI binds its processes); the timing rule is the
@@ -87,6 +92,18 @@ static void call(mg_comm_t *mg, int r, int c, int ip, float *send, float *recv, 
 }
 
 static int back_to_back; /* -B 1 */
+static int small_between; /* -S 1 */
+
+/* -S 1: the same library's all_reduce of 2 floats, before each call of the loop. */
+static void small_call(mg_comm_t *mg) {
+  float two[2] = {1.0f, 2.0f};
+  if (mg == NULL) {
+    MPI_Allreduce(MPI_IN_PLACE, two, 2, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    return;
+  }
+  if (mg_all_reduce(two, two, 2, MG_FLOAT32, MG_SUM, mg, NULL) != MG_OK)
+    mb_die("mgcomm: ", mg_last_error());
+}
 
 /* What one loop runs (one library, one collective, size and placement). */
 typedef struct job {
@@ -99,14 +116,21 @@ typedef struct job {
 static void run_loop(mg_comm_t *mg, int r, const job_t *j, float *send, float *recv,
                      double *times, void (*barrier)(void)) {
   if (back_to_back) {
-    for (int it = 0; it < j->warmup; it++) call(mg, r, j->c, j->ip, send, recv, j->count);
+    for (int it = 0; it < j->warmup; it++) {
+      if (small_between) small_call(mg);
+      call(mg, r, j->c, j->ip, send, recv, j->count);
+    }
     barrier();
     double t = mb_now();
-    for (int it = 0; it < j->iters; it++) call(mg, r, j->c, j->ip, send, recv, j->count);
+    for (int it = 0; it < j->iters; it++) {
+      if (small_between) small_call(mg);
+      call(mg, r, j->c, j->ip, send, recv, j->count);
+    }
     times[0] = mb_now() - t;
     return;
   }
   for (int it = -j->warmup; it < j->iters; it++) {
+    if (small_between) small_call(mg);
     if (it >= 0) barrier();
     if (it >= 0) times[it] = mb_now();
     call(mg, r, j->c, j->ip, send, recv, j->count);
@@ -317,6 +341,8 @@ int main(int argc, char **argv) {
       warmup = atoi(v);
     } else if (!strcmp(a, "-B")) {
       back_to_back = atoi(v) != 0;
+    } else if (!strcmp(a, "-S")) {
+      small_between = atoi(v) != 0;
     } else if (!strcmp(a, "-t")) {
       threads = atoi(v) != 0;
     } else if (!strcmp(a, "-T")) {

@@ -4,17 +4,18 @@
  * to completion from one thread.
  *
  * Collectives move data in numbered steps (the step counter advances identically on every rank).
- * In step s a rank: (0) waits until every rank has finished reading step s-2 (every slot buffer
- * s&1 is then free), copies its input into slot (me, s&1) (a scatter's root: each reader's piece
- * into the reader's slot) and publishes posted = s+1; (1) waits for the ranks it reads from to
- * have posted step s, then reduces or copies out (two-phase reductions first reduce their own
- * slice in place, publish reduced = s+1, and (2) wait for everyone's slice before copying out);
- * finally it publishes released = s+1. Messages longer than a slot are pipelined through the
- * two slots of each rank. Small all_reduce and reduce use one step in which every reader reduces
- * all inputs itself (lowest latency); large ones use the two-phase form in which each rank
- * reduces 1/nranks of the data (no rank does all the work); a large reduce between threads of one
- * process reduces those slices straight from the ranks' own buffers, and a mid-sized one between
- * two processes has its root read the other's input and reduce it all (direct, below).
+ * In step s a rank: (0) waits until every rank has finished reading step s-2 (the slots it is
+ * about to fill are then free: mg__slot), copies its input into its slot (a scatter's root: each
+ * reader's piece into the reader's slot) and publishes posted = s+1; (1) waits for the ranks it
+ * reads from to have posted step s, then reduces or copies out (two-phase reductions first reduce
+ * their own slice in place, publish reduced = s+1, and (2) wait for everyone's slice before
+ * copying out); finally it publishes released = s+1. Messages longer than a slot are pipelined
+ * through the two slots of each rank. Small all_reduce and reduce use one step in which every
+ * reader reduces all inputs itself (lowest latency); large ones use the two-phase form in which
+ * each rank reduces 1/nranks of the data (no rank does all the work); a large reduce between
+ * threads of one process reduces those slices straight from the ranks' own buffers, and a
+ * mid-sized one between two processes has its root read the other's input and reduce it all
+ * (direct, below).
  *
  * send/recv use a ring per ordered pair of ranks (single producer, single consumer).
  *
