@@ -32,11 +32,12 @@
 # ratio taken per turn): on the 2-CPU VM a program's speed moves by up to 1.7x within seconds, which separate
 # programs cannot see through at small sizes. Its report gives the median ratio mgcomm / MPI per
 # collective and size and evaluates issue 22's target, mgcomm's time <= Open MPI's at every size
-# (the same as busbw >= 1.0x). -B 1 runs each loop's calls back to back after one barrier (the
-# OSU benchmarks' latency) instead of one barrier per timed call. -S 1 puts each library's
-# all_reduce of 2 floats before every call (untimed; timed with -B 1). -t 1 makes mgcomm's ranks N
-# threads of the program's first process (the others sleep through mgcomm's turns). Give -n and
-# -w in the thousands for small sizes.
+# (the same as busbw >= 1.0x); each turn's ratio is printed with the speed at which rank 0 stored
+# into lines that rank 1 had just read (mpi_paired.c's -P 1), the state of the CPUs then. -B 1
+# runs each loop's calls back to back after one barrier (the OSU benchmarks' latency) instead of
+# one barrier per timed call. -S 1 puts each library's all_reduce of 2 floats before every call
+# (untimed; timed with -B 1). -t 1 makes mgcomm's ranks N threads of the program's first process
+# (the others sleep through mgcomm's turns). Give -n and -w in the thousands for small sizes.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -99,7 +100,7 @@ if [ "$paired" = 1 ]; then
     started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
     t0=$(date +%s)
     table=$(mg_mpirun "$ranks" "$dir/mpi_paired" -c "$colls" -b "$minb" -e "$maxb" -f "$factor" \
-      -n "$iters" -w "$warmup" -T "$repeats" -B "$b2b" -S "$small" -t "$pthreads" \
+      -n "$iters" -w "$warmup" -T "$repeats" -B "$b2b" -S "$small" -t "$pthreads" -P 1 \
       --inplace "$inplace") ||
       return 1
     local kind="processes"
@@ -110,7 +111,7 @@ if [ "$paired" = 1 ]; then
     echo "**Software**: mgcomm (commit $commit, library $libdir/libmgcomm.so), $mpi_version.  "
     echo "**Load average** (1, 5, 15 min): before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg); the run took $(($(date +%s) - t0)) s."
     echo
-    echo "**Method**: \`bench/host_vs_mpi.sh -I 1 -B $b2b -S $small -t $pthreads -N $ranks -R $repeats -c $colls -b $minb -e $maxb -f $factor -n $iters -w $warmup --inplace $inplace\`: bench/mpi_paired.c under \`mpirun -np $ranks ${MPIRUN_OPTS:-}\`, $repeats turns per size, each timing Open MPI's loop and mgcomm's (the first alternating) $([ "$pthreads" = 1 ] && echo "on mgcomm's side $ranks threads of the first process, not bound to CPUs, with their own malloc'd buffers (the other processes asleep)" || echo "on the same processes and buffers"); $warmup warm-up and $iters timed calls per loop, float32, sum, root 0; $([ "$b2b" = 1 ] && echo "the timed calls back to back after one barrier, the slowest rank's time divided by the calls" || echo "one barrier before each timed call, its time from the last rank's start to the last rank's end, the loop's the median call")$([ "$small" = 1 ] && echo "; before every call the same library's all_reduce of 2 floats$([ "$b2b" = 1 ] || echo ", untimed")"). A ratio below 1 means mgcomm is faster."
+    echo "**Method**: \`bench/host_vs_mpi.sh -I 1 -B $b2b -S $small -t $pthreads -N $ranks -R $repeats -c $colls -b $minb -e $maxb -f $factor -n $iters -w $warmup --inplace $inplace\`: bench/mpi_paired.c under \`mpirun -np $ranks ${MPIRUN_OPTS:-}\`, $repeats turns per size, each timing Open MPI's loop and mgcomm's (the first alternating) $([ "$pthreads" = 1 ] && echo "on mgcomm's side $ranks threads of the first process, not bound to CPUs, with their own malloc'd buffers (the other processes asleep)" || echo "on the same processes and buffers"); $warmup warm-up and $iters timed calls per loop, float32, sum, root 0; $([ "$b2b" = 1 ] && echo "the timed calls back to back after one barrier, the slowest rank's time divided by the calls" || echo "one barrier before each timed call, its time from the last rank's start to the last rank's end, the loop's the median call")$([ "$small" = 1 ] && echo "; before every call the same library's all_reduce of 2 floats$([ "$b2b" = 1 ] || echo ", untimed")"). A ratio below 1 means mgcomm is faster. Before each turn rank 0 timed its stores of 128 KiB into lines that rank 1 had just read (mpi_paired.c, -P 1): the last column gives each turn's ratio with that speed in GB/s, the state of the CPUs that turn (on the 2-CPU VM ~55, ~9 or ~2 GB/s as its virtual CPUs move between the host's cores: bench/results/2026-11-29-vm-cpu-pair-states.md)."
     echo
     echo "$table"
     echo

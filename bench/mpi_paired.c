@@ -7,7 +7,7 @@
  * other, and the ratio is taken per turn.
  *
  * usage: mpirun -np N mpi_paired [-c coll[,coll...]] [-b min] [-e max] [-f factor] [-n iters]
- *                                [-w warmup] [-T turns] [-B 0|1] [-S 0|1] [-t 0|1]
+ *                                [-w warmup] [-T turns] [-B 0|1] [-S 0|1] [-t 0|1] [-P 0|1]
  *                                [--inplace 0|1|both]
  * Collectives (-c, default the first four; "all": every one): all_reduce, all_gather,
  * reduce_scatter, broadcast, all_to_all, reduce, gather, scatter, sendrecv (to the next rank,
@@ -28,6 +28,8 @@
  * inside the timed loop), as a training loop's small all_reduce between its large collectives;
  * it found the host backend's staged collectives slowed by such a neighbour
  * (bench/results/2026-11-29-host-slot-alternation.md).
+ * -P 1: before each turn, the speed at which rank 0 stores into lines that rank 1 has just read
+ * (probe(), below), printed with each turn's ratio: the state of the machine's CPUs that turn.
  * -t 1: mgcomm's ranks are N threads of rank 0's process instead (its other processes sleep
  * through mgcomm's turns, so that the threads have the CPUs the processes had), each with its own
  * malloc'd buffers and not bound to a CPU (Open MPI binds its processes); the timing rule is the
@@ -91,7 +93,62 @@ static void call(mg_comm_t *mg, int r, int c, int ip, float *send, float *recv, 
   if (st != MG_OK) mb_die("mgcomm: ", mg_last_error());
 }
 
+/* -P 1: rank 0 copies PROBE_BYTES into a window shared with rank 1, which then reads them, in
+ * PROBE_ROUNDS rounds; the median of rank 0's copies after the first, in GB/s, on rank 0 (0 on
+ * the others, or with one rank). Those are stores into cache lines that the other CPU holds, as
+ * the host backend's staged copies into its slots are; Open MPI's copies of these sizes (one
+ * process_vm_readv) only read the other process's memory. On the 2-CPU VM they ran at ~55, ~9
+ * or ~2 GB/s, as its two virtual CPUs moved between the host's cores every few seconds
+ * (bench/results/2026-11-29-vm-cpu-pair-states.md). The waits give the CPU away after a while:
+ * with more ranks than CPUs, ranks 0 and 1 may share one. */
+#define PROBE_BYTES (128 * 1024)
+#define PROBE_ROUNDS 8
+static MPI_Win probe_win;
+static unsigned char *probe_mem; /* rank 0's part of the window: a flag's line, then the data */
+
+static void probe_init(void) {
+  void *base;
+  MPI_Win_allocate_shared(rank == 0 ? 4096 + PROBE_BYTES : 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
+                          &base, &probe_win);
+  MPI_Aint size;
+  int unit;
+  MPI_Win_shared_query(probe_win, 0, &size, &unit, &probe_mem);
+  memset(base, 0, rank == 0 ? 4096 + PROBE_BYTES : 0);
+}
+
+static void probe_wait(_Atomic unsigned *flag, unsigned want) {
+  for (unsigned i = 0; atomic_load(flag) != want; i++)
+    if (i > 4096) sched_yield();
+}
+
+static double probe(void) {
+  static unsigned char mine[PROBE_BYTES];
+  _Atomic unsigned *flag = (_Atomic unsigned *)(void *)probe_mem;
+  unsigned char *data = probe_mem + 4096;
+  double t[PROBE_ROUNDS];
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) atomic_store(flag, 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (unsigned k = 0; k < PROBE_ROUNDS && nranks > 1 && rank <= 1; k++) {
+    if (rank == 1) {
+      probe_wait(flag, 2 * k + 1);
+      memcpy(mine, data, PROBE_BYTES);
+      atomic_store(flag, 2 * k + 2);
+      continue;
+    }
+    probe_wait(flag, 2 * k);
+    const double t0 = mb_now();
+    memcpy(data, mine, PROBE_BYTES);
+    t[k] = mb_now() - t0;
+    atomic_store(flag, 2 * k + 1);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank != 0 || nranks < 2) return 0;
+  return PROBE_BYTES / mb_median(t + 1, PROBE_ROUNDS - 1) * 1e-9;
+}
+
 static int back_to_back; /* -B 1 */
+static int probing;      /* -P 1 */
 static int small_between; /* -S 1 */
 
 /* -S 1: the same library's all_reduce of 2 floats, before each call of the loop. */
@@ -345,6 +402,8 @@ int main(int argc, char **argv) {
       small_between = atoi(v) != 0;
     } else if (!strcmp(a, "-t")) {
       threads = atoi(v) != 0;
+    } else if (!strcmp(a, "-P")) {
+      probing = atoi(v) != 0;
     } else if (!strcmp(a, "-T")) {
       turns = atoi(v);
     } else if (!strcmp(a, "--inplace")) {
@@ -371,11 +430,13 @@ int main(int argc, char **argv) {
       mb_die("mg_comm_init_rank: ", mg_last_error());
   }
   bufs_t b = bufs_new(cap, iters);
+  if (probing) probe_init();
 
   if (rank == 0) {
     printf("| collective | in place | size (B) | MPI µs | mgcomm µs | mgcomm / MPI (median of "
-           "%d turns) | turns' ratios, min - max |\n", turns);
-    printf("| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+           "%d turns) | turns' ratios, min - max |%s\n", turns,
+           probing ? " each turn's ratio (rank 0's stores into rank 1's lines, GB/s) |" : "");
+    printf("| --- | --- | ---: | ---: | ---: | ---: | ---: |%s\n", probing ? " --- |" : "");
   }
   {
     const size_t total = minb / sizeof(float);
@@ -390,21 +451,25 @@ int main(int argc, char **argv) {
       if (count == 0) continue;
       for (int ip = 0; ip < 2; ip++) {
         if (!(modes & (1 << ip)) || (ip && !has_inplace[c])) continue;
-        double t[2][99], r[99];
+        double t[2][99], r[99], gbs[99], turn_r[99];
         for (int k = 0; k < turns; k++) {
+          if (probing) gbs[k] = probe();
           for (int j = 0; j < 2; j++) {
             const int mg = (j + k) % 2; /* MPI first in even turns, mgcomm in odd ones */
             const job_t j = {c, ip, iters, warmup, count};
             t[mg][k] = loop(mg, &j, b.send, b.recv, b.times);
           }
-          r[k] = t[1][k] / t[0][k];
+          r[k] = turn_r[k] = t[1][k] / t[0][k];
         }
         if (rank == 0) {
           const double tm = mb_median(t[0], turns) * 1e6, tg = mb_median(t[1], turns) * 1e6;
           const double rm = mb_median(r, turns); /* sorts r */
-          printf("| %s | %s | %zu | %.3f | %.3f | %.2f | %.2f - %.2f |\n", coll_names[c],
+          printf("| %s | %s | %zu | %.3f | %.3f | %.2f | %.2f - %.2f |", coll_names[c],
                  ip ? "yes" : "no", (divided[c] ? count * n : count) * sizeof(float), tm, tg, rm,
                  r[0], r[turns - 1]);
+          for (int k = 0; k < turns && probing; k++)
+            printf("%s%.2f (%.1f)", k ? ", " : " ", turn_r[k], gbs[k]);
+          printf("%s\n", probing ? " |" : "");
           fflush(stdout);
         }
       }
@@ -412,6 +477,7 @@ int main(int argc, char **argv) {
   }
   if (threads && rank == 0) threads_stop();
   if (!threads) mg_comm_destroy(comm);
+  if (probing) MPI_Win_free(&probe_win);
   bufs_free(&b);
   MPI_Finalize();
   return 0;

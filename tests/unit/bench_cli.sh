@@ -468,6 +468,9 @@ scripts)
     [ "$(grep -c '^| all_reduce | \(no\|yes\) | [0-9]* | [0-9.]* | [0-9.]* | [0-9.]* | ' "$tmp/p.md")" = 8 ] ||
       fail "host_vs_mpi.sh -I 1: $(cat "$tmp/p.md")"
     [ "$(grep -c '^| all_gather | ' "$tmp/p.md")" = 8 ] || fail "host_vs_mpi.sh -I 1: $(cat "$tmp/p.md")"
+    # Each turn's ratio with the probe's speed of stores into the other CPU's lines (-P 1).
+    [ "$(grep -c '^| all_reduce | .* | [0-9.]* ([0-9.]*), [0-9.]* ([0-9.]*) |$' "$tmp/p.md")" = 8 ] ||
+      fail "host_vs_mpi.sh -I 1: no probe column: $(cat "$tmp/p.md")"
     grep -q "^- mgcomm time <= 1.0x Open MPI at every size: \*\*\(met\|missed\)\*\* .*16 rows" "$tmp/p.md" ||
       fail "host_vs_mpi.sh -I 1: no target line: $(cat "$tmp/p.md")"
   done
