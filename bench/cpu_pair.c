@@ -83,7 +83,11 @@ int main(int argc, char **argv) {
   memset(from, 2, bytes);
   memset(to, 3, bytes);
   pthread_t t[2];
-  for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, side, (void *)(size_t)i);
+  for (int i = 0; i < 2; i++)
+    if (pthread_create(&t[i], NULL, side, (void *)(size_t)i) != 0) {
+      fprintf(stderr, "cpu_pair: cannot start a thread\n");
+      return 1;
+    }
   for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
   printf("CPUs %d -> %d, %zu B, %s: stores %.2f us (%.1f GB/s), reads %.2f us (%.1f GB/s)\n",
          cpu[0], cpu[1], bytes, stream ? "stream" : "memcpy", spent[0] / rounds * 1e6,
