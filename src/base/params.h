@@ -73,6 +73,11 @@
     "Host backend: 1 when process_vm_readv copies at least 0.4 as fast as memcpy here, which " \
     "moves the defaults of HOST_DIRECT_BYTES and HOST_READV_MAX_BYTES between processes; -1 = " \
     "measured once per process (256 KiB each way, 20 times, about 0.7 ms)")                    \
+  X(HOST_PACE_GBPS, DOUBLE, "5", 0, 1e6, "",                                                   \
+    "Host backend: between processes, a rank whose copies into its staging slot (lines its "  \
+    "readers just read) run below this many GB/s in two collectives in a row says so, and "  \
+    "from then on collectives that could read their peers' buffers directly do, until a "    \
+    "staged one every 128 of them measures faster; 0: never")                                 \
   X(HOST_P2P_BYTES, INT, "262144", 4096, 1073741824.0, "",                                     \
     "Host backend: bytes of each send/recv channel between two ranks (the ring of the "       \
     "messages that are not lent: see HOST_DIRECT_BYTES)")                                      \

@@ -204,3 +204,11 @@ mg_test(NAME host_slot_turns_procs EXE host_slot_turns ARGS procs LABELS host
         ENV MGCOMM_HOST_DIRECT_BYTES=1073741824)
 mg_test(NAME host_slot_turns_procs_direct EXE host_slot_turns ARGS procs LABELS host
         ENV MGCOMM_HOST_DIRECT_BYTES=65536 MGCOMM_HOST_READV_FAST=1)
+# The slot stores' state (tests/unit/host_pace.c): votes and lifting by the rules; between
+# processes every store taken as slow sends the liftable collectives direct, and back.
+mg_test(NAME host_pace_logic EXE host_pace SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host_pace.c
+        ARGS logic LABELS host)
+mg_test(NAME host_pace_slow EXE host_pace ARGS slow LABELS host
+        ENV MGCOMM_HOST_DIRECT_BYTES=1073741824 MGCOMM_HOST_PACE_GBPS=1000000)
+mg_test(NAME host_pace_off EXE host_pace ARGS off LABELS host
+        ENV MGCOMM_HOST_DIRECT_BYTES=1073741824 MGCOMM_HOST_PACE_GBPS=0)

@@ -16,6 +16,34 @@ typedef struct mg__hid {
 } mg__hid_t;
 _Static_assert(sizeof(mg__hid_t) <= MG_UNIQUE_ID_BYTES, "host id fits in mg_unique_id_t");
 
+/* Whether stores into the staging slots are slow now (host_pace.c), per communicator. */
+typedef struct mg__hpace {
+  double gbps;       /* MGCOMM_HOST_PACE_GBPS: slower stores are slow (0: never measured) */
+  int slow;          /* some rank voted slow in the last announcements read: alike on every rank */
+  int vote;          /* this rank's vote, which its next announcement carries */
+  int against;       /* measurements in a row that disagreed with the vote */
+  uint64_t lifted;   /* collectives that the slow state could send direct, since it began */
+  uint64_t directs;  /* collectives that read their peers' buffers directly, on this rank */
+  uint64_t filled[2]; /* directs + 1 when each slot was last filled: one filled since the last
+                         direct collective, which its readers then read, is warm */
+  size_t bytes;      /* the current collective's warm stores: bytes and seconds */
+  double secs;
+} mg__hpace_t;
+
+/* host_pace.c */
+void mg__hpace_init(mg__hpace_t *p);
+/* For a collective that could read its peers' buffers directly but stays staged by the
+ * creator's thresholds: 1 when the slow state sends it direct. Alike on every rank. */
+int mg__hpace_lift(mg__hpace_t *p);
+/* 1 when the step about to fill slot step t's slot should time its stores: its slot is warm. */
+int mg__hpace_warm(const mg__hpace_t *p, uint64_t t);
+/* That step filled its slot with `bytes` (0: not timed) in secs. */
+void mg__hpace_filled(mg__hpace_t *p, uint64_t t, size_t bytes, double secs);
+/* A collective ended: it read its peers' buffers directly, or else votes by its warm stores. */
+void mg__hpace_ended(mg__hpace_t *p, int direct);
+/* The announcements of a collective, read at its match: whether any rank voted slow. */
+void mg__hpace_agree(mg__hpace_t *p, int any_slow);
+
 typedef struct mg__hcomm {
   mg__hshm_t shm;   /* this rank's mapping of the segment */
   mg__hid_t id;     /* the id it was created from */
@@ -28,6 +56,7 @@ typedef struct mg__hcomm {
                             of the slot-free check when an earlier wait already saw them */
   int a2av_staged;  /* the last all_to_allv's pieces did not all fit in the mails: the next one
                        starts staged (host_coll.c, mg__coll_start); alike on every rank */
+  mg__hpace_t pace; /* whether stores into the slots are slow now */
 } mg__hcomm_t;
 
 static inline mg__hcomm_t *mg__hcomm(const mg_comm_t *comm) { return (mg__hcomm_t *)comm->priv; }

@@ -75,6 +75,7 @@ static mg_status_t mg__attach(mg_comm_t *comm, const mg__hid_t *id, int local, d
   hc->step = 0;
   hc->slot_steps = 0;
   hc->a2av_staged = 0;
+  mg__hpace_init(&hc->pace);
   return mg__hshm_attach(&hc->shm, id->name, comm->nranks, comm->rank, local, deadline,
                          &comm->aborting);
 }

@@ -111,6 +111,8 @@ typedef struct mg__hx {
                          * send in step 0) instead of staging them */
   int a2av_lent;        /* all_to_allv: some rank lends (known after step 0's posts) */
   int a2av_mailed;      /* all_to_allv in the mails: every rank's pieces fit (known at its match) */
+  int lifted;           /* staged by the thresholds, direct because the slot stores are slow
+                         * (mg__liftable); alike on every rank */
   double next_check;    /* time of the next liveness check */
   int look;             /* collectives: the first peer whose process the next check reads */
 } mg__hx_t;
@@ -464,6 +466,7 @@ static int mg__a2av_lends(const mg__hx_t *x) {
   size_t most = 0;
   for (int p = 0; p < x->n; p++)
     if (p != x->me && x->op->v[0][p] > most) most = x->op->v[0][p];
+  if (x->lifted) return most > 0; /* stores are slow: lend whatever goes past the mails */
   const size_t b = most * x->es;
   if (!x->s->processes) return most > 0 && b >= x->s->hdr->direct_threads_bytes;
   const uint64_t max = x->s->hdr->readv_max_bytes[MG_OPK_ALL_TO_ALL]; /* as all_to_all's */
@@ -479,9 +482,10 @@ static int mg__a2av_lends(const mg__hx_t *x) {
  * (mg__root_reduce). */
 static int mg__goes_direct(const mg__hx_t *x) {
   const mg__opkind_t k = x->op->kind;
-  if (k == MG_OPK_REDUCE && x->op->count * x->es <= x->s->hdr->small_bytes) return 0;
   const int directable = k == MG_OPK_BROADCAST || k == MG_OPK_ALL_GATHER || k == MG_OPK_GATHER ||
                          k == MG_OPK_SCATTER || k == MG_OPK_ALL_TO_ALL || k == MG_OPK_REDUCE;
+  if (x->lifted) return directable; /* all_to_allv's ranks lend instead (mg__a2av_lends) */
+  if (k == MG_OPK_REDUCE && x->op->count * x->es <= x->s->hdr->small_bytes) return 0;
   /* Between processes a reader's copy is a process_vm_readv, on the reader's CPU alone; whether
    * it beats the staged pipeline, where the owner copies in while the readers copy out, depends
    * on the machine and the kind, and the creator chose the thresholds for it (host_shm.c,
@@ -499,7 +503,25 @@ static int mg__root_may_stage(const mg__hx_t *x) {
   const mg__opkind_t k = x->op->kind;
   const uint64_t from = x->s->hdr->root_stages_bytes;
   return (k == MG_OPK_BROADCAST || k == MG_OPK_SCATTER) && x->s->processes && x->n == 2 &&
-         from > 0 && x->op->count * x->es >= from;
+         from > 0 && x->op->count * x->es >= from && !x->lifted;
+}
+
+/* 1 when x could read its peers' buffers directly between processes but the creator's
+ * thresholds keep it staged (or let its root stage it): past the mails, a broadcast, scatter,
+ * gather, all_gather or all_to_all below the direct threshold or past its readv bound, a reduce
+ * of two ranks that its root does not read (one-step, two-phase); any all_to_allv (each rank
+ * chooses whether it lends). While the slot stores are slow such a collective goes direct
+ * (host_pace.c). Alike on all ranks: the shape and the creator's thresholds decide. */
+static int mg__liftable(const mg__hx_t *x) {
+  const mg__opkind_t k = x->op->kind;
+  if (!x->s->processes || !x->s->direct) return 0;
+  if (k == MG_OPK_ALL_TO_ALLV) return 1; /* its counts are per pair */
+  if (x->op->count == 0) return 0;
+  if (mg__mail_len(x) <= MG__MAIL_BYTES) return 0;
+  if (k == MG_OPK_REDUCE) return x->n == 2 && !mg__goes_direct(x);
+  const int directable = k == MG_OPK_BROADCAST || k == MG_OPK_ALL_GATHER || k == MG_OPK_GATHER ||
+                         k == MG_OPK_SCATTER || k == MG_OPK_ALL_TO_ALL;
+  return directable && (!mg__goes_direct(x) || mg__root_may_stage(x));
 }
 
 /* 1 on the root of such a collective whose call is in place: with no copy of its own to make,
@@ -537,6 +559,8 @@ static void mg__coll_start(mg__hx_t *x) {
   x->slot0 = hc->slot_steps;
   x->set1 = MG__SET_ALL;
   x->set2 = MG__SET_NONE;
+  x->lifted = 0;
+  x->lifted = mg__liftable(x) && mg__hpace_lift(&hc->pace);
   /* Mails up to their size, unless the data is copied once (between threads, from 2 KiB per
    * rank: one copy beat the mails at 4 KiB, bench/results/2026-11-25-host-mail-4k.md). */
   /* Alike on all, as the mails' test, but for a root that stages (its reader follows). */
@@ -728,6 +752,7 @@ static void mg__coll_announce(mg__hx_t *x) {
   atomic_store_explicit(&d->redop, op->redop.premul ? -1 : (int32_t)op->redop.op,
                         memory_order_relaxed);
   atomic_store_explicit(&d->staged, mg__root_stages(x), memory_order_relaxed);
+  atomic_store_explicit(&d->slow, mg__hcomm(x->comm)->pace.vote, memory_order_relaxed);
   atomic_store_explicit(&d->seq1, op->seq + 1, memory_order_release);
   x->announced = 1;
 }
@@ -861,6 +886,12 @@ static int mg__coll_match(mg__hx_t *x) {
     }
     x->nsteps = mx == 0 ? 1 : (mx + x->E - 1) / x->E;
   }
+  if (x->alg != MG__ALG_MAIL && x->s->processes) { /* the votes (host_pace.c) */
+    int slow = 0;
+    for (int r = 0; r < x->n; r++)
+      slow |= atomic_load_explicit(&x->s->ranks[r].desc[x->s0 & 1].slow, memory_order_relaxed);
+    mg__hpace_agree(&mg__hcomm(x->comm)->pace, slow);
+  }
   if (x->alg == MG__ALG_DIRECT && op->root != x->me && mg__root_may_stage(x) &&
       atomic_load_explicit(&x->s->ranks[op->root].desc[x->s0 & 1].staged, memory_order_relaxed))
     mg__reader_stages(x);
@@ -885,8 +916,14 @@ static void mg__slice(size_t count, int n, int r, size_t *lo, size_t *hi) {
   *hi = count * (size_t)(r + 1) / (size_t)n;
 }
 
-/* Phase 0 of step k: this rank's input into its slot. */
-static void mg__copy_in(mg__hx_t *x) {
+/* Copies len bytes of this rank's input into a slot, and returns len. */
+static size_t mg__fill(unsigned char *slot, const unsigned char *from, size_t len) {
+  mg__copy(slot, from, len);
+  return len;
+}
+
+/* Phase 0 of step k: this rank's input into its slot. Returns the bytes it stored into slots. */
+static size_t mg__copy_in(mg__hx_t *x) {
   const mg__op_t *op = x->op;
   const size_t es = x->es, c = op->count, E = x->E;
   const size_t off = (size_t)x->k * E;
@@ -899,7 +936,7 @@ static void mg__copy_in(mg__hx_t *x) {
       atomic_store_explicit(&x->s->ranks[x->me].raddr, (uint64_t)(uintptr_t)op->recv,
                             memory_order_relaxed);
     }
-    return;
+    return 0;
   }
   if (x->alg == MG__ALG_MAIL) {
     /* Everybody mails (the key, which everybody compares); the non-roots of a broadcast or a
@@ -925,10 +962,11 @@ static void mg__copy_in(mg__hx_t *x) {
       mg__copy(m->data, mg__sb(x), mg__mail_len(x));
     }
     atomic_store_explicit(&m->key, x->mail_key, memory_order_relaxed); /* mg__mail_post */
-    return;
+    return 0;
   }
-  if (c == 0 && op->kind != MG_OPK_ALL_TO_ALLV) return; /* nothing but the post */
+  if (c == 0 && op->kind != MG_OPK_ALL_TO_ALLV) return 0; /* nothing but the post */
   unsigned char *mine = mg__slot(x, x->me);
+  size_t in = 0;
   switch (op->kind) {
     case MG_OPK_ALL_REDUCE:
     case MG_OPK_REDUCE:
@@ -939,7 +977,7 @@ static void mg__copy_in(mg__hx_t *x) {
           if (j == x->me) continue;
           size_t lo, hi;
           mg__slice(len, x->n, j, &lo, &hi);
-          mg__copy(mine + lo * es, mg__sb(x) + (off + lo) * es, (hi - lo) * es);
+          in += mg__fill(mine + lo * es, mg__sb(x) + (off + lo) * es, (hi - lo) * es);
         }
         break;
       }
@@ -948,26 +986,27 @@ static void mg__copy_in(mg__hx_t *x) {
     case MG_OPK_GATHER:
       /* A root of gather or reduce reads its own input from send: nobody else needs it. */
       if ((op->kind == MG_OPK_GATHER || op->kind == MG_OPK_REDUCE) && op->root == x->me) break;
-      mg__copy(mine, mg__sb(x) + off * es, mg__step_len(c, E, x->k) * es);
+      in += mg__fill(mine, mg__sb(x) + off * es, mg__step_len(c, E, x->k) * es);
       break;
     case MG_OPK_BROADCAST:
       if (op->root == x->me)
-        mg__copy(mine, mg__sb(x) + off * es, mg__step_len(c, E, x->k) * es);
+        in += mg__fill(mine, mg__sb(x) + off * es, mg__step_len(c, E, x->k) * es);
       break;
     case MG_OPK_REDUCE_SCATTER:
     case MG_OPK_ALL_TO_ALL: {
       size_t len = mg__step_len(c, E, x->k);
       for (int j = 0; j < x->n; j++)
         if (j != x->me || op->kind == MG_OPK_REDUCE_SCATTER)
-          mg__copy(mine + (size_t)j * E * es, mg__sb(x) + ((size_t)j * c + off) * es, len * es);
+          in += mg__fill(mine + (size_t)j * E * es, mg__sb(x) + ((size_t)j * c + off) * es,
+                         len * es);
       break;
     }
     case MG_OPK_SCATTER: /* the root writes each reader's piece into that reader's own slot */
       if (op->root != x->me) break;
       for (int j = 0; j < x->n; j++)
         if (j != x->me)
-          mg__copy(mg__slot(x, j), mg__sb(x) + ((size_t)j * c + off) * es,
-                   mg__step_len(c, E, x->k) * es);
+          in += mg__fill(mg__slot(x, j), mg__sb(x) + ((size_t)j * c + off) * es,
+                         mg__step_len(c, E, x->k) * es);
       break;
     case MG_OPK_ALL_TO_ALLV: {
       if (x->a2av_lend) { /* its readers copy from send, announced (mg__coll_announce) */
@@ -977,13 +1016,14 @@ static void mg__copy_in(mg__hx_t *x) {
       const size_t *sc = op->v[0], *sd = op->v[1];
       for (int j = 0; j < x->n; j++)
         if (j != x->me)
-          mg__copy(mine + (size_t)j * E * es, mg__sb(x) + (sd[j] + off) * es,
-                 mg__step_len(sc[j], E, x->k) * es);
+          in += mg__fill(mine + (size_t)j * E * es, mg__sb(x) + (sd[j] + off) * es,
+                         mg__step_len(sc[j], E, x->k) * es);
       break;
     }
     default:
       break;
   }
+  return in;
 }
 
 /* Two-phase reductions, phase 1: reduce this rank's slice of the step, its own part read from
@@ -1261,6 +1301,7 @@ static void mg__coll_finish(mg__hx_t *x) {
   mg__hcomm_t *hc = mg__hcomm(x->comm);
   hc->step = x->s0 + x->k;
   if (x->alg != MG__ALG_MAIL && x->alg != MG__ALG_DIRECT) hc->slot_steps = x->slot0 + x->k;
+  if (x->alg != MG__ALG_MAIL) mg__hpace_ended(&hc->pace, x->alg == MG__ALG_DIRECT || x->a2av_lent);
   x->op->status = MG_OK;
   x->done = 1;
 }
@@ -1337,7 +1378,15 @@ static int mg__coll_progress(mg__hx_t *x) {
     }
     int step_done = 0;
     if (x->phase == 0) {
-      mg__copy_in(x);
+      if (x->alg == MG__ALG_MAIL || x->alg == MG__ALG_DIRECT) {
+        mg__copy_in(x);
+      } else { /* into the slots: timed where they are warm (host_pace.c) */
+        const uint64_t t = x->slot0 + x->k;
+        const int timed = x->s->processes && mg__hpace_warm(&hc->pace, t);
+        const double t0 = timed ? mg__now() : 0;
+        const size_t in = mg__copy_in(x);
+        mg__hpace_filled(&hc->pace, t, timed ? in : 0, timed ? mg__now() - t0 : 0);
+      }
       if (x->alg != MG__ALG_MAIL)
         mg__publish(x->s, &mine->posted, s + 1);
       else if (mg__mail_post(x, s) < 0)

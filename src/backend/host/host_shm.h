@@ -24,7 +24,7 @@
 #include "mgcomm.h"
 
 #define MG__HSHM_MAGIC 0x6d67686f73747631ull /* "mghostv1" */
-#define MG__HSHM_VERSION 26u
+#define MG__HSHM_VERSION 27u
 #define MG__HSHM_NAME_MAX 64
 
 enum { /* mg__hshm_rank_t.state */
@@ -77,6 +77,7 @@ typedef struct mg__hshm_desc {
                              pieces (host_coll.c, mg__a2av_lends), 0 if staged */
   _Atomic int32_t staged; /* a broadcast or scatter that could go direct: 1 when its root
                              stages it instead (host_coll.c, mg__root_stages) */
+  _Atomic int32_t slow;   /* the rank's stores into its slot are slow (host_pace.c) */
 } mg__hshm_desc_t;
 _Static_assert(sizeof(mg__hshm_desc_t) == 64, "an announcement is a cache line");
 

@@ -1,0 +1,81 @@
+/*
+ * host_pace.c -- whether a rank's stores into its staging slot are slow now, and the choice that
+ * follows: the collectives that could read their peers' buffers directly then do.
+ *
+ * A staged copy is two: the owner stores its data into its slot, into lines that its readers
+ * read when that slot was last used, and the readers copy it out. The stores cost what the
+ * machine charges to take a line back from another CPU's cache, and that can change under a
+ * running program: the 2-CPU development VM's host moves its two virtual CPUs between one core,
+ * two nearby cores and two far ones every few seconds, where a hand-over of 128 KiB takes 4.7,
+ * 22 and 81 us (bench/results/2026-11-29-vm-cpu-pair-states.md); two sockets would be the far
+ * case for good. Inside collectives the stores run at 10-40 GB/s on nearby cores and at 1.2-4.8
+ * on far ones, where every staged collective between two processes takes 1.2-6x Open MPI's time
+ * (whose copies at those sizes are process_vm_readv: reads only), and the same collectives read
+ * directly 0.9-1.0x (bench/results/2026-11-29-host-pace.md).
+ *
+ * So each rank times its stores into its slot, in steps whose slot its readers read since this
+ * rank's last direct collective (a slot nobody read lately takes stores fast in any state: such
+ * "cold" steps are not timed), and votes: slow after two collectives in a row whose warm stores
+ * ran below MGCOMM_HOST_PACE_GBPS, fast again after one at or above it. Its next announcement
+ * carries the vote (host_shm.h, desc.slow); at the match of every collective that is not in the
+ * mails every rank reads all of them, so that all agree from the next collective on: slow when
+ * any rank voted slow. While slow, a collective that could read directly but that the
+ * creator's thresholds keep staged goes direct (host_coll.c, mg__liftable), except the last
+ * MG__PACE_PROBES of every MG__PACE_RECHECK such collectives, which stay staged so that their
+ * stores are measured again: three, so that even with one slot step per collective the third
+ * fills a slot that the first's readers read.
+ */
+#include <string.h>
+
+#include "backend/host/host.h"
+#include "base/log.h"
+#include "base/params.h"
+
+#define MG__PACE_RECHECK 128
+#define MG__PACE_PROBES 3
+/* Warm bytes a collective must store for its speed to count. */
+#define MG__PACE_MIN_BYTES (16 * 1024)
+
+void mg__hpace_init(mg__hpace_t *p) {
+  memset(p, 0, sizeof *p);
+  p->gbps = mg__param_double(MG_PARAM_HOST_PACE_GBPS);
+}
+
+int mg__hpace_lift(mg__hpace_t *p) {
+  if (!p->slow) return 0;
+  return p->lifted++ % MG__PACE_RECHECK < MG__PACE_RECHECK - MG__PACE_PROBES;
+}
+
+int mg__hpace_warm(const mg__hpace_t *p, uint64_t t) {
+  return p->gbps > 0 && p->filled[t & 1] == p->directs + 1;
+}
+
+void mg__hpace_filled(mg__hpace_t *p, uint64_t t, size_t bytes, double secs) {
+  p->filled[t & 1] = p->directs + 1;
+  p->bytes += bytes;
+  p->secs += secs;
+}
+
+void mg__hpace_ended(mg__hpace_t *p, int direct) {
+  if (direct) p->directs++;
+  if (p->bytes >= MG__PACE_MIN_BYTES) {
+    const int slow = (double)p->bytes < p->gbps * 1e9 * p->secs;
+    if (slow == p->vote) {
+      p->against = 0;
+    } else if (!slow || ++p->against == 2) {
+      p->vote = slow;
+      p->against = 0;
+    }
+  }
+  p->bytes = 0;
+  p->secs = 0;
+}
+
+void mg__hpace_agree(mg__hpace_t *p, int any_slow) {
+  if (any_slow == p->slow) return;
+  MG_INFO(MG_SUBSYS_COLL, "host: stores into the staging slots are %s: collectives that could "
+          "read their peers' buffers directly %s", any_slow ? "slow" : "fast again",
+          any_slow ? "now do" : "go by the thresholds again");
+  p->lifted = 0;
+  p->slow = any_slow;
+}
