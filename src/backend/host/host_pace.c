@@ -60,6 +60,8 @@ void mg__hpace_ended(mg__hpace_t *p, int direct) {
   if (direct) p->directs++;
   if (p->bytes >= MG__PACE_MIN_BYTES) {
     const int slow = (double)p->bytes < p->gbps * 1e9 * p->secs;
+    MG_TRACE(MG_SUBSYS_COLL, "host: stores into the slot: %zu bytes at %.2f GB/s", p->bytes,
+             (double)p->bytes / p->secs * 1e-9);
     if (slow == p->vote) {
       p->against = 0;
     } else if (!slow || ++p->against == 2) {
