@@ -75,9 +75,9 @@
     "measured once per process (256 KiB each way, 20 times, about 0.7 ms)")                    \
   X(HOST_PACE_GBPS, DOUBLE, "5", 0, 1e6, "",                                                   \
     "Host backend: between processes, a rank whose copies into its staging slot (lines its "  \
-    "readers just read) run below this many GB/s in two collectives in a row says so, and "  \
-    "from then on collectives that could read their peers' buffers directly do, until a "    \
-    "staged one every 128 of them measures faster; 0: never")                                 \
+    "readers just read) ran below this many GB/s in 6 of its last 8 collectives says so, and " \
+    "from then on collectives that could read their peers' buffers directly do, until the "  \
+    "staged ones kept every 128 of them measure faster; 0: never")                            \
   X(HOST_P2P_BYTES, INT, "262144", 4096, 1073741824.0, "",                                     \
     "Host backend: bytes of each send/recv channel between two ranks (the ring of the "       \
     "messages that are not lent: see HOST_DIRECT_BYTES)")                                      \

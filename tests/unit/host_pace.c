@@ -4,13 +4,14 @@
  * result right across the changes.
  *
  * usage: host_pace logic|slow|off
- *  logic: the rules on a bare mg__hpace_t: which steps are timed (warm), two slow measurements
- *         in a row to vote slow and one fast to vote fast again, too few bytes not voting, and
- *         while slow the last 3 of every 128 liftable collectives staying staged.
+ *  logic: the rules on a bare mg__hpace_t: which steps are timed (warm), 6 slow measurements of
+ *         the last 8 to vote slow and two fast in a row to vote fast again, too few bytes not
+ *         voting, while slow the last 3 of every 128 liftable collectives staying staged, and a
+ *         rank that measured nothing in those 3 withdrawing its slow vote.
  *  slow:  2 processes with MGCOMM_HOST_PACE_GBPS=1e6 (every timed store is slow) and every copy
  *         staged by the thresholds (MGCOMM_HOST_DIRECT_BYTES=1 GiB): rounds of every collective
  *         that can be lifted, each result checked. Both ranks find the slow state within the
- *         first round, and from then on the collectives go direct but for the probes (counted
+ *         first two rounds, and from then on the collectives go direct but for the probes (counted
  *         in the state); then each rank takes every store as fast (gbps lowered in its own
  *         state), and at the next probes both go back to the slots. Every output is cleared
  *         before its call.
@@ -29,6 +30,12 @@
 static const mg_unique_id_t *uid;
 static int slow_mode;
 
+/* One warm collective's stores of 64 KiB, slow (1 GB/s) or fast (32 GB/s) against 5 GB/s. */
+static void measure(mg__hpace_t *p, int slow) {
+  mg__hpace_filled(p, 0, 65536, slow ? 64e-6 : 2e-6);
+  mg__hpace_ended(p, 0);
+}
+
 static void check_logic(void) {
   mg__hpace_t p;
   memset(&p, 0, sizeof p);
@@ -39,27 +46,28 @@ static void check_logic(void) {
   ASSERT(mg__hpace_warm(&p, 2) && !mg__hpace_warm(&p, 1));
   mg__hpace_ended(&p, 1);
   ASSERT(!mg__hpace_warm(&p, 2));
-  /* 64 KiB in 64 us: 1 GB/s, slow. Twice in a row to vote slow. */
-  mg__hpace_filled(&p, 0, 65536, 64e-6);
-  mg__hpace_ended(&p, 0);
+  /* 64 KiB in 64 us (1 GB/s) is slow, in 2 us fast. Slow once 6 of the last 8 were. */
+  const int seq[] = {1, 1, 0, 1, 1, 0, 1}; /* 5 of 7 */
+  for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) measure(&p, seq[i]);
   ASSERT_EQ(p.vote, 0);
-  mg__hpace_filled(&p, 1, 65536, 64e-6);
-  mg__hpace_ended(&p, 0);
+  measure(&p, 1); /* 6 of 8 */
   ASSERT_EQ(p.vote, 1);
-  /* Too few bytes: no vote; one fast measurement (64 KiB in 2 us): fast again. */
+  /* Too few bytes: no vote; one fast measurement changes nothing, two in a row vote fast. */
   mg__hpace_filled(&p, 0, 4096, 1e-3);
   mg__hpace_ended(&p, 0);
+  measure(&p, 0);
+  measure(&p, 1);
+  measure(&p, 0);
   ASSERT_EQ(p.vote, 1);
-  mg__hpace_filled(&p, 0, 65536, 2e-6);
-  mg__hpace_ended(&p, 0);
+  measure(&p, 0);
   ASSERT_EQ(p.vote, 0);
-  /* A slow one between fast ones changes nothing. */
-  mg__hpace_filled(&p, 0, 65536, 64e-6);
-  mg__hpace_ended(&p, 0);
-  mg__hpace_filled(&p, 0, 65536, 2e-6);
-  mg__hpace_ended(&p, 0);
-  mg__hpace_filled(&p, 0, 65536, 64e-6);
-  mg__hpace_ended(&p, 0);
+  /* The slow ones before count no more: 5 new ones are not enough. */
+  for (int i = 0; i < 5; i++) measure(&p, 1);
+  ASSERT_EQ(p.vote, 0);
+  measure(&p, 1);
+  ASSERT_EQ(p.vote, 1);
+  measure(&p, 0);
+  measure(&p, 0);
   ASSERT_EQ(p.vote, 0);
   /* Lifting: never while fast; while slow 125 of every 128, the last 3 staged. */
   ASSERT_EQ(mg__hpace_lift(&p), 0);
@@ -70,6 +78,23 @@ static void check_logic(void) {
   }
   mg__hpace_agree(&p, 0);
   ASSERT_EQ(mg__hpace_lift(&p), 0);
+  /* A rank that measured nothing in a window's probes withdraws its slow vote; one that
+   * measured slow there keeps it. */
+  for (int measures = 0; measures < 2; measures++) {
+    p.vote = 1;
+    mg__hpace_agree(&p, 1);
+    for (int i = 0; i < 125; i++) {
+      ASSERT_EQ(mg__hpace_lift(&p), 1);
+      mg__hpace_ended(&p, 1);
+    }
+    for (int i = 0; i < 3; i++) {
+      ASSERT_EQ(mg__hpace_lift(&p), 0);
+      if (measures && i == 2) measure(&p, 1);
+      else mg__hpace_ended(&p, 0);
+    }
+    ASSERT_EQ(p.vote, measures);
+    mg__hpace_agree(&p, 0);
+  }
   /* Off: nothing is timed. */
   p.gbps = 0;
   mg__hpace_filled(&p, 0, 0, 0);
@@ -136,16 +161,18 @@ static void run(int rank, void *arg) {
   if (!hc->shm.direct) SKIP("the ranks cannot read each other's memory here");
   float *in = malloc(2 * N * sizeof *in), *out = malloc(2 * N * sizeof *out);
   ASSERT(in != NULL && out != NULL);
-  /* The first round: a rank votes slow at its second warm measurement (the fourth collective),
-   * and all agree at the fifth's match. */
+  /* The first round: a rank votes slow at its sixth warm measurement (the eighth collective),
+   * and all agree at the next match. */
   round_of_all(comm, rank, 0, in, out);
+  ASSERT_EQ(hc->pace.slow, 0);
+  round_of_all(comm, rank, 1, in, out);
   ASSERT_EQ(hc->pace.slow, slow_mode);
   /* Collectives that read their peers' buffers directly (an all_to_allv whose ranks lend
    * counts too), on this rank. */
   uint64_t directs0 = hc->pace.directs;
-  const int rounds = 40; /* 320 collectives: two windows of 128 and more */
-  for (int round = 1; round <= rounds; round++) round_of_all(comm, rank, round, in, out);
-  const uint64_t calls = (uint64_t)rounds * KINDS, direct = hc->pace.directs - directs0;
+  const int rounds = 40; /* 312 more collectives: two windows of 128 and more */
+  for (int round = 2; round <= rounds; round++) round_of_all(comm, rank, round, in, out);
+  const uint64_t calls = (uint64_t)(rounds - 1) * KINDS, direct = hc->pace.directs - directs0;
   if (!slow_mode) {
     ASSERT_EQ(hc->pace.slow, 0);
     ASSERT_EQ(direct, 0);
@@ -153,7 +180,7 @@ static void run(int rank, void *arg) {
     ASSERT_EQ(hc->pace.slow, 1);
     ASSERT_LE(direct, calls - 6); /* the probes of two windows at least stayed staged */
     ASSERT_GE(direct, calls - 12);
-    hc->pace.gbps = 1e-9; /* every store fast from now on: the next probes vote so */
+    hc->pace.gbps = 1e-9; /* every store fast from now on: the next two probes vote so */
     for (int round = rounds + 1; round <= 3 * rounds; round++)
       round_of_all(comm, rank, round, in, out);
     ASSERT_EQ(hc->pace.slow, 0);

@@ -21,7 +21,9 @@ typedef struct mg__hpace {
   double gbps;       /* MGCOMM_HOST_PACE_GBPS: slower stores are slow (0: never measured) */
   int slow;          /* some rank voted slow in the last announcements read: alike on every rank */
   int vote;          /* this rank's vote, which its next announcement carries */
-  int against;       /* measurements in a row that disagreed with the vote */
+  unsigned history;  /* the last measurements, newest in bit 0: 1 where slow */
+  int measured;      /* a measurement since the probes began (mg__hpace_lift) */
+  int closing;       /* the collective running is the last probe */
   uint64_t lifted;   /* collectives that the slow state could send direct, since it began */
   uint64_t directs;  /* collectives that read their peers' buffers directly, on this rank */
   uint64_t filled[2]; /* directs + 1 when each slot was last filled: one filled since the last

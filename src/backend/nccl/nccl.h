@@ -241,6 +241,10 @@ int mg__nccl_config_same(const mg_config_t *a, const mg_config_t *b);
 /* nccl_mem.c */
 mg_status_t mg__nccl_mem_alloc(mg_comm_t *comm, size_t bytes, void **ptr);
 mg_status_t mg__nccl_mem_free(void *ptr, int device);
+/* nccl_backend.c: waits until no communicator of this process is still aborting on its thread
+ * (ncclCommAbort returns once NCCL stopped its kernels, which may use any memory until then),
+ * for MGCOMM_TIMEOUT at most: MG_OK, or MG_ERR_TIMED_OUT naming fn and ptr. */
+mg_status_t mg__nccl_aborts_wait(const char *fn, const void *ptr);
 mg_status_t mg__nccl_mem_copy(mg_comm_t *comm, void *dst, const void *src, size_t bytes,
                               double deadline);
 mg_status_t mg__nccl_mem_register(mg_comm_t *comm, void *buf, size_t bytes, int flags,

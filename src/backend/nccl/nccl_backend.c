@@ -22,14 +22,18 @@
  *    only once NCCL has freed the communicator's memory, which can wait for the kernels of the
  *    other GPUs of the process; with every communicator of the process aborting on its own
  *    thread, each stops its kernels before any free waits for them, and abort returns at once
- *    (mg_comm_abort never blocks) on any thread, the watchdog's included.
+ *    (mg_comm_abort never blocks) on any thread, the watchdog's included; mg_mem_free waits
+ *    for every abort of the process to end (a kernel of its may use the memory until then).
  * Divisions: per-rank setup; availability and ids; init; split and shrink; the rest of the
  * lifecycle; custom ops; the table.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/nccl/nccl.h"
+#include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/params.h"
@@ -585,10 +589,27 @@ static void mg__nabort_run(mg__nabort_t *a) {
   if (entered) mg__device_ctx_leave(a->nx->ctx, saved);
 }
 
+/* Aborts running on their own threads in this process (mg__nccl_aborts_wait). */
+static atomic_int mg__aborts_running;
+
 static void *mg__nabort_main(void *arg) {
   mg__nabort_run(arg);
   free(arg);
+  atomic_fetch_sub(&mg__aborts_running, 1);
   return NULL;
+}
+
+mg_status_t mg__nccl_aborts_wait(const char *fn, const void *ptr) {
+  const double timeout = mg__param_double(MG_PARAM_TIMEOUT), deadline = mg__now() + timeout;
+  while (atomic_load(&mg__aborts_running) > 0) {
+    if (mg__now() > deadline)
+      return mg__error(MG_ERR_TIMED_OUT, "%s: %p: a communicator's abort has not ended after %g s "
+                       "(MGCOMM_TIMEOUT), and a kernel of its may still use the memory: it "
+                       "stays allocated", fn, ptr, timeout);
+    const struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  return MG_OK;
 }
 
 static void n_abort(mg_comm_t *comm) {
@@ -598,9 +619,11 @@ static void n_abort(mg_comm_t *comm) {
   mg__nabort_t local = {NULL, nx->lc, nx, comm->rank, 0};
   local.nc = mg__nccl_take_opcomm(nx, &local.revoke);
   nx->lc = NULL;
+  atomic_fetch_add(&mg__aborts_running, 1);
   nx->abort_started = mg__nccl_thread(&nx->abort_th, mg__nabort_main, &local, sizeof local,
                                       "mg-abort", comm->rank);
   if (nx->abort_started) return;
+  atomic_fetch_sub(&mg__aborts_running, 1);
   /* No thread: abort here. It returns once NCCL has freed the communicator. */
   MG_WARN("rank %d: cannot start a thread for ncclCommAbort; aborting on this thread",
           comm->rank);

@@ -31,6 +31,10 @@ mg_status_t mg__nccl_mem_alloc(mg_comm_t *comm, size_t bytes, void **ptr) {
 
 mg_status_t mg__nccl_mem_free(void *ptr, int device) {
   static const char fn[] = "mg_mem_free";
+  /* An aborted communicator's kernel may still run until its abort ends: freeing the memory
+   * under it was an illegal access on 2 H200s (a test that aborted both ranks of a hung
+   * all_reduce and then freed their buffers; tests/fault/collcheck.c, gpu_collcheck_off). */
+  MG_CHECK(mg__nccl_aborts_wait(fn, ptr));
   mg__CUdevice dev;
   mg__CUcontext ctx, saved = NULL;
   /* A second reference for the duration of the call; the allocation's goes at the end. */
