@@ -13,19 +13,21 @@
  * (whose copies at those sizes are process_vm_readv: reads only), and the same collectives read
  * directly 0.9-1.0x (bench/results/2026-11-29-host-pace.md).
  *
- * So each rank times its stores into its slot, in steps whose slot its readers read since this
- * rank's last direct collective (a slot nobody read lately takes stores fast in any state: such
- * "cold" steps are not timed), and votes: slow once 6 of the last 8 collectives' warm stores ran
- * below MGCOMM_HOST_PACE_GBPS, fast again after two in a row at or above it. Its next announcement
- * carries the vote (host_shm.h, desc.slow); at the match of every collective that is not in the
- * mails every rank reads all of them, so that all agree from the next collective on: slow when
- * any rank voted slow. While slow, a collective that could read directly but that the
- * creator's thresholds keep staged goes direct (host_coll.c, mg__liftable), except the last
- * MG__PACE_PROBES of every MG__PACE_RECHECK such collectives, which stay staged so that their
- * stores are measured again: three, so that even with one slot step per collective the third
- * fills a slot that the first's readers read. A rank that measured nothing in them (a broadcast's
- * reader stores nothing) withdraws a slow vote, keeping its history: a rank that no longer
- * measures does not hold the others on the direct path for ever.
+ * So, where reading once is slow and every rank has a CPU (host_shm.c, mg__thresholds, says
+ * why only there), each rank times its stores into its slot, in steps whose slot its readers
+ * read since this rank's last direct collective (a slot nobody read lately takes stores fast in
+ * any state: such "cold" steps are not timed), and votes: slow once 6 of the last 8
+ * collectives' warm stores ran below MGCOMM_HOST_PACE_GBPS, fast again after two in a row at or
+ * above it. Its next announcement carries the vote (host_shm.h, desc.slow); at the match of
+ * every collective that is not in the mails every rank reads all of them, so that all agree from
+ * the next collective on: slow when any rank voted slow. While slow, a collective that could
+ * read directly but that the creator's thresholds keep staged goes direct (host_coll.c,
+ * mg__liftable), except the last MG__PACE_PROBES of every MG__PACE_RECHECK such collectives,
+ * which stay staged so that their stores are measured again: three, so that even with one slot
+ * step per collective the third fills a slot that the first's readers read. A rank that
+ * measured nothing in them (a broadcast's reader stores nothing) withdraws a slow vote, keeping
+ * its history: a rank that no longer measures does not hold the others on the direct path for
+ * ever.
  */
 #include <string.h>
 

@@ -201,6 +201,13 @@ static void mg__thresholds(int n, int local, mg__hshm_header_t *h) {
    * direct; out of place, where the root copies its own part meanwhile, direct stays ahead:
    * bench/results/2026-11-29-host-root-stages.md). */
   h->root_stages_bytes = readv_max < 0 && fast && n == 2 ? 32u << 20 : 0;
+  /* The slot stores' state (host_pace.c) moves only where reading once is slow and every rank
+   * has a CPU: there it was measured to help (2 processes on the 2-CPU VM, whose CPUs move
+   * between near and far cores). Where process_vm_readv is fast the thresholds already read
+   * once wherever that won, and on a 32-CPU Xeon 4 processes' stores dipped below the line in
+   * bursts of memory traffic (bench/results/2026-11-29-host-pace.md); with more ranks than
+   * CPUs the staged copies win. */
+  h->paced = window && !local && n > 1;
 }
 
 /* The staging slot and channel sizes this thread would create a segment of n ranks with, and

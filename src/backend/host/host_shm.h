@@ -56,7 +56,8 @@ typedef struct mg__hshm_header {
   _Atomic uint32_t attached; /* ranks that have attached */
   _Atomic uint32_t wake;    /* futex word: bumped after every publication */
   _Atomic uint32_t sleepers; /* threads sleeping on wake */
-  uint32_t pad_;
+  uint32_t paced;           /* the ranks time their stores into the slots, and while slow the
+                               collectives that could read directly do (host_pace.c) */
   /* The outcome of the communicator's collectives (mg__hdec_*), in a line of its own: written
    * once per collective, read by every rank. */
   _Alignas(64) _Atomic uint64_t decision;
