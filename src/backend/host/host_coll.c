@@ -559,7 +559,7 @@ static void mg__coll_start(mg__hx_t *x) {
   x->slot0 = hc->slot_steps;
   x->set1 = MG__SET_ALL;
   x->set2 = MG__SET_NONE;
-  x->lifted = 0;
+  x->lifted = 0; /* mg__liftable asks the thresholds (mg__goes_direct) */
   x->lifted = mg__liftable(x) && mg__hpace_lift(&hc->pace);
   /* Mails up to their size, unless the data is copied once (between threads, from 2 KiB per
    * rank: one copy beat the mails at 4 KiB, bench/results/2026-11-25-host-mail-4k.md). */

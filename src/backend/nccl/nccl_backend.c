@@ -23,7 +23,7 @@
  *    other GPUs of the process; with every communicator of the process aborting on its own
  *    thread, each stops its kernels before any free waits for them, and abort returns at once
  *    (mg_comm_abort never blocks) on any thread, the watchdog's included; mg_mem_free waits
- *    for every abort of the process to end (a kernel of its may use the memory until then).
+ *    for every abort of the process to end (its kernels may use the memory until then).
  * Divisions: per-rank setup; availability and ids; init; split and shrink; the rest of the
  * lifecycle; custom ops; the table.
  */
@@ -604,7 +604,7 @@ mg_status_t mg__nccl_aborts_wait(const char *fn, const void *ptr) {
   while (atomic_load(&mg__aborts_running) > 0) {
     if (mg__now() > deadline)
       return mg__error(MG_ERR_TIMED_OUT, "%s: %p: a communicator's abort has not ended after %g s "
-                       "(MGCOMM_TIMEOUT), and a kernel of its may still use the memory: it "
+                       "(MGCOMM_TIMEOUT), and a kernel of it may still use the memory: it "
                        "stays allocated", fn, ptr, timeout);
     const struct timespec ms = {0, 1000000};
     nanosleep(&ms, NULL);
