@@ -392,6 +392,9 @@ static void nc_on(mgsim_control_fn sim) {
 static void nc_off(mgsim_control_fn sim) {
   const double T = 1;
   nc_make(T);
+  /* The simulator's aborts stop their work only after 300 ms, as a real one's kernels see it
+   * late: nc_release's free comes within that time unless mg_mem_free waits for the aborts. */
+  if (sim != NULL) ASSERT_EQ(sim("abort_delay_ms", 300), 0);
   nc_call_t c[2];
   /* Matched first: a first call that a peer withholds would wait inside NCCL's connection of
    * the pair, which nothing bounds before NCCL 2.28.7 (docs/nccl.md). */

@@ -93,6 +93,8 @@
  *   - ncclCommAbort or ncclCommDestroy frees a communicator while another thread is inside an
  *     NCCL call on it (checked when the call starts and again when it frees);
  *   - any NCCL call on a communicator that is freed, being freed, or was never made;
+ *   - ncclMemFree while an ncclCommAbort has not yet stopped its communicator's stream work
+ *     (the kernels of a real one may still use the memory: CUDA error 700 on 2 H200s);
  *   - the ranks of a collective disagree (kind, count, dtype, op, root), or a send and its
  *     receive differ in size;
  *   - an entry point is called that the simulated NCCL version does not have.
@@ -120,6 +122,9 @@
  *   "host_hang_rank" r, "host_hang_nth" n         MGSIM_HOST_HANG=r:n (n = 0 disarms)
  *   "never_complete_rank" r, "never_complete_nth" n   MGSIM_NEVER_COMPLETE=r:n (n = 0 disarms)
  *   "reset_calls" (any)   the per-rank call counts the knobs count start again from 0
+ *   "abort_delay_ms" ms   ncclCommAbort waits this long after it began (the communicator
+ *                         marked as being freed, its work still in flight) before it stops
+ *                         that work: a kernel that takes long to see the abort (0: none)
  * Getters (NCCL):
  *   "inside" r        threads inside an NCCL call on rank r's communicators now
  *   "comms" r         live communicators of rank r (made, not yet freed; init in progress too)

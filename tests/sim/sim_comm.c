@@ -493,6 +493,14 @@ MGSIM_API mg__ncclResult_t ncclMemAlloc(void **ptr, size_t size) {
 MGSIM_API mg__ncclResult_t ncclMemFree(void *ptr) {
   sim_require(SIM_V_REGISTER, "ncclMemFree");
   if (ptr == NULL) return MG__ncclSuccess;
+  /* The detector: a real abort's kernels may use any memory until it has stopped them. */
+  pthread_mutex_lock(&sim_lock);
+  for (const sim_comm_t *c = sim_comms; c != NULL; c = c->next)
+    if (c->freeing != NULL && strcmp(c->freeing, "ncclCommAbort") == 0 && c->items > 0)
+      sim_violation("ncclMemFree(%p) while ncclCommAbort of comm %p (rank %d) has not stopped "
+                    "its %d stream item(s): a kernel may still use the memory", ptr,
+                    (void *)c, c->rank, c->items);
+  pthread_mutex_unlock(&sim_lock);
   mg__CUresult cr = mgsim_mem_free_vmm(ptr);
   if (cr != MG__CUDA_SUCCESS)
     return sim_fail(MG__ncclUnhandledCudaError, "ncclMemFree(%p): not memory of ncclMemAlloc, or "

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sim_nccl_int.h"
 
@@ -471,6 +472,12 @@ static mg__ncclResult_t sim_free_comm(mg__ncclComm_t comm, int abort_it, const c
   sim_check_inside(c, call);
   c->freeing = call;
   if (abort_it) {
+    if (sim_abort_delay_ms > 0) { /* its work still in flight (ncclMemFree's detector) */
+      pthread_mutex_unlock(&sim_lock);
+      const struct timespec d = {sim_abort_delay_ms / 1000, sim_abort_delay_ms % 1000 * 1000000};
+      nanosleep(&d, NULL);
+      pthread_mutex_lock(&sim_lock);
+    }
     /* Stops what is in flight: waits for peers end, stream items complete without writing. */
     sim_quiesce_locked(c, 0);
   } else {

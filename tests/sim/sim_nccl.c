@@ -27,6 +27,7 @@ static int sim_debug;                 /* NCCL_DEBUG set: errors go to stderr too
 /* The knobs: rank and nth call (0: off), and per-rank counters. Under sim_lock. */
 static int sim_hang_rank = -1, sim_never_rank = -1;
 static long sim_hang_nth, sim_never_nth;
+long sim_abort_delay_ms;
 static long sim_calls[SIM_MAX_RANKS];
 static int sim_hung[SIM_MAX_RANKS], sim_held[SIM_MAX_RANKS];
 
@@ -206,6 +207,8 @@ MGSIM_API int mgsim_control(const char *key, long value) {
     sim_never_rank = (int)value;
   } else if (strcmp(key, "never_complete_nth") == 0) {
     sim_never_nth = value;
+  } else if (strcmp(key, "abort_delay_ms") == 0) {
+    sim_abort_delay_ms = value;
   } else if (strcmp(key, "reset_calls") == 0) {
     memset(sim_calls, 0, sizeof sim_calls);
   } else if (strcmp(key, "calls") == 0) {

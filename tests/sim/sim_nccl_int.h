@@ -98,6 +98,8 @@ int sim_spawn(void *(*fn)(void *), void *arg, const char *name);
 void sim_knob_count(int rank, int *hang, int *never);
 /* Gauges of mgsim_control, under sim_lock. */
 void sim_knob_hung(int rank, int delta);
+/* "abort_delay_ms" (mgsim_control), under sim_lock. */
+extern long sim_abort_delay_ms;
 void sim_knob_held(int rank, int delta);
 
 /* ---- sim_comm.c ---- */
