@@ -98,9 +98,9 @@ int sim_spawn(void *(*fn)(void *), void *arg, const char *name);
 void sim_knob_count(int rank, int *hang, int *never);
 /* Gauges of mgsim_control, under sim_lock. */
 void sim_knob_hung(int rank, int delta);
+void sim_knob_held(int rank, int delta);
 /* "abort_delay_ms" (mgsim_control), under sim_lock. */
 extern long sim_abort_delay_ms;
-void sim_knob_held(int rank, int delta);
 
 /* ---- sim_comm.c ---- */
 typedef struct sim_slot sim_slot_t;
