@@ -117,6 +117,18 @@ static inline double test_median(double *v, int n) {
   return v[n / 2];
 }
 
+/* Rank `rank` of nranks of a host-backend communicator made from uid, every wait bounded by
+ * timeout_s seconds; asserts that it is made. */
+static inline mg_comm_t *test_host_comm(int nranks, const mg_unique_id_t *uid, int rank,
+                                        double timeout_s) {
+  mg_config_t cfg = MG_CONFIG_INIT;
+  cfg.backend = MG_BACKEND_HOST;
+  cfg.timeout_s = timeout_s;
+  mg_comm_t *comm = NULL;
+  ASSERT_OK(mg_comm_init_rank(&cfg, nranks, uid, rank, &comm));
+  return comm;
+}
+
 /* Forks n ranks: rank r runs fn(r, arg) in a child of its own, which then exits with 0 (fn may
  * exit itself, e.g. SKIP). Their pids go to pids[0 .. n); see test_wait_ranks. */
 static inline void test_fork_ranks(pid_t *pids, int n, void (*fn)(int r, void *arg), void *arg) {

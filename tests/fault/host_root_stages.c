@@ -44,11 +44,7 @@ static int victim, reduce;
 
 static void run_rank(int rank, void *arg) {
   (void)arg;
-  mg_config_t cfg = MG_CONFIG_INIT;
-  cfg.backend = MG_BACKEND_HOST;
-  cfg.timeout_s = 30;
-  mg_comm_t *comm = NULL;
-  ASSERT_OK(mg_comm_init_rank(&cfg, 2, uid, rank, &comm));
+  mg_comm_t *comm = test_host_comm(2, uid, rank, 30);
   float *buf = malloc(COUNT * sizeof *buf), *out = malloc(COUNT * sizeof *out);
   ASSERT(buf != NULL && out != NULL);
   memset(buf, 0, COUNT * sizeof *buf);

@@ -153,11 +153,7 @@ static void round_of_all(mg_comm_t *comm, int rank, int round, float *in, float 
 
 static void run(int rank, void *arg) {
   (void)arg;
-  mg_config_t cfg = MG_CONFIG_INIT;
-  cfg.backend = MG_BACKEND_HOST;
-  cfg.timeout_s = 60;
-  mg_comm_t *comm = NULL;
-  ASSERT_OK(mg_comm_init_rank(&cfg, 2, uid, rank, &comm));
+  mg_comm_t *comm = test_host_comm(2, uid, rank, 60);
   mg__hcomm_t *hc = mg__hcomm(comm);
   if (!hc->shm.direct) SKIP("the ranks cannot read each other's memory here");
   if (!hc->shm.hdr->paced) SKIP("fewer CPUs than ranks here: the stores are not timed");

@@ -49,11 +49,7 @@ static void check_slots(mg_comm_t *comm, int round) {
 }
 
 static void run(int rank) {
-  mg_config_t cfg = MG_CONFIG_INIT;
-  cfg.backend = MG_BACKEND_HOST;
-  cfg.timeout_s = 60;
-  mg_comm_t *comm = NULL;
-  ASSERT_OK(mg_comm_init_rank(&cfg, 2, uid, rank, &comm));
+  mg_comm_t *comm = test_host_comm(2, uid, rank, 60);
   float *in = malloc(REDUCE_COUNT * sizeof *in), *out = malloc(REDUCE_COUNT * sizeof *out);
   ASSERT(in != NULL && out != NULL);
   for (int round = 0; round < ROUNDS; round++) {
