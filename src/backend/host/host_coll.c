@@ -514,7 +514,7 @@ static int mg__root_may_stage(const mg__hx_t *x) {
  * (host_pace.c). Alike on all ranks: the shape and the creator's thresholds decide. */
 static int mg__liftable(const mg__hx_t *x) {
   const mg__opkind_t k = x->op->kind;
-  if (!x->s->hdr->paced || !x->s->processes || !x->s->direct) return 0;
+  if (!x->s->paced || !x->s->direct) return 0;
   if (k == MG_OPK_ALL_TO_ALLV) return 1; /* its counts are per pair */
   if (x->op->count == 0) return 0;
   if (mg__mail_len(x) <= MG__MAIL_BYTES) return 0;
@@ -886,7 +886,7 @@ static int mg__coll_match(mg__hx_t *x) {
     }
     x->nsteps = mx == 0 ? 1 : (mx + x->E - 1) / x->E;
   }
-  if (x->alg != MG__ALG_MAIL && x->s->hdr->paced && x->s->processes) { /* the votes */
+  if (x->alg != MG__ALG_MAIL && x->s->paced) { /* the votes (host_pace.c) */
     int slow = 0;
     for (int r = 0; r < x->n; r++)
       slow |= atomic_load_explicit(&x->s->ranks[r].desc[x->s0 & 1].slow, memory_order_relaxed);
@@ -1301,7 +1301,8 @@ static void mg__coll_finish(mg__hx_t *x) {
   mg__hcomm_t *hc = mg__hcomm(x->comm);
   hc->step = x->s0 + x->k;
   if (x->alg != MG__ALG_MAIL && x->alg != MG__ALG_DIRECT) hc->slot_steps = x->slot0 + x->k;
-  if (x->alg != MG__ALG_MAIL) mg__hpace_ended(&hc->pace, x->alg == MG__ALG_DIRECT || x->a2av_lent);
+  if (x->alg != MG__ALG_MAIL && x->s->paced)
+    mg__hpace_ended(&hc->pace, x->alg == MG__ALG_DIRECT || x->a2av_lent);
   x->op->status = MG_OK;
   x->done = 1;
 }
@@ -1378,11 +1379,11 @@ static int mg__coll_progress(mg__hx_t *x) {
     }
     int step_done = 0;
     if (x->phase == 0) {
-      if (x->alg == MG__ALG_MAIL || x->alg == MG__ALG_DIRECT) {
+      if (x->alg == MG__ALG_MAIL || x->alg == MG__ALG_DIRECT || !x->s->paced) {
         mg__copy_in(x);
       } else { /* into the slots: timed where they are warm (host_pace.c) */
         const uint64_t t = x->slot0 + x->k;
-        const int timed = x->s->hdr->paced && x->s->processes && mg__hpace_warm(&hc->pace, t);
+        const int timed = mg__hpace_warm(&hc->pace, t);
         const double t0 = timed ? mg__now() : 0;
         const size_t in = mg__copy_in(x);
         mg__hpace_filled(&hc->pace, t, timed ? in : 0, timed ? mg__now() - t0 : 0);

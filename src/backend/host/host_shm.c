@@ -554,6 +554,7 @@ static int mg__hshm_joined(mg__hshm_t *s, int verdicts, int *missing) {
   s->processes = 0;
   for (int r = 1; r < s->nranks; r++)
     s->processes |= atomic_load(&s->ranks[r].pid) != atomic_load(&s->ranks[0].pid);
+  s->paced = s->processes && s->hdr->paced;
   return 1;
 }
 

@@ -211,6 +211,8 @@ typedef struct mg__hshm {
   int direct;                   /* every rank can read every other rank's memory (at init) */
   int processes;                /* the ranks are in more than one process (at init): a direct
                                  * copy from a peer may be a process_vm_readv */
+  int paced;                    /* the ranks are processes and the creator marked the segment
+                                 * paced: they follow the slot stores' state (host_pace.c) */
   int probed;                   /* this rank has published its verdict */
   int look;                     /* init: the first peer whose process the next look reads */
   uint64_t sleeps;              /* times this rank slept on the wake word (mg__hshm_sleep) */
